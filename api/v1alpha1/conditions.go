@@ -1,0 +1,56 @@
+package v1alpha1
+
+// Condition types of VsphereAgentPool.
+const (
+	ConditionReady             = "Ready"
+	ConditionDemandObserved    = "DemandObserved"
+	ConditionCapacitySatisfied = "CapacitySatisfied"
+	ConditionInfraEnvAvailable = "InfraEnvAvailable"
+	ConditionVSphereReachable  = "VSphereReachable"
+	ConditionISOReady          = "ISOReady"
+	ConditionRegistrationOK    = "RegistrationHealthy"
+	ConditionNodePoolClaimed   = "NodePoolClaimed"
+)
+
+// Condition types of VsphereAgent.
+const (
+	ConditionVMCreated       = "VMCreated"
+	ConditionAgentRegistered = "AgentRegistered"
+	ConditionAgentPrepared   = "AgentPrepared"
+	ConditionISOEjected      = "ISOEjected"
+)
+
+// Reasons for ISOEjected.
+const (
+	ReasonEjectionDisabled       = "Disabled"
+	ReasonWaitingForInstallation = "WaitingForInstallation"
+	ReasonEjectionInProgress     = "EjectionInProgress"
+	ReasonEjected                = "Ejected"
+	ReasonEjectionFailed         = "EjectionFailed"
+)
+
+// Reasons for ISOReady.
+const (
+	ReasonISOCached         = "Cached"
+	ReasonISODownloading    = "Downloading"
+	ReasonISODownloadFailed = "DownloadFailed"
+	ReasonISONotAnISO       = "NotAnISO"
+	ReasonISOUploadFailed   = "UploadFailed"
+	ReasonInfraEnvNotReady  = "InfraEnvNotReady"
+)
+
+// Well-known labels and annotations.
+const (
+	// LabelPool marks Agents and VsphereAgents with the pool that owns them.
+	LabelPool = "agent-forge.containeroo.ch/pool"
+	// LabelVsphereAgent marks an Agent with the VsphereAgent (VM) that registered it.
+	LabelVsphereAgent = "agent-forge.containeroo.ch/vsphereagent"
+	// LabelNodePoolRole is the HyperShift role label set on prepared Agents.
+	LabelNodePoolRole = "hypershift.openshift.io/nodepool-role"
+	// AnnotationForceISORefresh forces an unconditional ISO refresh when its value changes.
+	AnnotationForceISORefresh = "agent-forge.containeroo.ch/force-iso-refresh"
+	// FinalizerVsphereAgent guards VM cleanup.
+	FinalizerVsphereAgent = "agent-forge.containeroo.ch/vm-cleanup"
+	// FinalizerPool guards pool cleanup.
+	FinalizerPool = "agent-forge.containeroo.ch/pool-cleanup"
+)

@@ -1,0 +1,155 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// VMPhase is the lifecycle phase of one pool VM.
+// +kubebuilder:validation:Enum=Pending;Provisioning;Available;Bound;Released;Deleting;Failed
+type VMPhase string
+
+const (
+	// VMPhasePending: the VM has not been created yet (waiting for the ISO, credentials or budget).
+	VMPhasePending VMPhase = "Pending"
+	// VMPhaseProvisioning: the VM exists and is booting the discovery ISO; no Agent registered yet.
+	VMPhaseProvisioning VMPhase = "Provisioning"
+	// VMPhaseAvailable: the Agent registered and was prepared; it is free to bind.
+	VMPhaseAvailable VMPhase = "Available"
+	// VMPhaseBound: the Agent is bound to an AgentMachine (a worker, or becoming one).
+	VMPhaseBound VMPhase = "Bound"
+	// VMPhaseReleased: the VM is no longer needed (surplus or unbound after scale-down); cleanup follows.
+	VMPhaseReleased VMPhase = "Released"
+	// VMPhaseDeleting: the VM is being destroyed.
+	VMPhaseDeleting VMPhase = "Deleting"
+	// VMPhaseFailed: the VM could not be created or never registered; it will be replaced.
+	VMPhaseFailed VMPhase = "Failed"
+)
+
+// VsphereAgentSpec names the pool a VM belongs to.
+type VsphereAgentSpec struct {
+	// PoolRef names the VsphereAgentPool in the same namespace. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.poolRef is immutable"
+	PoolRef LocalObjectReference `json:"poolRef"`
+}
+
+// VMStatus records the VM's identity and lifecycle.
+type VMStatus struct {
+	// Name is the VM name in vCenter.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// BIOSUUID is the VM's BIOS (SMBIOS) UUID, reported by the guest as its serial number.
+	// +optional
+	BIOSUUID string `json:"biosUUID,omitempty"`
+	// InstanceUUID is the VM's vCenter instance UUID, set to this VsphereAgent's UID at creation.
+	// +optional
+	InstanceUUID string `json:"instanceUUID,omitempty"`
+	// MACAddress is the MAC of the VM's NIC, used to match the registered Agent.
+	// +optional
+	MACAddress string `json:"macAddress,omitempty"`
+	// AgentRef names the Agent registered by this VM (in the pool's namespace).
+	// +optional
+	AgentRef string `json:"agentRef,omitempty"`
+	// MachineRef names the Machine the Agent backs (in the control plane namespace).
+	// +optional
+	MachineRef string `json:"machineRef,omitempty"`
+	// Phase is the VM's lifecycle phase.
+	// +optional
+	Phase VMPhase `json:"phase,omitempty"`
+	// Reason is a machine-readable reason for the phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// LastTransitionTime is when the phase last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// Datacenter is the datacenter the VM was created in.
+	// +optional
+	Datacenter string `json:"datacenter,omitempty"`
+	// ISOPath is the datastore path of the discovery ISO attached at creation.
+	// +optional
+	ISOPath string `json:"isoPath,omitempty"`
+	// CreatedAt is when the VM was created (the registration timeout counts from here).
+	// +optional
+	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
+}
+
+// ISOEjectionRecord is the crash-recovery record of one CD-ROM ejection, written before the VM is
+// reconfigured and cleared only after success.
+type ISOEjectionRecord struct {
+	// InstanceUUID addresses the VM.
+	InstanceUUID string `json:"instanceUUID"`
+	// BIOSUUID is the hardware identity verified before ejecting.
+	// +optional
+	BIOSUUID string `json:"biosUUID,omitempty"`
+	// OwnerUID is the VsphereAgent UID the VM's ownership marker must name.
+	OwnerUID string `json:"ownerUID"`
+	// Datacenter is the VM's datacenter.
+	Datacenter string `json:"datacenter"`
+	// DeviceKey is the CD-ROM device key.
+	DeviceKey int32 `json:"deviceKey"`
+	// ISOPath is the exact datastore path that must still back the device.
+	ISOPath string `json:"isoPath"`
+	// StartedAt is when the ejection was recorded.
+	StartedAt metav1.Time `json:"startedAt"`
+	// TaskRef is the vSphere reconfigure task, checked on later passes instead of waited on.
+	// +optional
+	TaskRef string `json:"taskRef,omitempty"`
+	// QuestionID is the checkpointed ID of the CD-ROM lock question, the only question ever answered.
+	// +optional
+	QuestionID string `json:"questionID,omitempty"`
+	// Attempts counts tries.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// LastError is the last failure.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// RetryAfter is the earliest time of the next attempt (backoff).
+	// +optional
+	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+}
+
+// VsphereAgentStatus is the observed state of one pool VM.
+type VsphereAgentStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// VM records the VM's identity and lifecycle.
+	// +optional
+	VM VMStatus `json:"vm,omitempty"`
+	// ISOEjection is the in-flight ejection record (crash recovery); empty when none runs.
+	// +optional
+	ISOEjection *ISOEjectionRecord `json:"isoEjection,omitempty"`
+	// Conditions: Ready, VMCreated, AgentRegistered, AgentPrepared, ISOEjected.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// VsphereAgent is one vSphere VM of a VsphereAgentPool and the Agent it registers.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=va,categories=agent-forge
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.poolRef.name`
+// +kubebuilder:printcolumn:name="VM",type=string,JSONPath=`.status.vm.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.vm.phase`
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.vm.agentRef`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type VsphereAgent struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   VsphereAgentSpec   `json:"spec,omitempty"`
+	Status VsphereAgentStatus `json:"status,omitempty"`
+}
+
+// VsphereAgentList contains a list of VsphereAgent.
+// +kubebuilder:object:root=true
+type VsphereAgentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VsphereAgent `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VsphereAgent{}, &VsphereAgentList{})
+}

@@ -1,0 +1,438 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CleanupPolicy says what happens to a pool's VMs and Agents when they are no longer needed.
+// +kubebuilder:validation:Enum=Delete;Retain
+type CleanupPolicy string
+
+const (
+	// CleanupPolicyDelete destroys surplus VMs and deletes their Agents.
+	CleanupPolicyDelete CleanupPolicy = "Delete"
+	// CleanupPolicyRetain keeps VMs and Agents; nothing external is deleted.
+	CleanupPolicyRetain CleanupPolicy = "Retain"
+)
+
+// VsphereAgentPoolSpec defines the vSphere capacity that backs one HyperShift Agent NodePool.
+// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.limits.maxVMs) || !has(self.limits.maxConcurrentProvisioning) || self.limits.maxConcurrentProvisioning <= self.limits.maxVMs",message="spec.limits.maxConcurrentProvisioning must be less than or equal to spec.limits.maxVMs"
+type VsphereAgentPoolSpec struct {
+	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace.
+	HostedClusterRef LocalObjectReference `json:"hostedClusterRef"`
+
+	// NodePoolRef names the HyperShift NodePool in the pool's namespace whose demand this pool serves.
+	// Immutable: one pool serves one NodePool for its whole life.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.nodePoolRef is immutable"
+	NodePoolRef LocalObjectReference `json:"nodePoolRef"`
+
+	// InfraEnvRef names the Assisted Installer InfraEnv in the pool's namespace whose discovery ISO the VMs boot.
+	InfraEnvRef LocalObjectReference `json:"infraEnvRef"`
+
+	// ControlPlaneNamespace is the hosted control plane namespace where HyperShift renders Machines and
+	// AgentMachines (usually <namespace>-<hostedCluster>). Immutable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.controlPlaneNamespace is immutable"
+	ControlPlaneNamespace string `json:"controlPlaneNamespace"`
+
+	// VSphere says where and how VMs are created.
+	VSphere VSphereSpec `json:"vsphere"`
+
+	// Template sizes and names the VMs.
+	// +optional
+	// +kubebuilder:default={}
+	Template VMTemplateSpec `json:"template,omitempty"`
+
+	// Agent says how registered Agents are prepared for the Agent CAPI provider.
+	Agent AgentBindingSpec `json:"agent"`
+
+	// ISO configures the discovery ISO cache and ejection.
+	// +optional
+	// +kubebuilder:default={}
+	ISO ISOSpec `json:"iso,omitempty"`
+
+	// CleanupPolicy says whether surplus VMs and their Agents are deleted (Delete) or kept (Retain).
+	// +optional
+	// +kubebuilder:default=Delete
+	CleanupPolicy CleanupPolicy `json:"cleanupPolicy,omitempty"`
+
+	// Limits caps how many VMs the pool may own and create at once. Unset means no cap.
+	// +optional
+	Limits *LimitsSpec `json:"limits,omitempty"`
+
+	// RegistrationTimeout is how long a VM may run without its Agent registering before it is destroyed
+	// and replaced.
+	// +optional
+	// +kubebuilder:default="20m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=duration
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.registrationTimeout must be between 1m and 24h"
+	RegistrationTimeout *metav1.Duration `json:"registrationTimeout,omitempty"`
+
+	// Paused stops every action of the pool (creates, deletes, Agent changes, ISO refresh); status is
+	// still reported.
+	// +optional
+	// +kubebuilder:default=false
+	Paused bool `json:"paused,omitempty"`
+}
+
+// VSphereSpec says where and how VMs are created in vCenter.
+type VSphereSpec struct {
+	// CredentialsSecretRef names a Secret with keys server, username, password, and optionally
+	// insecure ("true" skips TLS verification), caBundle (PEM CA certificates for the vCenter
+	// endpoint) and thumbprint (SHA-256 fingerprint of the vCenter certificate).
+	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
+
+	// Datacenter is the vSphere datacenter name or inventory path.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Datacenter string `json:"datacenter"`
+
+	// DatastoreCluster names the datastore cluster (placed with Storage DRS recommendations) or a single
+	// datastore where VM disks are created.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	DatastoreCluster string `json:"datastoreCluster"`
+
+	// ISODatastore names the datastore that holds the cached discovery ISOs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	ISODatastore string `json:"isoDatastore"`
+
+	// ResourcePool is the resource pool name or inventory path for the VMs. Empty means the
+	// datacenter's default resource pool (which must be unambiguous).
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	ResourcePool string `json:"resourcePool,omitempty"`
+
+	// Folder is the VM folder (created if missing). Empty means a folder named after the hosted cluster.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.vsphere.folder may not contain '..'"
+	Folder string `json:"folder,omitempty"`
+
+	// Network is the port group or network name for the VM's NIC.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	Network string `json:"network"`
+
+	// VMTags are vSphere tags attached to every VM, as tag names or "category/tag".
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	VMTags []string `json:"vmTags,omitempty"`
+
+	// GuestID is the vSphere guest OS identifier.
+	// +optional
+	// +kubebuilder:default=rhel9_64Guest
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]+$`
+	// +kubebuilder:validation:MaxLength=64
+	GuestID string `json:"guestID,omitempty"`
+
+	// SCSIType is the SCSI controller type.
+	// +optional
+	// +kubebuilder:default=pvscsi
+	// +kubebuilder:validation:Enum=pvscsi;lsilogic;lsilogic-sas;buslogic
+	SCSIType string `json:"scsiType,omitempty"`
+
+	// Firmware is the VM firmware.
+	// +optional
+	// +kubebuilder:default=efi
+	// +kubebuilder:validation:Enum=efi;bios
+	Firmware string `json:"firmware,omitempty"`
+
+	// NetworkAdapterType is the NIC model.
+	// +optional
+	// +kubebuilder:default=vmxnet3
+	// +kubebuilder:validation:Enum=vmxnet3;e1000;e1000e
+	NetworkAdapterType string `json:"networkAdapterType,omitempty"`
+
+	// DiskEagerlyScrub creates the disk eager-zeroed thick instead of thin.
+	// +optional
+	// +kubebuilder:default=false
+	DiskEagerlyScrub bool `json:"diskEagerlyScrub,omitempty"`
+}
+
+// VMTemplateSpec sizes and names the VMs of a pool.
+type VMTemplateSpec struct {
+	// NamePrefix prefixes VM names (VM name = <namePrefix>-<suffix>; also the Agent hostname).
+	// Empty means <hostedCluster>-<role>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	NamePrefix string `json:"namePrefix,omitempty"`
+
+	// NumCPUs is the number of virtual CPUs.
+	// +optional
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=256
+	NumCPUs int32 `json:"numCPUs,omitempty"`
+
+	// MemoryMiB is the memory size in MiB (a multiple of 4).
+	// +optional
+	// +kubebuilder:default=16384
+	// +kubebuilder:validation:Minimum=4096
+	// +kubebuilder:validation:Maximum=6291456
+	// +kubebuilder:validation:MultipleOf=4
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+
+	// DiskGiB is the size of the boot disk in GiB.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=20
+	// +kubebuilder:validation:Maximum=65536
+	DiskGiB int32 `json:"diskGiB,omitempty"`
+}
+
+// AgentBindingSpec describes how a discovered Assisted Installer Agent is made consumable by the
+// HyperShift Agent NodePool.
+type AgentBindingSpec struct {
+	// Role is the HyperShift NodePool role label value (hypershift.openshift.io/nodepool-role) and the
+	// Agent spec.role. For worker pools this is "worker".
+	// +optional
+	// +kubebuilder:default=worker
+	// +kubebuilder:validation:Enum=worker
+	Role string `json:"role,omitempty"`
+
+	// Labels are put on a discovered Agent so the Agent CAPI provider can bind it to an AgentMachine.
+	// They should match the NodePool's spec.platform.agent.agentLabelSelector.
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || size(k.split('/')[0]) <= 253))",message="spec.agent.labels keys must be valid label keys ([prefix/]name)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$'))",message="spec.agent.labels values must be valid label values (at most 63 characters, alphanumeric at both ends)"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k == 'agentMachineRef' || k == 'hypershift.openshift.io/nodepool-role' || k.startsWith('agent-forge.containeroo.ch/'))",message="spec.agent.labels may not set labels the Agent CAPI provider or the operator own (agentMachineRef, hypershift.openshift.io/nodepool-role, agent-forge.containeroo.ch/*)"
+	Labels map[string]string `json:"labels"`
+
+	// Approve sets spec.approved=true on prepared Agents so installation can proceed.
+	// +optional
+	// +kubebuilder:default=true
+	Approve *bool `json:"approve,omitempty"`
+}
+
+// ISOSpec configures the discovery ISO cache and ejection.
+type ISOSpec struct {
+	// CheckInterval is how often the cached ISO is revalidated against the InfraEnv's URL (a conditional
+	// request where the server allows).
+	// +optional
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=duration
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.iso.checkInterval must be at least 1m"
+	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
+
+	// RetainVersions is how many cached ISO versions are kept on the datastore.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	RetainVersions int32 `json:"retainVersions,omitempty"`
+
+	// PathPrefix is the datastore folder for cached ISOs. Empty means agent-forge/<namespace>/<pool>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="spec.iso.pathPrefix may not start with '/'"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.iso.pathPrefix may not contain '..'"
+	PathPrefix string `json:"pathPrefix,omitempty"`
+
+	// EjectAfterInstall disconnects and ejects the discovery ISO once the VM's Agent reports
+	// Installed=True. Off by default; enabling it includes already installed workers.
+	// +optional
+	// +kubebuilder:default=false
+	EjectAfterInstall bool `json:"ejectAfterInstall,omitempty"`
+}
+
+// LimitsSpec caps the pool's VM count and creation rate.
+type LimitsSpec struct {
+	// MaxVMs is the hard cap on VMs owned by the pool.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	MaxVMs *int32 `json:"maxVMs,omitempty"`
+
+	// MaxConcurrentProvisioning is how many VMs may be provisioning (created, not yet registered) at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxConcurrentProvisioning *int32 `json:"maxConcurrentProvisioning,omitempty"`
+}
+
+// OwnedVM summarises one VM owned by the pool (one VsphereAgent).
+type OwnedVM struct {
+	// Name is the VM name (also the VsphereAgent name and the Agent hostname).
+	Name string `json:"name"`
+	// InstanceUUID is the VM's vCenter instance UUID (equal to the VsphereAgent's UID).
+	// +optional
+	InstanceUUID string `json:"instanceUUID,omitempty"`
+	// Phase is the VsphereAgent's phase.
+	// +optional
+	Phase VMPhase `json:"phase,omitempty"`
+	// AgentRef names the Agent registered by this VM.
+	// +optional
+	AgentRef string `json:"agentRef,omitempty"`
+	// MachineRef names the Machine the Agent backs, in the control plane namespace.
+	// +optional
+	MachineRef string `json:"machineRef,omitempty"`
+}
+
+// PlannedAction is one action the planner decided on the last pass.
+type PlannedAction struct {
+	// Action is what was decided.
+	// +kubebuilder:validation:Enum=Create;Delete;Release;Wait;Refuse
+	Action string `json:"action"`
+	// Target names the VsphereAgent concerned, if any.
+	// +optional
+	Target string `json:"target,omitempty"`
+	// Reason is a machine-readable reason.
+	Reason string `json:"reason"`
+	// Message explains the decision.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ISOVersion is one cached ISO file.
+type ISOVersion struct {
+	// Path is the datastore path "[datastore] prefix/<sha256>.iso".
+	Path string `json:"path"`
+	// SHA256 is the digest of the ISO bytes.
+	SHA256 string `json:"sha256"`
+	// SizeBytes is the file size.
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// UploadedAt is when the file was cached.
+	// +optional
+	UploadedAt *metav1.Time `json:"uploadedAt,omitempty"`
+	// PruneError is the last failure deleting this file; it is retried on a later refresh.
+	// +optional
+	PruneError string `json:"pruneError,omitempty"`
+}
+
+// ISOStatus is the discovery ISO cache state of a pool.
+type ISOStatus struct {
+	// URL is the InfraEnv's ISO URL with its query, user info and token removed.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// URLHash is a SHA-256 of the full URL, used to detect a new URL without storing its token.
+	// +optional
+	URLHash string `json:"urlHash,omitempty"`
+	// Path is the datastore path of the active ISO, attached to new VMs.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// SHA256 is the digest of the active ISO.
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+	// SizeBytes is the size of the active ISO.
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// CheckedAt is the last time the source was checked.
+	// +optional
+	CheckedAt *metav1.Time `json:"checkedAt,omitempty"`
+	// UploadedAt is when the active ISO was cached.
+	// +optional
+	UploadedAt *metav1.Time `json:"uploadedAt,omitempty"`
+	// SourceCreatedTime is the InfraEnv status.createdTime the active ISO was fetched for.
+	// +optional
+	SourceCreatedTime *metav1.Time `json:"sourceCreatedTime,omitempty"`
+	// ETag is the validator the server returned, for conditional requests.
+	// +optional
+	ETag string `json:"etag,omitempty"`
+	// LastModified is the Last-Modified validator the server returned.
+	// +optional
+	LastModified string `json:"lastModified,omitempty"`
+	// ForceRefreshToken is the last handled value of the agent-forge.containeroo.ch/force-iso-refresh annotation.
+	// +optional
+	ForceRefreshToken string `json:"forceRefreshToken,omitempty"`
+	// LastError is the last refresh failure; it stays visible after a later success until the next failure-free check.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// History lists cached versions, newest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	History []ISOVersion `json:"history,omitempty"`
+}
+
+// VsphereAgentPoolStatus is the observed state of a VsphereAgentPool.
+type VsphereAgentPoolStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// DesiredReplicas is the NodePool's desired replica count as rendered into Machines.
+	// +optional
+	DesiredReplicas int32 `json:"desiredReplicas"`
+	// AgentMachines counts the NodePool's AgentMachines.
+	// +optional
+	AgentMachines int32 `json:"agentMachines"`
+	// WaitingAgentMachines counts AgentMachines waiting with NoSuitableAgents (the demand).
+	// +optional
+	WaitingAgentMachines int32 `json:"waitingAgentMachines"`
+	// UnreadyAgentMachines counts AgentMachines not Ready.
+	// +optional
+	UnreadyAgentMachines int32 `json:"unreadyAgentMachines"`
+	// AgentMachinesWithoutAgent counts AgentMachines with no status.agentRef.
+	// +optional
+	AgentMachinesWithoutAgent int32 `json:"agentMachinesWithoutAgent"`
+	// MatchingAgents counts Agents carrying the pool's labels in the InfraEnv.
+	// +optional
+	MatchingAgents int32 `json:"matchingAgents"`
+	// BoundAgents counts matching Agents bound to an AgentMachine.
+	// +optional
+	BoundAgents int32 `json:"boundAgents"`
+	// AvailableAgents counts matching Agents suitable and free to bind.
+	// +optional
+	AvailableAgents int32 `json:"availableAgents"`
+	// VMs counts the VMs owned by the pool.
+	// +optional
+	VMs int32 `json:"vms"`
+	// OwnedVMs lists the pool's VMs.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	OwnedVMs []OwnedVM `json:"ownedVMs,omitempty"`
+	// PlannedActions lists what the planner decided on the last pass.
+	// +optional
+	PlannedActions []PlannedAction `json:"plannedActions,omitempty"`
+	// ISO is the discovery ISO cache state.
+	// +optional
+	ISO *ISOStatus `json:"iso,omitempty"`
+	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
+	// ISOReady, RegistrationHealthy, NodePoolClaimed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// VsphereAgentPool turns the demand of one HyperShift Agent NodePool into vSphere VMs.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vap,categories=agent-forge
+// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waitingAgentMachines`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredReplicas`
+// +kubebuilder:printcolumn:name="Agents",type=integer,JSONPath=`.status.matchingAgents`
+// +kubebuilder:printcolumn:name="VMs",type=integer,JSONPath=`.status.vms`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type VsphereAgentPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   VsphereAgentPoolSpec   `json:"spec,omitempty"`
+	Status VsphereAgentPoolStatus `json:"status,omitempty"`
+}
+
+// VsphereAgentPoolList contains a list of VsphereAgentPool.
+// +kubebuilder:object:root=true
+type VsphereAgentPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VsphereAgentPool `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VsphereAgentPool{}, &VsphereAgentPoolList{})
+}

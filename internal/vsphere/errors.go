@@ -1,0 +1,70 @@
+package vsphere
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrorClass says how a controller should react to a vSphere error.
+type ErrorClass string
+
+const (
+	// ClassNotFound: the object does not exist.
+	ClassNotFound ErrorClass = "NotFound"
+	// ClassAuth: login failed or the session is no longer valid after a retry.
+	ClassAuth ErrorClass = "AuthenticationFailed"
+	// ClassPermission: the user lacks a privilege.
+	ClassPermission ErrorClass = "PermissionDenied"
+	// ClassTransient: network trouble, timeouts, busy objects; retry with backoff.
+	ClassTransient ErrorClass = "Transient"
+	// ClassFault: vCenter refused the operation; FaultType names the vSphere fault.
+	ClassFault ErrorClass = "Fault"
+	// ClassOwnership: the VM does not carry our ownership marker (or a different one); never retried blindly.
+	ClassOwnership ErrorClass = "OwnershipMismatch"
+	// ClassRefused: a guard refused the operation (media changed, a different question pending, ...).
+	ClassRefused ErrorClass = "Refused"
+	// ClassInvalid: the request itself is invalid (bad config: unknown datacenter, network, ...).
+	ClassInvalid ErrorClass = "InvalidConfiguration"
+)
+
+// Error is a classified vSphere error. Messages never contain credentials or URL tokens.
+type Error struct {
+	Class ErrorClass
+	// FaultType is the vSphere fault type name (e.g. "InvalidPowerState") when known.
+	FaultType string
+	Op        string
+	Err       error
+}
+
+func (e *Error) Error() string {
+	msg := string(e.Class)
+	if e.FaultType != "" {
+		msg += " (" + e.FaultType + ")"
+	}
+	if e.Op != "" {
+		msg = e.Op + ": " + msg
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// NewError builds a classified error.
+func NewError(class ErrorClass, op string, format string, args ...any) error {
+	return &Error{Class: class, Op: op, Err: fmt.Errorf(format, args...)}
+}
+
+// ClassOf returns the class of err, ClassTransient for unclassified errors.
+func ClassOf(err error) ErrorClass {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return ClassTransient
+}
+
+// IsNotFound reports whether err is classified NotFound.
+func IsNotFound(err error) bool { return err != nil && ClassOf(err) == ClassNotFound }

@@ -1,0 +1,174 @@
+// Package vsphere is the operator's only door to vCenter. Controllers use the Client interface
+// and plain Go types; no SOAP type leaks out of this package.
+package vsphere
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Credentials are read from the pool's credentials Secret. They are never logged.
+type Credentials struct {
+	Server   string
+	Username string
+	Password string
+	// Insecure skips TLS verification; honoured only when the Secret says insecure: "true".
+	Insecure bool
+	// CABundle is PEM CA certificates trusted for the vCenter endpoint.
+	CABundle []byte
+	// Thumbprint is the SHA-256 fingerprint of the vCenter certificate (hex, colons optional).
+	Thumbprint string
+}
+
+// Ownership is the marker written into a VM's extraConfig at creation and verified before any
+// destructive action (SPEC §4). InstanceUUID equals OwnerUID.
+type Ownership struct {
+	// OwnerUID is the VsphereAgent UID; also the VM's instance UUID.
+	OwnerUID string
+	// OwnerName is namespace/name of the VsphereAgent (informational).
+	OwnerName string
+	// PoolUID is the VsphereAgentPool UID.
+	PoolUID string
+	// PoolName is namespace/name of the pool (informational).
+	PoolName string
+}
+
+// VMSpec is everything needed to create one VM from scratch.
+type VMSpec struct {
+	Name       string
+	Datacenter string
+	// DatastoreCluster is a datastore cluster (placed with Storage DRS) or a single datastore.
+	DatastoreCluster string
+	ResourcePool     string
+	Folder           string
+	Network          string
+	Tags             []string
+	GuestID          string
+	SCSIType         string // pvscsi, lsilogic, lsilogic-sas, buslogic
+	Firmware         string // efi, bios
+	NetworkAdapter   string // vmxnet3, e1000, e1000e
+	NumCPUs          int32
+	MemoryMiB        int64
+	DiskGiB          int32
+	EagerlyScrub     bool
+	// ISOPath is a datastore path "[datastore] dir/file.iso" attached to the CD-ROM.
+	ISOPath   string
+	Ownership Ownership
+}
+
+// VMInfo is what the operator reads back about a VM.
+type VMInfo struct {
+	Name         string
+	InstanceUUID string
+	BIOSUUID     string
+	MACAddress   string
+	PoweredOn    bool
+	Ownership    Ownership // as read from the VM's extraConfig; zero when the VM carries no marker
+	CDROMs       []CDROM
+	NumCPUs      int32
+	MemoryMiB    int64
+	DiskGiB      int32
+	Question     *Question
+}
+
+// CDROM is one CD-ROM device of a VM.
+type CDROM struct {
+	Key       int32
+	ISOPath   string // empty when not backed by a datastore ISO
+	Connected bool
+}
+
+// Question is a pending runtime.question on a VM.
+type Question struct {
+	ID        string
+	MessageID string // e.g. msg.cdromdisconnect.locked
+	Text      string
+	Choices   []Choice
+}
+
+// Choice is one answer of a Question.
+type Choice struct {
+	Key   string
+	Label string
+}
+
+// FileInfo describes a datastore file.
+type FileInfo struct {
+	Path      string // datastore path "[ds] dir/file"
+	Name      string // base name
+	SizeBytes int64
+	Modified  time.Time
+}
+
+// EjectRequest asks to disconnect and eject one CD-ROM.
+type EjectRequest struct {
+	Datacenter   string
+	InstanceUUID string
+	BIOSUUID     string
+	Ownership    Ownership
+	DeviceKey    int32
+	// ExpectedISOPath must still back the device, else the ejection is refused.
+	ExpectedISOPath string
+	// TaskRef and QuestionID resume a recorded operation (empty on a first attempt).
+	TaskRef    string
+	QuestionID string
+	// ConfirmQuestionID is set when the caller has checkpointed QuestionID and allows answering it.
+	ConfirmQuestionID string
+}
+
+// EjectState is where an ejection stands.
+type EjectState string
+
+const (
+	// EjectDone: the device is disconnected and has no ISO backing.
+	EjectDone EjectState = "Done"
+	// EjectInProgress: the reconfigure task is running; check again later with TaskRef.
+	EjectInProgress EjectState = "InProgress"
+	// EjectQuestionPending: the CD-ROM lock question is pending; checkpoint QuestionID, then confirm it.
+	EjectQuestionPending EjectState = "QuestionPending"
+)
+
+// EjectResult reports an ejection step.
+type EjectResult struct {
+	State      EjectState
+	TaskRef    string
+	QuestionID string
+}
+
+// Client is one logged-in vCenter session. Implementations are safe for concurrent use.
+type Client interface {
+	// CreateVM creates (or finds, after a crash) the VM whose instance UUID is spec.Ownership.OwnerUID,
+	// powers it on (already on is success) and returns its identity.
+	CreateVM(ctx context.Context, spec VMSpec) (*VMInfo, error)
+	// FindVM looks a VM up by instance UUID, then BIOS UUID. Returns an error classified NotFound when absent.
+	FindVM(ctx context.Context, datacenter, instanceUUID, biosUUID string) (*VMInfo, error)
+	// DestroyVM powers off and destroys the VM after verifying its ownership marker; absent is success.
+	DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
+	// ListPoolVMs lists VMs in the datacenter whose ownership marker names poolUID.
+	ListPoolVMs(ctx context.Context, datacenter, poolUID string) ([]VMInfo, error)
+
+	// UploadISO streams r to a temporary name next to finalPath, then moves it to finalPath
+	// ("[ds] dir/name.iso"). The final name never holds a partial file. size may be -1 if unknown.
+	UploadISO(ctx context.Context, datacenter, finalPath string, r io.Reader, size int64) error
+	// StatFile returns the file or a NotFound error.
+	StatFile(ctx context.Context, datacenter, path string) (*FileInfo, error)
+	// ListFiles lists files directly under "[ds] dir".
+	ListFiles(ctx context.Context, datacenter, dirPath string) ([]FileInfo, error)
+	// DeleteFile deletes a datastore file; absent is success.
+	DeleteFile(ctx context.Context, datacenter, path string) error
+	// VMsWithISO lists names of all VMs in the datacenter (any power state, any owner) whose CD-ROM
+	// is backed by isoPath.
+	VMsWithISO(ctx context.Context, datacenter, isoPath string) ([]string, error)
+
+	// EjectISO disconnects and ejects one CD-ROM of an owned VM (see EjectRequest). It never blocks on a
+	// task a guest holds: it returns EjectInProgress/EjectQuestionPending and is called again later.
+	EjectISO(ctx context.Context, req EjectRequest) (*EjectResult, error)
+}
+
+// Sessions hands out cached, logged-in clients keyed by (server, user, credential hash).
+type Sessions interface {
+	Get(ctx context.Context, creds Credentials) (Client, error)
+	// Close logs every session out.
+	Close(ctx context.Context)
+}
