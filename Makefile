@@ -1,0 +1,113 @@
+# agent-forge-operator
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+VERSION ?= 0.2.0
+IMAGE_TAG_BASE ?= quay.io/containeroo/agent-forge-operator
+IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
+
+LOCALBIN := $(CURDIR)/bin
+export GOTOOLCHAIN := local
+CONTROLLER_GEN := $(LOCALBIN)/controller-gen
+CONTROLLER_TOOLS_VERSION := v0.23.0
+KUSTOMIZE := $(LOCALBIN)/kustomize
+KUSTOMIZE_VERSION := v5.8.2
+
+# Extra prerequisites of `make test`, appended by hack/mk/*.mk (e.g. bundle and catalog validation).
+TEST_DEPS :=
+
+.PHONY: all
+all: build
+
+##@ General
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  %-22s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+include $(sort $(wildcard hack/mk/*.mk))
+
+##@ Development
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## go vet.
+	go vet ./...
+
+.PHONY: verify-generated
+verify-generated: manifests generate ## Fail if generated files differ from what is committed.
+	@if [ -n "$$(git status --porcelain -- api config/crd config/rbac)" ]; then \
+		echo "generated files drifted; run 'make manifests generate' and commit:"; git status --porcelain -- api config/crd config/rbac; git diff -- api config/crd config/rbac | head -50; exit 1; fi
+
+.PHONY: envtest-assets
+envtest-assets: ## Build kube-apiserver + etcd for envtest from source (cached under bin/envtest).
+	@hack/envtest-assets.sh >/dev/null
+
+GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
+
+.PHONY: test
+test: verify-generated vet envtest-assets $(TEST_DEPS) ## Run every test (envtest + simulator), -race.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: lint
+lint: vet ## Static checks.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+##@ Build
+.PHONY: build
+build: ## Build the manager binary.
+	CGO_ENABLED=0 go build -trimpath -o bin/manager ./cmd
+
+.PHONY: run
+run: manifests ## Run the manager against the current kubeconfig.
+	go run ./cmd --leader-elect=false --metrics-secure=false
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) ## Install our CRDs into the current cluster.
+	$(KUSTOMIZE) build config/crd | kubectl apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) ## Remove our CRDs.
+	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator with kustomize.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+
+.PHONY: docker-build
+docker-build: ## Build the manager image (needs a container engine).
+	docker build -t $(IMG) .
+
+##@ Demo and benchmarks
+.PHONY: demo
+demo: envtest-assets ## Run the whole operator loop on an embedded API server and vSphere simulator.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go run ./hack/demo
+
+.PHONY: bench-vsphere
+bench-vsphere: ## Our vSphere client vs govc, per VM, on one simulator.
+	go run ./hack/bench/vsphere
+
+.PHONY: bench-iso
+bench-iso: ## Streaming ISO cache vs download-then-upload, 1 GiB.
+	go run ./hack/bench/iso
+
+.PHONY: bench-scale
+bench-scale: envtest-assets ## 50 pools x 20 waiting AgentMachines on envtest + simulator.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go run ./hack/bench/scale
+
+##@ Tools
+$(CONTROLLER_GEN):
+	GOBIN=$(LOCALBIN) GOFLAGS= go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+$(KUSTOMIZE):
+	GOBIN=$(LOCALBIN) GOFLAGS= go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
