@@ -9,6 +9,6 @@ import (
 	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/vmware/govmomi/simulator"
 	_ "github.com/vmware/govmomi/vapi/simulator"
-	_ "github.com/vmware/govmomi/govc/cli"
+	_ "github.com/vmware/govmomi/cli"
 	_ "sigs.k8s.io/controller-runtime/pkg/envtest"
 )
