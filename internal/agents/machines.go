@@ -1,0 +1,127 @@
+package agents
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// AgentMachine is a view of a CAPI AgentMachine.
+type AgentMachine struct {
+	Name, Namespace string
+	// NodePool is the annotation value "<namespace>/<nodePool>".
+	NodePool     string
+	OwnerMachine string
+	Deleting     bool
+	AgentRef     string
+	Conditions   []Condition
+	Selector     labels.Selector
+}
+
+// AgentMachineFrom builds the view.
+func AgentMachineFrom(u *unstructured.Unstructured) AgentMachine {
+	am := AgentMachine{
+		Name: u.GetName(), Namespace: u.GetNamespace(), NodePool: u.GetAnnotations()[AnnotationNodePool],
+		Deleting: u.GetDeletionTimestamp() != nil, Conditions: Conditions(u),
+	}
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Kind == "Machine" {
+			am.OwnerMachine = ref.Name
+		}
+	}
+	am.AgentRef, _, _ = unstructured.NestedString(u.Object, "status", "agentRef", "name")
+	if sel, found, _ := unstructured.NestedMap(u.Object, "spec", "agentLabelSelector"); found {
+		var ls metav1.LabelSelector
+		if err := runtimeConvert(sel, &ls); err == nil {
+			if s, err := metav1.LabelSelectorAsSelector(&ls); err == nil {
+				am.Selector = s
+			}
+		}
+	}
+	return am
+}
+
+// WaitsForAgent reports the demand signal: AgentReserved=False/NoSuitableAgents (current provider) or
+// Ready=False/NoSuitableAgents (older providers), with no agentRef yet.
+func (am AgentMachine) WaitsForAgent() bool {
+	if am.AgentRef != "" || am.Deleting {
+		return false
+	}
+	for _, t := range []string{"AgentReserved", "Ready"} {
+		if c, ok := FindCondition(am.Conditions, t); ok && c.Status == "False" && c.Reason == ReasonNoSuitableAgents {
+			return true
+		}
+	}
+	return false
+}
+
+// IsReady reports Ready=True.
+func (am AgentMachine) IsReady() bool { return IsTrue(am.Conditions, "Ready") }
+
+// Machine is a view of a CAPI Machine.
+type Machine struct {
+	Name, Namespace string
+	NodePool        string
+	Deleting        bool
+	Phase           string
+	NodeRef         string
+	DeletionTime    *time.Time
+}
+
+// MachineFrom builds the view.
+func MachineFrom(u *unstructured.Unstructured) Machine {
+	m := Machine{Name: u.GetName(), Namespace: u.GetNamespace(), NodePool: u.GetAnnotations()[AnnotationNodePool]}
+	if ts := u.GetDeletionTimestamp(); ts != nil {
+		m.Deleting = true
+		t := ts.Time
+		m.DeletionTime = &t
+	}
+	m.Phase, _, _ = unstructured.NestedString(u.Object, "status", "phase")
+	m.NodeRef, _, _ = unstructured.NestedString(u.Object, "status", "nodeRef", "name")
+	return m
+}
+
+// InfraEnv is a view of an assisted-service InfraEnv.
+type InfraEnv struct {
+	Name, Namespace string
+	ISODownloadURL  string
+	CreatedTime     *metav1.Time
+	Conditions      []Condition
+}
+
+// InfraEnvFrom builds the view.
+func InfraEnvFrom(u *unstructured.Unstructured) InfraEnv {
+	ie := InfraEnv{Name: u.GetName(), Namespace: u.GetNamespace(), Conditions: Conditions(u)}
+	ie.ISODownloadURL, _, _ = unstructured.NestedString(u.Object, "status", "isoDownloadURL")
+	if s, found, _ := unstructured.NestedString(u.Object, "status", "createdTime"); found && s != "" {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			mt := metav1.NewTime(t)
+			ie.CreatedTime = &mt
+		}
+	}
+	return ie
+}
+
+// NodePool is a view of a HyperShift NodePool.
+type NodePool struct {
+	Name, Namespace string
+	Replicas        *int64
+	AgentSelector   *metav1.LabelSelector
+}
+
+// NodePoolFrom builds the view.
+func NodePoolFrom(u *unstructured.Unstructured) NodePool {
+	np := NodePool{Name: u.GetName(), Namespace: u.GetNamespace()}
+	if r, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); found {
+		np.Replicas = &r
+	}
+	if sel, found, _ := unstructured.NestedMap(u.Object, "spec", "platform", "agent", "agentLabelSelector"); found {
+		var ls metav1.LabelSelector
+		if err := runtimeConvert(sel, &ls); err == nil {
+			np.AgentSelector = &ls
+		}
+	}
+	return np
+}
