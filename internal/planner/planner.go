@@ -1,0 +1,204 @@
+// Package planner decides, as pure functions over observed state, how many VMs a pool creates and
+// which of its VMs are surplus. The pool controller gathers the inputs and carries out the plan.
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// VMState is what the planner needs to know about one of the pool's VMs (one VsphereAgent).
+type VMState struct {
+	Name string
+	// InFlight: created (or being created) but its Agent has not registered or is not yet suitable.
+	InFlight bool
+	// Available: its Agent is registered, prepared and free to bind.
+	Available bool
+	// InUse: its Agent is bound/reserved, or a Machine references it. Never surplus.
+	InUse bool
+	// Failed: its VM never registered (or vanished); not capacity.
+	Failed bool
+	// Releasing: already being released (deleting).
+	Releasing bool
+	// CreatedAt orders surplus removal (newest first).
+	CreatedAt time.Time
+}
+
+// Input is everything a pass observed.
+type Input struct {
+	// Waiting counts AgentMachines waiting with NoSuitableAgents (owner Machine present, not deleting).
+	Waiting int
+	// ForeignAvailable counts suitable unbound Agents matching the pool's labels that are not ours.
+	ForeignAvailable int
+	// VMs are the pool's VMs as listed.
+	VMs []VMState
+	// PendingCreates are creations issued but not yet seen in the cache (expectations).
+	PendingCreates int
+	// MaxVMs caps the VMs of the pool (nil: no cap).
+	MaxVMs *int32
+	// MaxConcurrentProvisioning caps VMs in flight (nil: no cap).
+	MaxConcurrentProvisioning *int32
+	// Paused stops every action.
+	Paused bool
+	// CreateBlocked stops creation (e.g. registration keeps failing, ISO not ready); BlockReason says why.
+	CreateBlocked bool
+	BlockReason   string
+	// RemoveSurplus is true under cleanupPolicy Delete.
+	RemoveSurplus bool
+}
+
+// Action is one decision with its reason.
+type Action struct {
+	Kind    string // Create, Delete, Wait, Refuse
+	Target  string
+	Reason  string
+	Message string
+}
+
+// Plan is the outcome.
+type Plan struct {
+	Deficit int
+	Create  int
+	Release []string
+	Actions []Action
+	// Counts for status.
+	InFlight, Available, InUse, Failed int
+}
+
+// Reasons.
+const (
+	ReasonDemand            = "NoSuitableAgents"
+	ReasonMaxVMs            = "MaxVMsReached"
+	ReasonMaxConcurrent     = "MaxConcurrentProvisioningReached"
+	ReasonPaused            = "Paused"
+	ReasonSurplus           = "Surplus"
+	ReasonRetainPolicy      = "RetainPolicy"
+	ReasonCapacitySatisfied = "CapacitySatisfied"
+)
+
+// Compute plans one pass:
+// deficit = waiting − suitable unbound Agents − VMs in flight, floor 0, capped by the limits.
+// Surplus = our available VMs (and in-flight ones) beyond what waiting demand needs; never VMs in use.
+func Compute(in Input) Plan {
+	var p Plan
+	total := in.PendingCreates
+	for _, vm := range in.VMs {
+		switch {
+		case vm.Releasing:
+			continue
+		case vm.Failed:
+			p.Failed++
+			continue
+		case vm.InUse:
+			p.InUse++
+		case vm.Available:
+			p.Available++
+		case vm.InFlight:
+			p.InFlight++
+		}
+		total++
+	}
+	inFlight := p.InFlight + in.PendingCreates
+	supply := p.Available + in.ForeignAvailable + inFlight
+	deficit := in.Waiting - supply
+	if deficit < 0 {
+		deficit = 0
+	}
+	p.Deficit = deficit
+
+	if in.Paused {
+		p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonPaused, Message: "spec.paused is true: no VM is created or removed"})
+		return p
+	}
+
+	if deficit > 0 {
+		create := deficit
+		if in.CreateBlocked {
+			p.Actions = append(p.Actions, Action{Kind: "Refuse", Reason: in.BlockReason,
+				Message: fmt.Sprintf("%d VM(s) needed, creation stopped", deficit)})
+			create = 0
+		}
+		if in.MaxVMs != nil && create > 0 {
+			room := int(*in.MaxVMs) - total
+			if room < 0 {
+				room = 0
+			}
+			if room < create {
+				p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonMaxVMs,
+					Message: fmt.Sprintf("%d VM(s) needed, limits.maxVMs %d allows %d more", deficit, *in.MaxVMs, room)})
+				create = room
+			}
+		}
+		if in.MaxConcurrentProvisioning != nil && create > 0 {
+			room := int(*in.MaxConcurrentProvisioning) - inFlight
+			if room < 0 {
+				room = 0
+			}
+			if room < create {
+				p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonMaxConcurrent,
+					Message: fmt.Sprintf("%d VM(s) in flight, limits.maxConcurrentProvisioning %d allows %d more", inFlight, *in.MaxConcurrentProvisioning, room)})
+				create = room
+			}
+		}
+		p.Create = create
+		if create > 0 {
+			p.Actions = append(p.Actions, Action{Kind: "Create", Reason: ReasonDemand,
+				Message: fmt.Sprintf("%d AgentMachine(s) wait, %d Agent(s) free, %d VM(s) in flight: creating %d", in.Waiting, p.Available+in.ForeignAvailable, inFlight, create)})
+		}
+		return p
+	}
+
+	// Surplus: capacity of ours not needed by waiting demand. Foreign Agents count as supply first, so
+	// ours are the ones released.
+	need := in.Waiting - in.ForeignAvailable
+	if need < 0 {
+		need = 0
+	}
+	surplus := p.Available + p.InFlight - need
+	if surplus <= 0 {
+		return p
+	}
+	if !in.RemoveSurplus {
+		p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonRetainPolicy,
+			Message: fmt.Sprintf("%d VM(s) not needed; cleanupPolicy Retain keeps them", surplus)})
+		return p
+	}
+	p.Release = pickSurplus(in.VMs, surplus)
+	for _, name := range p.Release {
+		p.Actions = append(p.Actions, Action{Kind: "Delete", Target: name, Reason: ReasonSurplus,
+			Message: "no AgentMachine waits for this VM's Agent"})
+	}
+	return p
+}
+
+// pickSurplus chooses which VMs to release: in-flight ones before registered ones (a registered,
+// free Agent is the fastest capacity if demand comes back), newest first.
+func pickSurplus(vms []VMState, n int) []string {
+	var cands []VMState
+	for _, vm := range vms {
+		if vm.Releasing || vm.Failed || vm.InUse {
+			continue
+		}
+		if vm.Available || vm.InFlight {
+			cands = append(cands, vm)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].InFlight != cands[j].InFlight {
+			return cands[i].InFlight
+		}
+		if !cands[i].CreatedAt.Equal(cands[j].CreatedAt) {
+			return cands[i].CreatedAt.After(cands[j].CreatedAt)
+		}
+		return cands[i].Name < cands[j].Name
+	})
+	if n > len(cands) {
+		n = len(cands)
+	}
+	out := make([]string, 0, n)
+	for _, c := range cands[:n] {
+		out = append(out, c.Name)
+	}
+	return out
+}
