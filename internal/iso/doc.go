@@ -1,0 +1,16 @@
+// Package iso caches an InfraEnv's discovery ISO on a vSphere datastore.
+//
+// The bytes are streamed from the ISO URL straight into a datastore upload under a temporary name,
+// hashed (SHA-256) and checked for the ISO 9660 magic on the way, and moved to the content-addressed
+// name "[isoDatastore] <prefix>/<sha256>.iso" only after the whole body was read and validated. Nothing
+// is buffered in memory beyond a copy buffer and nothing touches the operator's disk.
+//
+// Layers, from pure to effectful:
+//   - Decide: when a refresh is needed and whether it may be conditional (pure, table-tested).
+//   - Cache.Refresh / Cache.Prune: one refresh or one retention pass against a vsphere.Client.
+//   - Manager: runs at most one refresh+prune job per pool in the background, so a download never
+//     blocks a reconcile worker or another pool, and reports completion through a callback.
+//
+// The ISO URL carries a bearer token (in its query or path). It never leaves this package unredacted:
+// status, events, logs, metrics and errors only see RedactURL's output and URLHash.
+package iso

@@ -1,0 +1,85 @@
+package iso
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+)
+
+// Event reasons emitted on the pool.
+const (
+	EventISOUploaded       = "ISOUploaded"
+	EventISOReused         = "ISOReused"
+	EventISOPruned         = "ISOPruned"
+	EventISOPruneDeferred  = "ISOPruneDeferred"
+	EventISOPruneFailed    = "ISOPruneFailed"
+	EventISORefreshFailed  = "ISORefreshFailed"
+	EventISOTempCleanedUp  = "ISOTempCleanedUp"
+	maxLastErrorLength     = 1024
+	shortDigestLength      = 12
+	lastErrorTimeFormatUTC = time.RFC3339
+)
+
+// Event is one Kubernetes event for the pool. Messages are already free of URL tokens.
+type Event struct {
+	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason  string
+	Message string
+}
+
+// EventRecorder is the subset of client-go's record.EventRecorder the Manager uses (a
+// controller-runtime manager's GetEventRecorderFor satisfies it).
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
+}
+
+func normal(reason, format string, args ...any) Event {
+	return Event{Type: corev1.EventTypeNormal, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func warning(reason, format string, args ...any) Event {
+	return Event{Type: corev1.EventTypeWarning, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func short(digest string) string {
+	if len(digest) > shortDigestLength {
+		return digest[:shortDigestLength]
+	}
+	return digest
+}
+
+// failureReasons are the ISOReady reasons that mean the last refresh failed.
+var failureReasons = map[string]bool{
+	afv1.ReasonISODownloadFailed: true,
+	afv1.ReasonISONotAnISO:       true,
+	afv1.ReasonISOUploadFailed:   true,
+}
+
+// IsFailureReason reports whether an ISOReady reason records a failed refresh.
+func IsFailureReason(reason string) bool { return failureReasons[reason] }
+
+// ConditionWhileRefreshing is the ISOReady condition to show while a refresh runs: still True/Cached
+// when an ISO is cached (new VMs use it meanwhile), else False/Downloading.
+func ConditionWhileRefreshing(st *afv1.ISOStatus) metav1.Condition {
+	if st != nil && st.Path != "" {
+		return metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionTrue, Reason: afv1.ReasonISOCached,
+			Message: fmt.Sprintf("discovery ISO %s cached at %s; revalidating", short(st.SHA256), st.Path)}
+	}
+	return metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionFalse, Reason: afv1.ReasonISODownloading,
+		Message: "downloading the discovery ISO"}
+}
+
+// ConditionInfraEnvNotReady is the ISOReady condition while the InfraEnv has no isoDownloadURL. A
+// previously cached ISO stays usable.
+func ConditionInfraEnvNotReady(st *afv1.ISOStatus) metav1.Condition {
+	msg := "the InfraEnv has no isoDownloadURL yet"
+	if st != nil && st.Path != "" {
+		msg += fmt.Sprintf("; new VMs keep using the cached ISO %s", st.Path)
+	}
+	return metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionFalse, Reason: afv1.ReasonInfraEnvNotReady, Message: msg}
+}

@@ -1,0 +1,69 @@
+package iso
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+)
+
+var (
+	// cachedName is the only file name Prune ever deletes: a content-addressed ISO.
+	cachedName = regexp.MustCompile(`^[0-9a-f]{64}\.iso$`)
+	// tempName is the name of our in-flight uploads; stale ones are cleaned up by Prune.
+	tempName = regexp.MustCompile(`^incoming-[0-9a-f]{32}\.iso$`)
+	// datastorePath splits "[ds] dir/file".
+	datastorePath = regexp.MustCompile(`^\[([^\]]+)\] (.+)$`)
+)
+
+// PathPrefix is the pool's datastore folder for cached ISOs: spec.iso.pathPrefix, or
+// agent-forge/<namespace>/<pool> when empty. Leading/trailing slashes are dropped.
+func PathPrefix(pool *afv1.VsphereAgentPool) string {
+	p := strings.Trim(pool.Spec.ISO.PathPrefix, "/")
+	if p == "" {
+		p = path.Join("agent-forge", pool.Namespace, pool.Name)
+	}
+	return path.Clean(p)
+}
+
+// DatastorePath formats "[datastore] prefix/name".
+func DatastorePath(datastore, prefix, name string) string {
+	return fmt.Sprintf("[%s] %s", datastore, path.Join(prefix, name))
+}
+
+// CachedISOPath is the content-addressed path of an ISO with the given SHA-256.
+func CachedISOPath(datastore, prefix, sha256Hex string) string {
+	return DatastorePath(datastore, prefix, sha256Hex+".iso")
+}
+
+// IsCachedISOPath reports whether p is "[datastore] prefix/<64 hex>.iso" exactly: the guard before
+// any deletion and before ejecting a CD-ROM.
+func IsCachedISOPath(p, datastore, prefix string) bool {
+	return isUnderPrefix(p, datastore, prefix, cachedName)
+}
+
+func isTempPath(p, datastore, prefix string) bool {
+	return isUnderPrefix(p, datastore, prefix, tempName)
+}
+
+func isUnderPrefix(p, datastore, prefix string, name *regexp.Regexp) bool {
+	m := datastorePath.FindStringSubmatch(p)
+	if m == nil || m[1] != datastore {
+		return false
+	}
+	dir, file := path.Split(m[2])
+	return path.Clean(dir) == path.Clean(prefix) && name.MatchString(file)
+}
+
+// newTempPath names a fresh in-flight upload under the prefix.
+func newTempPath(datastore, prefix string) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return DatastorePath(datastore, prefix, "incoming-"+hex.EncodeToString(b[:])+".iso"), nil
+}
