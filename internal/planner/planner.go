@@ -21,6 +21,8 @@ type VMState struct {
 	Failed bool
 	// Releasing: already being released (deleting).
 	Releasing bool
+	// Released: its Agent was unbound after use (scale-down); the VM is removed, never reused.
+	Released bool
 	// CreatedAt orders surplus removal (newest first).
 	CreatedAt time.Time
 }
@@ -62,6 +64,8 @@ type Plan struct {
 	Create  int
 	Release []string
 	Actions []Action
+	// Released lists VMs whose Agent was unbound after use; removed under Delete.
+	Released []string
 	// Counts for status.
 	InFlight, Available, InUse, Failed int
 }
@@ -73,6 +77,7 @@ const (
 	ReasonMaxConcurrent     = "MaxConcurrentProvisioningReached"
 	ReasonPaused            = "Paused"
 	ReasonSurplus           = "Surplus"
+	ReasonReleased          = "Released"
 	ReasonRetainPolicy      = "RetainPolicy"
 	ReasonCapacitySatisfied = "CapacitySatisfied"
 )
@@ -89,6 +94,11 @@ func Compute(in Input) Plan {
 			continue
 		case vm.Failed:
 			p.Failed++
+			continue
+		case vm.Released && !vm.InUse:
+			// Still a VM until destroyed: counts against maxVMs, never as supply.
+			p.Released = append(p.Released, vm.Name)
+			total++
 			continue
 		case vm.InUse:
 			p.InUse++
@@ -110,6 +120,13 @@ func Compute(in Input) Plan {
 	if in.Paused {
 		p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonPaused, Message: "spec.paused is true: no VM is created or removed"})
 		return p
+	}
+	if in.RemoveSurplus {
+		for _, name := range p.Released {
+			p.Release = append(p.Release, name)
+			p.Actions = append(p.Actions, Action{Kind: "Delete", Target: name, Reason: ReasonReleased,
+				Message: "the VM's Agent was unbound after scale-down"})
+		}
 	}
 
 	if deficit > 0 {
@@ -164,8 +181,9 @@ func Compute(in Input) Plan {
 			Message: fmt.Sprintf("%d VM(s) not needed; cleanupPolicy Retain keeps them", surplus)})
 		return p
 	}
-	p.Release = pickSurplus(in.VMs, surplus)
-	for _, name := range p.Release {
+	picked := pickSurplus(in.VMs, surplus)
+	p.Release = append(p.Release, picked...)
+	for _, name := range picked {
 		p.Actions = append(p.Actions, Action{Kind: "Delete", Target: name, Reason: ReasonSurplus,
 			Message: "no AgentMachine waits for this VM's Agent"})
 	}
@@ -177,7 +195,7 @@ func Compute(in Input) Plan {
 func pickSurplus(vms []VMState, n int) []string {
 	var cands []VMState
 	for _, vm := range vms {
-		if vm.Releasing || vm.Failed || vm.InUse {
+		if vm.Releasing || vm.Failed || vm.InUse || vm.Released {
 			continue
 		}
 		if vm.Available || vm.InFlight {

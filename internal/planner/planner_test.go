@@ -25,6 +25,8 @@ func vms(spec string) []VMState {
 			vm.Failed = true
 		case 'r':
 			vm.Releasing = true
+		case 'd':
+			vm.Released = true
 		}
 		out = append(out, vm)
 	}
@@ -58,6 +60,8 @@ func TestCompute(t *testing.T) {
 		{name: "in-use VMs are never surplus", in: Input{VMs: vms("uuu"), RemoveSurplus: true}},
 		{name: "in-flight surplus released before registered", in: Input{Waiting: 1, VMs: vms("af"), RemoveSurplus: true}, wantRelease: []string{"b-vm"}},
 		{name: "demand met exactly: nothing", in: Input{Waiting: 2, VMs: vms("af"), RemoveSurplus: true}},
+		{name: "released VMs removed under Delete even with demand", in: Input{Waiting: 1, VMs: vms("d"), RemoveSurplus: true}, wantCreate: 1, wantRelease: []string{"a-vm"}, wantReason: ReasonReleased},
+		{name: "released VMs kept under Retain", in: Input{VMs: vms("d")}},
 		{name: "foreign Agents cover demand: ours are surplus", in: Input{Waiting: 1, ForeignAvailable: 1, VMs: vms("a"), RemoveSurplus: true}, wantRelease: []string{"a-vm"}},
 	}
 	for _, tt := range tests {
@@ -97,7 +101,7 @@ func FuzzCompute(f *testing.F) {
 		}
 		clean := make([]rune, 0, len(spec))
 		for _, c := range spec {
-			if c == 'f' || c == 'a' || c == 'u' || c == 'x' || c == 'r' {
+			if c == 'f' || c == 'a' || c == 'u' || c == 'x' || c == 'r' || c == 'd' {
 				clean = append(clean, c)
 			}
 		}
