@@ -29,6 +29,7 @@ const (
 type VsphereAgentSpec struct {
 	// PoolRef names the VsphereAgentPool in the same namespace. Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.poolRef is immutable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pool"
 	PoolRef LocalObjectReference `json:"poolRef"`
 }
 
@@ -36,27 +37,35 @@ type VsphereAgentSpec struct {
 type VMStatus struct {
 	// Name is the VM name in vCenter.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="VM Name",xDescriptors="urn:alm:descriptor:text"
 	Name string `json:"name,omitempty"`
 	// BIOSUUID is the VM's BIOS (SMBIOS) UUID, reported by the guest as its serial number.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="BIOS UUID",xDescriptors="urn:alm:descriptor:text"
 	BIOSUUID string `json:"biosUUID,omitempty"`
 	// InstanceUUID is the VM's vCenter instance UUID, set to this VsphereAgent's UID at creation.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Instance UUID",xDescriptors="urn:alm:descriptor:text"
 	InstanceUUID string `json:"instanceUUID,omitempty"`
 	// MACAddress is the MAC of the VM's NIC, used to match the registered Agent.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="MAC Address",xDescriptors="urn:alm:descriptor:text"
 	MACAddress string `json:"macAddress,omitempty"`
 	// AgentRef names the Agent registered by this VM (in the pool's namespace).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Agent",xDescriptors="urn:alm:descriptor:text"
 	AgentRef string `json:"agentRef,omitempty"`
 	// MachineRef names the Machine the Agent backs (in the control plane namespace).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Machine",xDescriptors="urn:alm:descriptor:text"
 	MachineRef string `json:"machineRef,omitempty"`
 	// Phase is the VM's lifecycle phase.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors="urn:alm:descriptor:io.kubernetes.phase"
 	Phase VMPhase `json:"phase,omitempty"`
 	// Reason is a machine-readable reason for the phase.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase Reason",xDescriptors="urn:alm:descriptor:io.kubernetes.phase:reason"
 	Reason string `json:"reason,omitempty"`
 	// LastTransitionTime is when the phase last changed.
 	// +optional
@@ -66,6 +75,7 @@ type VMStatus struct {
 	Datacenter string `json:"datacenter,omitempty"`
 	// ISOPath is the datastore path of the discovery ISO attached at creation.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Path",xDescriptors="urn:alm:descriptor:text"
 	ISOPath string `json:"isoPath,omitempty"`
 	// CreatedAt is when the VM was created (the registration timeout counts from here).
 	// +optional
@@ -87,8 +97,10 @@ type ISOEjectionRecord struct {
 	// DeviceKey is the CD-ROM device key.
 	DeviceKey int32 `json:"deviceKey"`
 	// ISOPath is the exact datastore path that must still back the device.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejecting ISO Path",xDescriptors="urn:alm:descriptor:text"
 	ISOPath string `json:"isoPath"`
 	// StartedAt is when the ejection was recorded.
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejection Started",xDescriptors="urn:alm:descriptor:text"
 	StartedAt metav1.Time `json:"startedAt"`
 	// TaskRef is the vSphere reconfigure task, checked on later passes instead of waited on.
 	// +optional
@@ -98,9 +110,11 @@ type ISOEjectionRecord struct {
 	QuestionID string `json:"questionID,omitempty"`
 	// Attempts counts tries.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejection Attempts",xDescriptors="urn:alm:descriptor:text"
 	Attempts int32 `json:"attempts,omitempty"`
 	// LastError is the last failure.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejection Last Error",xDescriptors="urn:alm:descriptor:text"
 	LastError string `json:"lastError,omitempty"`
 	// RetryAfter is the earliest time of the next attempt (backoff).
 	// +optional
@@ -111,17 +125,21 @@ type ISOEjectionRecord struct {
 type VsphereAgentStatus struct {
 	// ObservedGeneration is the generation last reconciled.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation",xDescriptors="urn:alm:descriptor:text"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// VM records the VM's identity and lifecycle.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="VM"
 	VM VMStatus `json:"vm,omitempty"`
 	// ISOEjection is the in-flight ejection record (crash recovery); empty when none runs.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Ejection"
 	ISOEjection *ISOEjectionRecord `json:"isoEjection,omitempty"`
 	// Conditions: Ready, VMCreated, AgentRegistered, AgentPrepared, ISOEjected.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors="urn:alm:descriptor:io.kubernetes.conditions"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -134,6 +152,7 @@ type VsphereAgentStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.vm.phase`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.vm.agentRef`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="vSphere Agent",resources={{Agent,v1beta1}}
 type VsphereAgent struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -19,14 +19,17 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.limits.maxVMs) || !has(self.limits.maxConcurrentProvisioning) || self.limits.maxConcurrentProvisioning <= self.limits.maxVMs",message="spec.limits.maxConcurrentProvisioning must be less than or equal to spec.limits.maxVMs"
 type VsphereAgentPoolSpec struct {
 	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hosted Cluster"
 	HostedClusterRef LocalObjectReference `json:"hostedClusterRef"`
 
 	// NodePoolRef names the HyperShift NodePool in the pool's namespace whose demand this pool serves.
 	// Immutable: one pool serves one NodePool for its whole life.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.nodePoolRef is immutable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Pool"
 	NodePoolRef LocalObjectReference `json:"nodePoolRef"`
 
 	// InfraEnvRef names the Assisted Installer InfraEnv in the pool's namespace whose discovery ISO the VMs boot.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="InfraEnv"
 	InfraEnvRef LocalObjectReference `json:"infraEnvRef"`
 
 	// ControlPlaneNamespace is the hosted control plane namespace where HyperShift renders Machines and
@@ -35,31 +38,38 @@ type VsphereAgentPoolSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.controlPlaneNamespace is immutable"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Control Plane Namespace",xDescriptors="urn:alm:descriptor:com.tectonic.ui:text"
 	ControlPlaneNamespace string `json:"controlPlaneNamespace"`
 
 	// VSphere says where and how VMs are created.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="vSphere"
 	VSphere VSphereSpec `json:"vsphere"`
 
 	// Template sizes and names the VMs.
 	// +optional
 	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Template"
 	Template VMTemplateSpec `json:"template,omitempty"`
 
 	// Agent says how registered Agents are prepared for the Agent CAPI provider.
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Agent"
 	Agent AgentBindingSpec `json:"agent"`
 
 	// ISO configures the discovery ISO cache and ejection.
 	// +optional
 	// +kubebuilder:default={}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Discovery ISO"
 	ISO ISOSpec `json:"iso,omitempty"`
 
 	// CleanupPolicy says whether surplus VMs and their Agents are deleted (Delete) or kept (Retain).
 	// +optional
 	// +kubebuilder:default=Delete
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cleanup Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Delete","urn:alm:descriptor:com.tectonic.ui:select:Retain"}
 	CleanupPolicy CleanupPolicy `json:"cleanupPolicy,omitempty"`
 
 	// Limits caps how many VMs the pool may own and create at once. Unset means no cap.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Limits"
 	Limits *LimitsSpec `json:"limits,omitempty"`
 
 	// RegistrationTimeout is how long a VM may run without its Agent registering before it is destroyed
@@ -69,12 +79,14 @@ type VsphereAgentPoolSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=duration
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.registrationTimeout must be between 1m and 24h"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Registration Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	RegistrationTimeout *metav1.Duration `json:"registrationTimeout,omitempty"`
 
 	// Paused stops every action of the pool (creates, deletes, Agent changes, ISO refresh); status is
 	// still reported.
 	// +optional
 	// +kubebuilder:default=false
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors="urn:alm:descriptor:com.tectonic.ui:booleanSwitch"
 	Paused bool `json:"paused,omitempty"`
 }
 
@@ -83,39 +95,46 @@ type VSphereSpec struct {
 	// CredentialsSecretRef names a Secret with keys server, username, password, and optionally
 	// insecure ("true" skips TLS verification), caBundle (PEM CA certificates for the vCenter
 	// endpoint) and thumbprint (SHA-256 fingerprint of the vCenter certificate).
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Credentials Secret",xDescriptors="urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"
 	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
 
 	// Datacenter is the vSphere datacenter name or inventory path.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datacenter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
 	Datacenter string `json:"datacenter"`
 
 	// DatastoreCluster names the datastore cluster (placed with Storage DRS recommendations) or a single
 	// datastore where VM disks are created.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datastore Cluster",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
 	DatastoreCluster string `json:"datastoreCluster"`
 
 	// ISODatastore names the datastore that holds the cached discovery ISOs.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ISO Datastore",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
 	ISODatastore string `json:"isoDatastore"`
 
 	// ResourcePool is the resource pool name or inventory path for the VMs. Empty means the
 	// datacenter's default resource pool (which must be unambiguous).
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resource Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
 	ResourcePool string `json:"resourcePool,omitempty"`
 
 	// Folder is the VM folder (created if missing). Empty means a folder named after the hosted cluster.
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.vsphere.folder may not contain '..'"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Folder",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
 	Folder string `json:"folder,omitempty"`
 
 	// Network is the port group or network name for the VM's NIC.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
 	Network string `json:"network"`
 
 	// VMTags are vSphere tags attached to every VM, as tag names or "category/tag".
@@ -124,6 +143,7 @@ type VSphereSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Tags",xDescriptors="urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"
 	VMTags []string `json:"vmTags,omitempty"`
 
 	// GuestID is the vSphere guest OS identifier.
@@ -131,29 +151,34 @@ type VSphereSpec struct {
 	// +kubebuilder:default=rhel9_64Guest
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]+$`
 	// +kubebuilder:validation:MaxLength=64
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Guest OS ID",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	GuestID string `json:"guestID,omitempty"`
 
 	// SCSIType is the SCSI controller type.
 	// +optional
 	// +kubebuilder:default=pvscsi
 	// +kubebuilder:validation:Enum=pvscsi;lsilogic;lsilogic-sas;buslogic
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="SCSI Controller",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:pvscsi","urn:alm:descriptor:com.tectonic.ui:select:lsilogic","urn:alm:descriptor:com.tectonic.ui:select:lsilogic-sas","urn:alm:descriptor:com.tectonic.ui:select:buslogic","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	SCSIType string `json:"scsiType,omitempty"`
 
 	// Firmware is the VM firmware.
 	// +optional
 	// +kubebuilder:default=efi
 	// +kubebuilder:validation:Enum=efi;bios
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Firmware",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:efi","urn:alm:descriptor:com.tectonic.ui:select:bios","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Firmware string `json:"firmware,omitempty"`
 
 	// NetworkAdapterType is the NIC model.
 	// +optional
 	// +kubebuilder:default=vmxnet3
 	// +kubebuilder:validation:Enum=vmxnet3;e1000;e1000e
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Adapter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:vmxnet3","urn:alm:descriptor:com.tectonic.ui:select:e1000","urn:alm:descriptor:com.tectonic.ui:select:e1000e","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NetworkAdapterType string `json:"networkAdapterType,omitempty"`
 
 	// DiskEagerlyScrub creates the disk eager-zeroed thick instead of thin.
 	// +optional
 	// +kubebuilder:default=false
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eager-Zeroed Disk",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	DiskEagerlyScrub bool `json:"diskEagerlyScrub,omitempty"`
 }
 
@@ -164,6 +189,7 @@ type VMTemplateSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Name Prefix",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:template","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NamePrefix string `json:"namePrefix,omitempty"`
 
 	// NumCPUs is the number of virtual CPUs.
@@ -171,6 +197,7 @@ type VMTemplateSpec struct {
 	// +kubebuilder:default=4
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=256
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CPUs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:template"}
 	NumCPUs int32 `json:"numCPUs,omitempty"`
 
 	// MemoryMiB is the memory size in MiB (a multiple of 4).
@@ -179,6 +206,7 @@ type VMTemplateSpec struct {
 	// +kubebuilder:validation:Minimum=4096
 	// +kubebuilder:validation:Maximum=6291456
 	// +kubebuilder:validation:MultipleOf=4
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Memory (MiB)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:template"}
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 
 	// DiskGiB is the size of the boot disk in GiB.
@@ -186,6 +214,7 @@ type VMTemplateSpec struct {
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=20
 	// +kubebuilder:validation:Maximum=65536
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Disk (GiB)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:template"}
 	DiskGiB int32 `json:"diskGiB,omitempty"`
 }
 
@@ -197,6 +226,7 @@ type AgentBindingSpec struct {
 	// +optional
 	// +kubebuilder:default=worker
 	// +kubebuilder:validation:Enum=worker
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Role",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:worker","urn:alm:descriptor:com.tectonic.ui:fieldGroup:agent","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Role string `json:"role,omitempty"`
 
 	// Labels are put on a discovered Agent so the Agent CAPI provider can bind it to an AgentMachine.
@@ -206,11 +236,13 @@ type AgentBindingSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || size(k.split('/')[0]) <= 253))",message="spec.agent.labels keys must be valid label keys ([prefix/]name)"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$'))",message="spec.agent.labels values must be valid label values (at most 63 characters, alphanumeric at both ends)"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k == 'agentMachineRef' || k == 'hypershift.openshift.io/nodepool-role' || k.startsWith('agent-forge.containeroo.ch/'))",message="spec.agent.labels may not set labels the Agent CAPI provider or the operator own (agentMachineRef, hypershift.openshift.io/nodepool-role, agent-forge.containeroo.ch/*)"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Agent Labels",xDescriptors="urn:alm:descriptor:com.tectonic.ui:fieldGroup:agent"
 	Labels map[string]string `json:"labels"`
 
 	// Approve sets spec.approved=true on prepared Agents so installation can proceed.
 	// +optional
 	// +kubebuilder:default=true
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Approve Agents",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:fieldGroup:agent"}
 	Approve *bool `json:"approve,omitempty"`
 }
 
@@ -223,6 +255,7 @@ type ISOSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=duration
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.iso.checkInterval must be at least 1m"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Check Interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
 
 	// RetainVersions is how many cached ISO versions are kept on the datastore.
@@ -230,6 +263,7 @@ type ISOSpec struct {
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retained ISO Versions",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	RetainVersions int32 `json:"retainVersions,omitempty"`
 
 	// PathPrefix is the datastore folder for cached ISOs. Empty means agent-forge/<namespace>/<pool>.
@@ -238,12 +272,14 @@ type ISOSpec struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]*$`
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="spec.iso.pathPrefix may not start with '/'"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.iso.pathPrefix may not contain '..'"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datastore Path Prefix",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PathPrefix string `json:"pathPrefix,omitempty"`
 
 	// EjectAfterInstall disconnects and ejects the discovery ISO once the VM's Agent reports
 	// Installed=True. Off by default; enabling it includes already installed workers.
 	// +optional
 	// +kubebuilder:default=false
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eject ISO After Install",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso"}
 	EjectAfterInstall bool `json:"ejectAfterInstall,omitempty"`
 }
 
@@ -253,12 +289,14 @@ type LimitsSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum VMs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:limits"}
 	MaxVMs *int32 `json:"maxVMs,omitempty"`
 
 	// MaxConcurrentProvisioning is how many VMs may be provisioning (created, not yet registered) at once.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum Concurrent Provisioning",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:limits","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	MaxConcurrentProvisioning *int32 `json:"maxConcurrentProvisioning,omitempty"`
 }
 
@@ -316,24 +354,30 @@ type ISOVersion struct {
 type ISOStatus struct {
 	// URL is the InfraEnv's ISO URL with its query, user info and token removed.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Source URL",xDescriptors="urn:alm:descriptor:text"
 	URL string `json:"url,omitempty"`
 	// URLHash is a SHA-256 of the full URL, used to detect a new URL without storing its token.
 	// +optional
 	URLHash string `json:"urlHash,omitempty"`
 	// Path is the datastore path of the active ISO, attached to new VMs.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Path",xDescriptors="urn:alm:descriptor:text"
 	Path string `json:"path,omitempty"`
 	// SHA256 is the digest of the active ISO.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO SHA-256",xDescriptors="urn:alm:descriptor:text"
 	SHA256 string `json:"sha256,omitempty"`
 	// SizeBytes is the size of the active ISO.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Size (bytes)",xDescriptors="urn:alm:descriptor:text"
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
 	// CheckedAt is the last time the source was checked.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Last Checked",xDescriptors="urn:alm:descriptor:text"
 	CheckedAt *metav1.Time `json:"checkedAt,omitempty"`
 	// UploadedAt is when the active ISO was cached.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Uploaded",xDescriptors="urn:alm:descriptor:text"
 	UploadedAt *metav1.Time `json:"uploadedAt,omitempty"`
 	// SourceCreatedTime is the InfraEnv status.createdTime the active ISO was fetched for.
 	// +optional
@@ -349,6 +393,7 @@ type ISOStatus struct {
 	ForceRefreshToken string `json:"forceRefreshToken,omitempty"`
 	// LastError is the last refresh failure; it stays visible after a later success until the next failure-free check.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Last Error",xDescriptors="urn:alm:descriptor:text"
 	LastError string `json:"lastError,omitempty"`
 	// History lists cached versions, newest first.
 	// +optional
@@ -360,50 +405,64 @@ type ISOStatus struct {
 type VsphereAgentPoolStatus struct {
 	// ObservedGeneration is the generation last reconciled.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation",xDescriptors="urn:alm:descriptor:text"
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// DesiredReplicas is the NodePool's desired replica count as rendered into Machines.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Desired Replicas",xDescriptors="urn:alm:descriptor:text"
 	DesiredReplicas int32 `json:"desiredReplicas"`
 	// AgentMachines counts the NodePool's AgentMachines.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="AgentMachines",xDescriptors="urn:alm:descriptor:text"
 	AgentMachines int32 `json:"agentMachines"`
 	// WaitingAgentMachines counts AgentMachines waiting with NoSuitableAgents (the demand).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Waiting AgentMachines",xDescriptors="urn:alm:descriptor:text"
 	WaitingAgentMachines int32 `json:"waitingAgentMachines"`
 	// UnreadyAgentMachines counts AgentMachines not Ready.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Unready AgentMachines",xDescriptors="urn:alm:descriptor:text"
 	UnreadyAgentMachines int32 `json:"unreadyAgentMachines"`
 	// AgentMachinesWithoutAgent counts AgentMachines with no status.agentRef.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="AgentMachines Without Agent",xDescriptors="urn:alm:descriptor:text"
 	AgentMachinesWithoutAgent int32 `json:"agentMachinesWithoutAgent"`
 	// MatchingAgents counts Agents carrying the pool's labels in the InfraEnv.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Matching Agents",xDescriptors="urn:alm:descriptor:text"
 	MatchingAgents int32 `json:"matchingAgents"`
 	// BoundAgents counts matching Agents bound to an AgentMachine.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Bound Agents",xDescriptors="urn:alm:descriptor:text"
 	BoundAgents int32 `json:"boundAgents"`
 	// AvailableAgents counts matching Agents suitable and free to bind.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Available Agents",xDescriptors="urn:alm:descriptor:text"
 	AvailableAgents int32 `json:"availableAgents"`
 	// VMs counts the VMs owned by the pool.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="VMs",xDescriptors="urn:alm:descriptor:text"
 	VMs int32 `json:"vms"`
 	// OwnedVMs lists the pool's VMs.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Owned VMs"
 	OwnedVMs []OwnedVM `json:"ownedVMs,omitempty"`
 	// PlannedActions lists what the planner decided on the last pass.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Planned Actions"
 	PlannedActions []PlannedAction `json:"plannedActions,omitempty"`
 	// ISO is the discovery ISO cache state.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery ISO"
 	ISO *ISOStatus `json:"iso,omitempty"`
 	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
 	// ISOReady, RegistrationHealthy, NodePoolClaimed.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors="urn:alm:descriptor:io.kubernetes.conditions"
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -417,6 +476,7 @@ type VsphereAgentPoolStatus struct {
 // +kubebuilder:printcolumn:name="VMs",type=integer,JSONPath=`.status.vms`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="vSphere Agent Pool",resources={{VsphereAgent,v1alpha1},{Agent,v1beta1},{Secret,v1}}
 type VsphereAgentPool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
