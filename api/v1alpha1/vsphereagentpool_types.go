@@ -16,7 +16,7 @@ const (
 )
 
 // VsphereAgentPoolSpec defines the vSphere capacity that backs one HyperShift Agent NodePool.
-// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.limits.maxVMs) || !has(self.limits.maxConcurrentProvisioning) || self.limits.maxConcurrentProvisioning <= self.limits.maxVMs",message="spec.limits.maxConcurrentProvisioning must be less than or equal to spec.limits.maxVMs"
+// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.limits.maxVMs) || !has(self.limits.maxConcurrentProvisioning) || self.limits.maxConcurrentProvisioning <= self.limits.maxVMs",message="spec.limits.maxConcurrentProvisioning must be less than or equal to spec.limits.maxVMs",fieldPath=".limits.maxConcurrentProvisioning"
 type VsphereAgentPoolSpec struct {
 	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hosted Cluster"
@@ -218,6 +218,23 @@ type VMTemplateSpec struct {
 	DiskGiB int32 `json:"diskGiB,omitempty"`
 }
 
+// A named type so the schema bounds each map value: a CEL rule over unbounded map values exceeds the
+// API server's cost budget and the whole CRD is refused.
+
+// LabelValue is a Kubernetes label value: at most 63 characters, alphanumeric at both ends.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// LabelSet returns the labels as a plain map, the shape label selectors and object metadata use.
+func (a AgentBindingSpec) LabelSet() map[string]string {
+	out := make(map[string]string, len(a.Labels))
+	for k, v := range a.Labels {
+		out[k] = string(v)
+	}
+	return out
+}
+
 // AgentBindingSpec describes how a discovered Assisted Installer Agent is made consumable by the
 // HyperShift Agent NodePool.
 type AgentBindingSpec struct {
@@ -234,10 +251,9 @@ type AgentBindingSpec struct {
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || size(k.split('/')[0]) <= 253))",message="spec.agent.labels keys must be valid label keys ([prefix/]name)"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$'))",message="spec.agent.labels values must be valid label values (at most 63 characters, alphanumeric at both ends)"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k == 'agentMachineRef' || k == 'hypershift.openshift.io/nodepool-role' || k.startsWith('agent-forge.containeroo.ch/'))",message="spec.agent.labels may not set labels the Agent CAPI provider or the operator own (agentMachineRef, hypershift.openshift.io/nodepool-role, agent-forge.containeroo.ch/*)"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Agent Labels",xDescriptors="urn:alm:descriptor:com.tectonic.ui:fieldGroup:agent"
-	Labels map[string]string `json:"labels"`
+	Labels map[string]LabelValue `json:"labels"`
 
 	// Approve sets spec.approved=true on prepared Agents so installation can proceed.
 	// +optional
@@ -254,7 +270,7 @@ type ISOSpec struct {
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=duration
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.iso.checkInterval must be at least 1m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="spec.iso.checkInterval must be between 1m and 168h"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Check Interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
 

@@ -1,0 +1,166 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+)
+
+// invalidCase is one bad object and the field path the API server must name when refusing it.
+type invalidCase struct {
+	name  string
+	edits []edit
+	field string
+}
+
+func one(name, field string, e ...edit) invalidCase {
+	return invalidCase{name: name, field: field, edits: e}
+}
+
+var invalidPools = []invalidCase{
+	// Required fields.
+	one("hostedClusterRef missing", "spec.hostedClusterRef", unset("spec.hostedClusterRef")),
+	one("nodePoolRef missing", "spec.nodePoolRef", unset("spec.nodePoolRef")),
+	one("infraEnvRef missing", "spec.infraEnvRef", unset("spec.infraEnvRef")),
+	one("infraEnvRef name missing", "spec.infraEnvRef.name", unset("spec.infraEnvRef.name")),
+	one("controlPlaneNamespace missing", "spec.controlPlaneNamespace", unset("spec.controlPlaneNamespace")),
+	one("vsphere missing", "spec.vsphere", unset("spec.vsphere")),
+	one("credentialsSecretRef missing", "spec.vsphere.credentialsSecretRef", unset("spec.vsphere.credentialsSecretRef")),
+	one("datacenter missing", "spec.vsphere.datacenter", unset("spec.vsphere.datacenter")),
+	one("datastoreCluster missing", "spec.vsphere.datastoreCluster", unset("spec.vsphere.datastoreCluster")),
+	one("isoDatastore missing", "spec.vsphere.isoDatastore", unset("spec.vsphere.isoDatastore")),
+	one("network missing", "spec.vsphere.network", unset("spec.vsphere.network")),
+	one("agent missing", "spec.agent", unset("spec.agent")),
+	one("agent labels missing", "spec.agent.labels", unset("spec.agent.labels")),
+	one("datacenter empty", "spec.vsphere.datacenter", set("spec.vsphere.datacenter", "")),
+	one("network too long", "spec.vsphere.network", set("spec.vsphere.network", strings.Repeat("n", 256))),
+
+	// References must be DNS names.
+	one("hostedClusterRef uppercase and underscore", "spec.hostedClusterRef.name", set("spec.hostedClusterRef.name", "Bad_Name")),
+	one("nodePoolRef leading dash", "spec.nodePoolRef.name", set("spec.nodePoolRef.name", "-workers")),
+	one("infraEnvRef empty", "spec.infraEnvRef.name", set("spec.infraEnvRef.name", "")),
+	one("infraEnvRef too long", "spec.infraEnvRef.name", set("spec.infraEnvRef.name", strings.Repeat("a", 254))),
+	one("credentialsSecretRef uppercase", "spec.vsphere.credentialsSecretRef.name", set("spec.vsphere.credentialsSecretRef.name", "Creds")),
+	one("credentialsSecretRef namespace with dot", "spec.vsphere.credentialsSecretRef.namespace", set("spec.vsphere.credentialsSecretRef.namespace", "a.b")),
+
+	// controlPlaneNamespace is a DNS label.
+	one("controlPlaneNamespace uppercase", "spec.controlPlaneNamespace", set("spec.controlPlaneNamespace", "Clusters-Demo")),
+	one("controlPlaneNamespace with dot", "spec.controlPlaneNamespace", set("spec.controlPlaneNamespace", "clusters.demo")),
+	one("controlPlaneNamespace too long", "spec.controlPlaneNamespace", set("spec.controlPlaneNamespace", strings.Repeat("c", 64))),
+
+	// Enums and patterns of the VM shape.
+	one("firmware unknown", "spec.vsphere.firmware", set("spec.vsphere.firmware", "uefi")),
+	one("scsiType unknown", "spec.vsphere.scsiType", set("spec.vsphere.scsiType", "nvme")),
+	one("networkAdapterType unknown", "spec.vsphere.networkAdapterType", set("spec.vsphere.networkAdapterType", "e1000x")),
+	one("cleanupPolicy unknown", "spec.cleanupPolicy", set("spec.cleanupPolicy", "Orphan")),
+	one("role master", "spec.agent.role", set("spec.agent.role", "master")),
+	one("guestID with space", "spec.vsphere.guestID", set("spec.vsphere.guestID", "rhel 9")),
+	one("folder with ..", "spec.vsphere.folder", set("spec.vsphere.folder", "vm/../other")),
+
+	// Sizes.
+	one("numCPUs below 2", "spec.template.numCPUs", set("spec.template.numCPUs", 1)),
+	one("numCPUs above 256", "spec.template.numCPUs", set("spec.template.numCPUs", 257)),
+	one("memoryMiB below 4096", "spec.template.memoryMiB", set("spec.template.memoryMiB", 2048)),
+	one("memoryMiB not a multiple of 4", "spec.template.memoryMiB", set("spec.template.memoryMiB", 16385)),
+	one("memoryMiB above maximum", "spec.template.memoryMiB", set("spec.template.memoryMiB", 6291460)),
+	one("diskGiB below 20", "spec.template.diskGiB", set("spec.template.diskGiB", 10)),
+	one("diskGiB above maximum", "spec.template.diskGiB", set("spec.template.diskGiB", 70000)),
+	one("namePrefix uppercase", "spec.template.namePrefix", set("spec.template.namePrefix", "Worker")),
+	one("namePrefix trailing dash", "spec.template.namePrefix", set("spec.template.namePrefix", "worker-")),
+	one("namePrefix too long", "spec.template.namePrefix", set("spec.template.namePrefix", strings.Repeat("w", 41))),
+
+	// ISO cache.
+	one("retainVersions zero", "spec.iso.retainVersions", set("spec.iso.retainVersions", 0)),
+	one("retainVersions negative", "spec.iso.retainVersions", set("spec.iso.retainVersions", -1)),
+	one("retainVersions above 20", "spec.iso.retainVersions", set("spec.iso.retainVersions", 21)),
+	one("pathPrefix with ..", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "agent-forge/../etc")),
+	one("pathPrefix is ..", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "..")),
+	one("pathPrefix absolute", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "/agent-forge")),
+	one("pathPrefix with space", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "agent forge")),
+	one("pathPrefix with shell character", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "iso$cache")),
+	one("pathPrefix too long", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", strings.Repeat("p", 201))),
+	one("checkInterval below 1m", "spec.iso.checkInterval", set("spec.iso.checkInterval", "30s")),
+	one("checkInterval above 168h", "spec.iso.checkInterval", set("spec.iso.checkInterval", "169h")),
+	one("checkInterval not a duration", "spec.iso.checkInterval", set("spec.iso.checkInterval", "hourly")),
+
+	// Timing and limits.
+	one("registrationTimeout below 1m", "spec.registrationTimeout", set("spec.registrationTimeout", "30s")),
+	one("registrationTimeout above 24h", "spec.registrationTimeout", set("spec.registrationTimeout", "25h")),
+	one("registrationTimeout not a duration", "spec.registrationTimeout", set("spec.registrationTimeout", "soon")),
+	one("maxConcurrentProvisioning above maxVMs", "spec.limits.maxConcurrentProvisioning",
+		set("spec.limits", map[string]interface{}{"maxVMs": 3, "maxConcurrentProvisioning": 5})),
+	one("maxVMs negative", "spec.limits.maxVMs", set("spec.limits.maxVMs", -1)),
+	one("maxVMs above maximum", "spec.limits.maxVMs", set("spec.limits.maxVMs", 10001)),
+	one("maxConcurrentProvisioning zero", "spec.limits.maxConcurrentProvisioning", set("spec.limits.maxConcurrentProvisioning", 0)),
+	one("maxConcurrentProvisioning negative", "spec.limits.maxConcurrentProvisioning", set("spec.limits.maxConcurrentProvisioning", -2)),
+
+	// Agent labels.
+	one("labels empty", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{})),
+	one("labels more than 32", "spec.agent.labels", set("spec.agent.labels", labels(33))),
+	one("label key with space", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"bad key": "v"})),
+	one("label key leading dash", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"-pool": "v"})),
+	one("label key empty", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"": "v"})),
+	one("label key uppercase prefix", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"Example.com/pool": "v"})),
+	one("label key two slashes", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"example.com/a/b": "v"})),
+	one("label key name above 63", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"example.com/" + strings.Repeat("k", 64): "v"})),
+	one("label key prefix above 253", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{strings.Repeat("a.", 127) + "b/pool": "v"})),
+	// Only an escaped dot separates prefix labels: an unescaped one would let "_" through.
+	one("label key prefix with underscore", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"example_com/pool": "v"})),
+	one("label value above 63", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"pool": strings.Repeat("v", 64)})),
+	one("label value trailing dash", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"pool": "workers-"})),
+	one("label value with space", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"pool": "my workers"})),
+	one("label reserved agentMachineRef", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"agentMachineRef": "x"})),
+	one("label reserved nodepool-role", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"hypershift.openshift.io/nodepool-role": "worker"})),
+	one("label reserved operator prefix", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"agent-forge.containeroo.ch/pool": "x"})),
+
+	// vSphere tags.
+	one("vmTags more than 32", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", tags(33))),
+	one("vmTags empty item", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", []interface{}{"ok", ""})),
+	one("vmTags duplicate", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", []interface{}{"cat/a", "cat/a"})),
+}
+
+var invalidAgents = []invalidCase{
+	one("poolRef missing", "spec.poolRef", unset("spec.poolRef")),
+	one("poolRef name empty", "spec.poolRef.name", set("spec.poolRef.name", "")),
+	one("poolRef name uppercase", "spec.poolRef.name", set("spec.poolRef.name", "Workers")),
+	one("poolRef name with underscore", "spec.poolRef.name", set("spec.poolRef.name", "demo_workers")),
+}
+
+func TestInvalidPoolsAreRefused(t *testing.T) {
+	runInvalid(t, validPoolYAML, "vap", invalidPools)
+}
+
+func TestInvalidAgentsAreRefused(t *testing.T) {
+	runInvalid(t, validAgentYAML, "va", invalidAgents)
+}
+
+// TestTheBaseObjectsAreValid guards the table: every refusal above must come from its one edit.
+func TestTheBaseObjectsAreValid(t *testing.T) {
+	for _, manifest := range []string{validPoolYAML, validAgentYAML} {
+		obj := objectFromYAML(t, manifest)
+		obj.SetName(uniqueName("base"))
+		if err := k8s.Create(ctx, obj); err != nil {
+			t.Fatalf("base %s refused: %v", obj.GetKind(), err)
+		}
+	}
+}
+
+func runInvalid(t *testing.T, manifest, prefix string, cases []invalidCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			obj := objectFromYAML(t, manifest)
+			obj.SetName(uniqueName(prefix))
+			for _, e := range tc.edits {
+				e(t, obj)
+			}
+			assertRefused(t, k8s.Create(ctx, obj), tc.field)
+		})
+	}
+}
+
+// TestEnoughInvalidCases keeps the table at the size the project promises.
+func TestEnoughInvalidCases(t *testing.T) {
+	if n := len(invalidPools) + len(invalidAgents) + len(immutableCases); n < 45 {
+		t.Fatalf("only %d invalid objects; want at least 45", n)
+	}
+}
