@@ -1,0 +1,232 @@
+package world
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// registerAgents plays a host booting the discovery ISO and assisted-service creating its Agent.
+func (d *Driver) registerAgents(ctx context.Context) error {
+	d.vms, d.vmsListed = nil, false
+	if d.vc == nil {
+		return nil
+	}
+	vms, err := poweredOnVMs(ctx, d.vc, d.opts.Datacenter)
+	if err != nil {
+		return err
+	}
+	d.vms, d.vmsListed = map[string]VM{}, true
+	now := d.now()
+	agentsByNS := map[string][]*unstructured.Unstructured{}
+	for _, vm := range vms {
+		key := strings.ToLower(vm.BIOSUUID)
+		d.vms[key] = vm
+		if _, done := d.registered[key]; done {
+			continue
+		}
+		if vm.ISOPath == "" && !d.opts.RegisterWithoutISO {
+			continue
+		}
+		if d.register != nil && !d.register(vm) {
+			continue
+		}
+		if _, seen := d.firstSeen[key]; !seen {
+			d.firstSeen[key] = now
+		}
+		if now.Sub(d.firstSeen[key]) < d.opts.RegistrationDelay {
+			continue
+		}
+		infraEnv, ok, err := d.infraEnvFor(ctx, vm)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		agents, cached := agentsByNS[infraEnv.Namespace]
+		if !cached {
+			l := newList(AgentGVK)
+			if err := d.c.List(ctx, l, client.InNamespace(infraEnv.Namespace)); err != nil {
+				return err
+			}
+			for i := range l.Items {
+				agents = append(agents, &l.Items[i])
+			}
+			agentsByNS[infraEnv.Namespace] = agents
+		}
+		if existing := agentOf(agents, vm); existing != nil {
+			d.registered[key] = client.ObjectKeyFromObject(existing)
+			continue
+		}
+		agent, err := d.createAgent(ctx, vm, infraEnv)
+		if err != nil {
+			return err
+		}
+		agentsByNS[infraEnv.Namespace] = append(agents, agent)
+	}
+	return nil
+}
+
+// agentOf finds an Agent reporting the VM's MAC or serial.
+func agentOf(agents []*unstructured.Unstructured, vm VM) *unstructured.Unstructured {
+	serial := SerialFromBIOSUUID(vm.BIOSUUID)
+	for _, a := range agents {
+		if s, _, _ := unstructured.NestedString(a.Object, "status", "inventory", "systemVendor", "serialNumber"); s != "" && s == serial {
+			return a
+		}
+		ifaces, _, _ := unstructured.NestedSlice(a.Object, "status", "inventory", "interfaces")
+		for _, i := range ifaces {
+			if m, ok := i.(map[string]any); ok && vm.MAC != "" && strings.EqualFold(fmt.Sprint(m["macAddress"]), vm.MAC) {
+				return a
+			}
+		}
+	}
+	return nil
+}
+
+func (d *Driver) infraEnvFor(ctx context.Context, vm VM) (types.NamespacedName, bool, error) {
+	if d.opts.InfraEnvFor != nil {
+		k, ok := d.opts.InfraEnvFor(vm)
+		return k, ok, nil
+	}
+	if d.opts.InfraEnv != nil {
+		return *d.opts.InfraEnv, true, nil
+	}
+	ies, err := d.list(ctx, InfraEnvGVK)
+	if err != nil {
+		return types.NamespacedName{}, false, err
+	}
+	if len(ies) != 1 {
+		d.log.V(1).Info("VM not registered: cannot tell its InfraEnv", "vm", vm.Name, "infraEnvs", len(ies))
+		return types.NamespacedName{}, false, nil
+	}
+	return client.ObjectKeyFromObject(ies[0]), true, nil
+}
+
+// createAgent creates the Agent the way assisted-service does: unapproved, unbound, labelled with
+// its InfraEnv (plus the InfraEnv's spec.agentLabels), named by host ID, inventory from the VM.
+func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.NamespacedName) (*unstructured.Unstructured, error) {
+	ie := newObject(InfraEnvGVK)
+	if err := d.c.Get(ctx, infraEnvKey, ie); err != nil {
+		return nil, fmt.Errorf("infraenv %s: %w", infraEnvKey, err)
+	}
+	lbls := map[string]string{LabelInfraEnv: infraEnvKey.Name}
+	extra, _, _ := unstructured.NestedStringMap(ie.Object, "spec", "agentLabels")
+	for k, v := range extra {
+		lbls[k] = v
+	}
+	agent := newObject(AgentGVK)
+	agent.SetNamespace(infraEnvKey.Namespace)
+	agent.SetName(AgentNameFor(vm.BIOSUUID))
+	agent.SetLabels(lbls)
+	agent.Object["spec"] = map[string]any{"approved": false, "role": ""}
+	if err := d.c.Create(ctx, agent); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			d.registered[strings.ToLower(vm.BIOSUUID)] = client.ObjectKeyFromObject(agent)
+			return agent, nil
+		}
+		return nil, fmt.Errorf("creating agent: %w", err)
+	}
+	d.writes++
+	now := d.now()
+	agent.Object["status"] = map[string]any{
+		"role":      "auto-assign",
+		"bootstrap": false,
+		"inventory": map[string]any{
+			"hostname": d.opts.ReportedHostname,
+			"interfaces": []any{map[string]any{
+				"name": "ens192", "macAddress": vm.MAC, "speedMbps": int64(10000),
+			}},
+			"systemVendor": map[string]any{
+				"serialNumber": SerialFromBIOSUUID(vm.BIOSUUID), "productName": "VMware7,1",
+				"manufacturer": "VMware, Inc.", "virtual": true,
+			},
+		},
+		"debugInfo": map[string]any{"state": "known-unbound"},
+	}
+	setConditions(agent, now, d.agentConditions(agent, true, now, now)...)
+	if err := d.c.Status().Update(ctx, agent); err != nil {
+		return nil, fmt.Errorf("agent status: %w", err)
+	}
+	d.writes++
+	key := client.ObjectKeyFromObject(agent)
+	d.registered[strings.ToLower(vm.BIOSUUID)] = key
+	d.registeredAt[key] = now
+	d.log.Info("agent registered", "agent", key, "vm", vm.Name)
+	return agent, nil
+}
+
+// agentConditions are assisted-service's conditions of an unbound Agent, or of a bound one for the
+// Connected/Validated part only.
+func (d *Driver) agentConditions(agent *unstructured.Unstructured, connected bool, registeredAt, now time.Time) []cond {
+	conn := cond{Type: CondConnected, Status: "True", Reason: ReasonAgentIsConnected, Message: "The agent's connection to the installation service is unimpaired"}
+	if !connected {
+		conn = cond{Type: CondConnected, Status: "False", Reason: ReasonAgentIsDisconnected, Message: "The agent has not contacted the installation service in some time, user action should be taken"}
+	}
+	valid := cond{Type: CondValidated, Status: "True", Reason: ReasonValidationsPassing, Message: "The agent's validations are passing"}
+	if now.Sub(registeredAt) < d.opts.ValidationDelay {
+		valid = cond{Type: CondValidated, Status: "Unknown", Reason: ReasonValidationsUnknown, Message: "The agent's validations have not yet been calculated"}
+	}
+	out := []cond{{Type: CondSpecSynced, Status: "True", Reason: "SyncOK", Message: "The Spec has been successfully applied"}, conn, valid}
+	if getCondition(agent, CondBound) == nil {
+		out = append(out,
+			cond{Type: CondBound, Status: "False", Reason: ReasonUnbound, Message: "The agent is not bound to any cluster deployment"},
+			cond{Type: CondInstalled, Status: "False", Reason: ReasonInstallationNotStarted, Message: "The installation has not yet started"},
+		)
+	}
+	if !isTrue(agent, CondBound) {
+		approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
+		out = append(out, requirementsMet(approved))
+	}
+	return out
+}
+
+// updateAgentStatus keeps the Agents the world registered current: Connected follows the VM's
+// power state/existence, Validated turns True after ValidationDelay, RequirementsMet follows approval.
+func (d *Driver) updateAgentStatus(ctx context.Context) error {
+	now := d.now()
+	for key, at := range d.registeredAt {
+		agent := newObject(AgentGVK)
+		if err := d.c.Get(ctx, key, agent); err != nil {
+			if apierrors.IsNotFound(err) {
+				delete(d.registeredAt, key)
+				continue
+			}
+			return err
+		}
+		connected := isTrue(agent, CondConnected)
+		if d.vmsListed {
+			_, connected = d.vms[d.biosOf(key)]
+		}
+		if !setConditions(agent, now, d.agentConditions(agent, connected, at, now)...) {
+			continue
+		}
+		if err := d.c.Status().Update(ctx, agent); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		d.writes++
+		if !connected {
+			d.log.Info("agent disconnected (VM gone or off)", "agent", key)
+		}
+	}
+	return nil
+}
+
+func (d *Driver) biosOf(agent types.NamespacedName) string {
+	for bios, k := range d.registered {
+		if k == agent {
+			return bios
+		}
+	}
+	return ""
+}

@@ -1,0 +1,91 @@
+package world_test
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestFixtureCRDsServeTheModelledFields checks that each external CRD fixture is installed, keeps the
+// fields we model (no pruning) and has a status subresource.
+func TestFixtureCRDsServeTheModelledFields(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t)
+	cases := []struct {
+		gvk    schema.GroupVersionKind
+		spec   map[string]any
+		status map[string]any
+		check  []string
+	}{
+		{
+			gvk:    schema.GroupVersionKind{Group: "agent-install.openshift.io", Version: "v1beta1", Kind: "Agent"},
+			spec:   map[string]any{"approved": true, "hostname": "h1", "role": "worker", "clusterDeploymentName": map[string]any{"name": "c", "namespace": "n"}},
+			status: map[string]any{"inventory": map[string]any{"interfaces": []any{map[string]any{"macAddress": "00:50:56:aa:bb:cc"}}, "systemVendor": map[string]any{"serialNumber": "VMware-42 1e"}}, "conditions": []any{map[string]any{"type": "Bound", "status": "False", "reason": "Unbound"}}},
+			check:  []string{"status.inventory.interfaces", "status.inventory.systemVendor.serialNumber", "spec.clusterDeploymentName.name"},
+		},
+		{
+			gvk:    schema.GroupVersionKind{Group: "agent-install.openshift.io", Version: "v1beta1", Kind: "InfraEnv"},
+			spec:   map[string]any{"pullSecretRef": map[string]any{"name": "ps"}},
+			status: map[string]any{"isoDownloadURL": "https://x/iso?api_key=1", "createdTime": "2026-01-01T00:00:00Z"},
+			check:  []string{"status.isoDownloadURL", "status.createdTime"},
+		},
+		{
+			gvk:    schema.GroupVersionKind{Group: "capi-provider.agent-install.openshift.io", Version: "v1beta1", Kind: "AgentMachine"},
+			spec:   map[string]any{"agentLabelSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}},
+			status: map[string]any{"agentRef": map[string]any{"name": "a", "namespace": "n"}, "conditions": []any{map[string]any{"type": "AgentReserved", "status": "False", "severity": "Info", "reason": "NoSuitableAgents", "lastTransitionTime": "2026-01-01T00:00:00Z"}}},
+			check:  []string{"spec.agentLabelSelector.matchLabels", "status.agentRef.name", "status.conditions"},
+		},
+		{
+			gvk:    schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Machine"},
+			spec:   map[string]any{"clusterName": "c"},
+			status: map[string]any{"phase": "Running", "nodeRef": map[string]any{"kind": "Node", "name": "n1"}},
+			check:  []string{"status.nodeRef.name", "status.phase"},
+		},
+		{
+			gvk:    schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"},
+			spec:   map[string]any{"clusterName": "c"},
+			status: map[string]any{"phase": "Running"},
+			check:  []string{"status.phase"},
+		},
+		{
+			gvk:    schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "NodePool"},
+			spec:   map[string]any{"clusterName": "c", "replicas": int64(2), "platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentLabelSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}}}},
+			status: map[string]any{"replicas": int64(1)},
+			check:  []string{"spec.platform.agent.agentLabelSelector.matchLabels", "status.replicas"},
+		},
+		{
+			gvk:    schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "HostedCluster"},
+			spec:   map[string]any{"platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": "x"}}},
+			status: map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "True"}}},
+			check:  []string{"spec.platform.agent.agentNamespace", "status.conditions"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.gvk.Kind+"/"+tc.gvk.Version, func(t *testing.T) {
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(tc.gvk)
+			obj.SetNamespace(ns)
+			obj.SetGenerateName("fixture-")
+			obj.Object["spec"] = tc.spec
+			if err := k8s.Create(ctx, obj); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			obj.Object["status"] = tc.status
+			if err := k8s.Status().Update(ctx, obj); err != nil {
+				t.Fatalf("status update: %v", err)
+			}
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(tc.gvk)
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			for _, path := range tc.check {
+				if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, splitPath(path)...); !found {
+					t.Errorf("%s pruned or not stored: %v", path, got.Object)
+				}
+			}
+		})
+	}
+}

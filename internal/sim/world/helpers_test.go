@@ -1,0 +1,197 @@
+package world_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25"
+	vimtypes "github.com/vmware/govmomi/vim25/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+)
+
+// startVCenter starts an in-process VPX simulator for one test and returns a logged-in client.
+func startVCenter(t *testing.T) *vim25.Client {
+	t.Helper()
+	model := simulator.VPX()
+	if err := model.Create(); err != nil {
+		t.Fatal(err)
+	}
+	server := model.Service.NewServer()
+	t.Cleanup(func() {
+		server.Close()
+		model.Remove()
+	})
+	c, err := govmomi.NewClient(t.Context(), server.URL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Logout(context.Background()) })
+	return c.Client
+}
+
+// createVM creates and powers on a VM with a vmxnet3 NIC and, when iso is set, a CD-ROM booting it.
+func createVM(t *testing.T, c *vim25.Client, name, iso string) *object.VirtualMachine {
+	t.Helper()
+	ctx := t.Context()
+	finder := find.NewFinder(c)
+	dc, err := finder.Datacenter(ctx, "DC0")
+	must(t, err)
+	finder.SetDatacenter(dc)
+	folders, err := dc.Folders(ctx)
+	must(t, err)
+	pool, err := finder.ResourcePool(ctx, "DC0_C0/Resources")
+	must(t, err)
+	network, err := finder.Network(ctx, "VM Network")
+	must(t, err)
+	backing, err := network.EthernetCardBackingInfo(ctx)
+	must(t, err)
+	nic, err := object.EthernetCardTypes().CreateEthernetCard("vmxnet3", backing)
+	must(t, err)
+	devices := object.VirtualDeviceList{nic}
+	if iso != "" {
+		ide, err := devices.CreateIDEController()
+		must(t, err)
+		devices = append(devices, ide)
+		cdrom, err := devices.CreateCdrom(ide.(*vimtypes.VirtualIDEController))
+		must(t, err)
+		cdrom = devices.InsertIso(cdrom, iso)
+		cdrom.Connectable = &vimtypes.VirtualDeviceConnectInfo{StartConnected: true, Connected: true}
+		devices = append(devices, cdrom)
+	}
+	changes, err := devices.ConfigSpec(vimtypes.VirtualDeviceConfigSpecOperationAdd)
+	must(t, err)
+	spec := vimtypes.VirtualMachineConfigSpec{
+		Name: name, GuestId: "rhel9_64Guest", NumCPUs: 1, MemoryMB: 128,
+		Files:        &vimtypes.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"},
+		DeviceChange: changes,
+	}
+	task, err := folders.VmFolder.CreateVM(ctx, spec, pool, nil)
+	must(t, err)
+	info, err := task.WaitForResult(ctx)
+	must(t, err)
+	vm := object.NewVirtualMachine(c, info.Result.(vimtypes.ManagedObjectReference))
+	task, err = vm.PowerOn(ctx)
+	must(t, err)
+	must(t, task.Wait(ctx))
+	return vm
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scenario creates the hub objects of one test in fresh namespaces.
+func scenario(t *testing.T) *world.Scenario {
+	t.Helper()
+	ns := newNamespace(t)
+	s, err := world.Setup(t.Context(), k8s, world.SetupOptions{Namespace: ns, ISOURL: "https://127.0.0.1:1/iso?api_key=x"})
+	must(t, err)
+	return s
+}
+
+func newWorld(t *testing.T, s *world.Scenario, opts world.Options) (*world.Driver, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	opts.Client = k8s
+	opts.Namespaces = s.Namespaces()
+	opts.Clock = clk
+	if opts.InfraEnv == nil {
+		opts.InfraEnv = &s.InfraEnv
+	}
+	d, err := world.New(opts)
+	must(t, err)
+	return d, clk
+}
+
+func list(t *testing.T, gvkList string, ns string) []unstructured.Unstructured {
+	t.Helper()
+	gvk := map[string]struct{ g, v, k string }{
+		"Agent":        {"agent-install.openshift.io", "v1beta1", "AgentList"},
+		"AgentMachine": {"capi-provider.agent-install.openshift.io", "v1beta1", "AgentMachineList"},
+		"Machine":      {"cluster.x-k8s.io", "v1beta1", "MachineList"},
+	}[gvkList]
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(gvk.g + "/" + gvk.v)
+	l.SetKind(gvk.k)
+	must(t, k8s.List(t.Context(), l, client.InNamespace(ns)))
+	return l.Items
+}
+
+func get(t *testing.T, kind string, key types.NamespacedName) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	switch kind {
+	case "Agent":
+		u.SetGroupVersionKind(world.AgentGVK)
+	case "AgentMachine":
+		u.SetGroupVersionKind(world.AgentMachineGVK)
+	case "Machine":
+		u.SetGroupVersionKind(world.MachineGVK)
+	}
+	must(t, k8s.Get(t.Context(), key, u))
+	return u
+}
+
+func condition(u *unstructured.Unstructured, condType string) (status, reason string) {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, item := range raw {
+		m := item.(map[string]any)
+		if m["type"] == condType {
+			s, _ := m["status"].(string)
+			r, _ := m["reason"].(string)
+			return s, r
+		}
+	}
+	return "", ""
+}
+
+func str(u *unstructured.Unstructured, path ...string) string {
+	s, _, _ := unstructured.NestedString(u.Object, path...)
+	return s
+}
+
+func step(t *testing.T, d *world.Driver) {
+	t.Helper()
+	if _, err := d.Settle(t.Context(), 20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// prepareAgent creates an Agent the way the operator leaves it after preparing it: pool labels,
+// approved, hostname, and assisted-service's conditions of a connected, validated, unbound host.
+func prepareAgent(t *testing.T, s *world.Scenario, name string, approved bool) types.NamespacedName {
+	t.Helper()
+	a := &unstructured.Unstructured{}
+	a.SetGroupVersionKind(world.AgentGVK)
+	a.SetNamespace(s.Namespace)
+	a.SetName(name)
+	lbls := map[string]string{world.LabelInfraEnv: s.InfraEnv.Name}
+	for k, v := range s.AgentLabels {
+		lbls[k] = v
+	}
+	a.SetLabels(lbls)
+	a.Object["spec"] = map[string]any{"approved": approved, "hostname": name, "role": "worker"}
+	must(t, k8s.Create(t.Context(), a))
+	now := time.Now().UTC().Format(time.RFC3339)
+	a.Object["status"] = map[string]any{"conditions": []any{
+		map[string]any{"type": "Connected", "status": "True", "reason": "AgentIsConnected", "lastTransitionTime": now},
+		map[string]any{"type": "Validated", "status": "True", "reason": "ValidationsPassing", "lastTransitionTime": now},
+		map[string]any{"type": "Bound", "status": "False", "reason": "Unbound", "lastTransitionTime": now},
+		map[string]any{"type": "Installed", "status": "False", "reason": "InstallationNotStarted", "lastTransitionTime": now},
+	}}
+	must(t, k8s.Status().Update(t.Context(), a))
+	return client.ObjectKeyFromObject(a)
+}

@@ -1,0 +1,383 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ErrNotSuitable is returned by ReserveAgent when the Agent or AgentMachine cannot be paired the
+// way the provider would pair them.
+var ErrNotSuitable = errors.New("world: not suitable for reservation")
+
+// waiting is an AgentMachine the provider still has to find an Agent for.
+type waiting struct {
+	am, machine *unstructured.Unstructured
+	selector    labels.Selector
+}
+
+// waitingAgentMachines lists AgentMachines with a live owner Machine and no agentRef.
+func (d *Driver) waitingAgentMachines(ctx context.Context) ([]waiting, error) {
+	ams, err := d.list(ctx, AgentMachineGVK)
+	if err != nil {
+		return nil, err
+	}
+	var out []waiting
+	for _, am := range ams {
+		w, ok, err := d.asWaiting(ctx, am)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+func (d *Driver) asWaiting(ctx context.Context, am *unstructured.Unstructured) (waiting, bool, error) {
+	if am.GetDeletionTimestamp() != nil {
+		return waiting{}, false, nil
+	}
+	if ref, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "name"); ref != "" {
+		return waiting{}, false, nil
+	}
+	var owner string
+	for _, o := range am.GetOwnerReferences() {
+		if o.Kind == MachineGVK.Kind {
+			owner = o.Name
+		}
+	}
+	if owner == "" {
+		return waiting{}, false, nil
+	}
+	m := newObject(MachineGVK)
+	if err := d.c.Get(ctx, types.NamespacedName{Namespace: am.GetNamespace(), Name: owner}, m); err != nil {
+		return waiting{}, false, client.IgnoreNotFound(err)
+	}
+	if m.GetDeletionTimestamp() != nil {
+		return waiting{}, false, nil
+	}
+	sel, err := agentSelector(am)
+	if err != nil {
+		return waiting{}, false, err
+	}
+	return waiting{am: am, machine: m, selector: sel}, true, nil
+}
+
+func agentSelector(am *unstructured.Unstructured) (labels.Selector, error) {
+	raw, found, _ := unstructured.NestedMap(am.Object, "spec", "agentLabelSelector")
+	if !found {
+		return labels.Everything(), nil
+	}
+	var ls metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
+		return nil, fmt.Errorf("agentLabelSelector of %s: %w", am.GetName(), err)
+	}
+	return metav1.LabelSelectorAsSelector(&ls)
+}
+
+// suitable is the provider's findAgent filter: matching labels, no agentMachineRef, approved,
+// Bound=False, Connected=True, Validated=True.
+func suitable(agent *unstructured.Unstructured, sel labels.Selector) bool {
+	if agent.GetDeletionTimestamp() != nil || !sel.Matches(labels.Set(agent.GetLabels())) {
+		return false
+	}
+	if _, taken := agent.GetLabels()[LabelAgentMachineRef]; taken {
+		return false
+	}
+	approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
+	return approved && isFalse(agent, CondBound) && isTrue(agent, CondConnected) && isTrue(agent, CondValidated)
+}
+
+// bindWaiting plays the provider's reconcile of every waiting AgentMachine.
+func (d *Driver) bindWaiting(ctx context.Context) error {
+	if !d.binding {
+		return nil
+	}
+	ws, err := d.waitingAgentMachines(ctx)
+	if err != nil || len(ws) == 0 {
+		return err
+	}
+	agents, err := d.list(ctx, AgentGVK)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		var chosen *unstructured.Unstructured
+		for _, a := range agents {
+			if suitable(a, w.selector) {
+				chosen = a
+				break
+			}
+		}
+		if chosen == nil {
+			if err := d.markWaiting(ctx, w.am); err != nil {
+				return err
+			}
+			continue
+		}
+		err := d.reserve(ctx, chosen, w)
+		if apierrors.IsConflict(err) {
+			continue // someone changed the Agent since we read it: next pass re-reads, like the provider
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Driver) markWaiting(ctx context.Context, am *unstructured.Unstructured) error {
+	if !setConditions(am, d.now(), d.waitingConditions()...) {
+		return nil
+	}
+	if err := d.c.Status().Update(ctx, am); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	d.writes++
+	return nil
+}
+
+// reserve writes what the provider writes when it picks an Agent. The Agent update carries the
+// resourceVersion read, so a concurrent change (e.g. the operator unapproving) makes it fail.
+func (d *Driver) reserve(ctx context.Context, agent *unstructured.Unstructured, w waiting) error {
+	clusterName, _, _ := unstructured.NestedString(w.machine.Object, "spec", "clusterName")
+	lbls := agent.GetLabels()
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[LabelAgentMachineRef] = w.am.GetName()
+	agent.SetLabels(lbls)
+	ann := agent.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAgentMachineRefNamespace] = w.am.GetNamespace()
+	agent.SetAnnotations(ann)
+	_ = unstructured.SetNestedMap(agent.Object, map[string]any{"name": clusterName, "namespace": w.am.GetNamespace()}, "spec", "clusterDeploymentName")
+	if err := d.c.Update(ctx, agent); err != nil {
+		return err
+	}
+	d.writes++
+	now := d.now()
+	setConditions(agent, now,
+		cond{Type: CondBound, Status: "True", Reason: ReasonBound, Message: "The agent is bound to a cluster deployment"},
+		cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentAlreadyInstalling", Message: "Installation already started and is in progress"},
+		cond{Type: CondInstalled, Status: "False", Reason: ReasonInstallationInProgress, Message: "The installation is in progress"},
+	)
+	_ = unstructured.SetNestedField(agent.Object, "installing", "status", "debugInfo", "state")
+	if err := d.c.Status().Update(ctx, agent); err != nil {
+		return fmt.Errorf("agent status: %w", err)
+	}
+	d.writes++
+
+	providerID := "agent://" + agent.GetName()
+	_ = unstructured.SetNestedField(w.am.Object, providerID, "spec", "providerID")
+	if err := d.c.Update(ctx, w.am); err != nil {
+		return fmt.Errorf("agentmachine providerID: %w", err)
+	}
+	d.writes++
+	_ = unstructured.SetNestedMap(w.am.Object, map[string]any{"namespace": agent.GetNamespace(), "name": agent.GetName()}, "status", "agentRef")
+	setConditions(w.am, now, d.reservedConditions()...)
+	if err := d.c.Status().Update(ctx, w.am); err != nil {
+		return fmt.Errorf("agentmachine status: %w", err)
+	}
+	d.writes++
+
+	_ = unstructured.SetNestedField(w.machine.Object, providerID, "spec", "providerID")
+	if err := d.c.Update(ctx, w.machine); err != nil {
+		return fmt.Errorf("machine providerID: %w", err)
+	}
+	d.writes++
+	_ = unstructured.SetNestedField(w.machine.Object, "Provisioned", "status", "phase")
+	_ = unstructured.SetNestedField(w.machine.Object, true, "status", "infrastructureReady")
+	if err := d.c.Status().Update(ctx, w.machine); err != nil {
+		return fmt.Errorf("machine status: %w", err)
+	}
+	d.writes++
+	d.log.Info("agent reserved", "agent", client.ObjectKeyFromObject(agent), "agentMachine", client.ObjectKeyFromObject(w.am))
+	return nil
+}
+
+// ReserveAgent makes the provider reserve this Agent for this waiting AgentMachine now, exactly as
+// its reconcile would (same filter, same writes, optimistic lock on the Agent). Tests use it to
+// race the operator, e.g. between its read of an unbound Agent and its unapprove patch.
+// It returns ErrNotSuitable (wrapped) when the provider would not pair them, and the API error
+// (e.g. a conflict) when the write fails.
+func (d *Driver) ReserveAgent(ctx context.Context, agent, agentMachine types.NamespacedName) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	am := newObject(AgentMachineGVK)
+	if err := d.c.Get(ctx, agentMachine, am); err != nil {
+		return err
+	}
+	w, ok, err := d.asWaiting(ctx, am)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: AgentMachine %s is not waiting", ErrNotSuitable, agentMachine)
+	}
+	a := newObject(AgentGVK)
+	if err := d.c.Get(ctx, agent, a); err != nil {
+		return err
+	}
+	if !suitable(a, w.selector) {
+		return fmt.Errorf("%w: Agent %s does not fit AgentMachine %s", ErrNotSuitable, agent, agentMachine)
+	}
+	return d.reserve(ctx, a, w)
+}
+
+// ReserveAgentForAnyWaiting reserves the Agent for the first waiting AgentMachine whose selector
+// it matches, and returns that AgentMachine.
+func (d *Driver) ReserveAgentForAnyWaiting(ctx context.Context, agent types.NamespacedName) (types.NamespacedName, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := newObject(AgentGVK)
+	if err := d.c.Get(ctx, agent, a); err != nil {
+		return types.NamespacedName{}, err
+	}
+	ws, err := d.waitingAgentMachines(ctx)
+	if err != nil {
+		return types.NamespacedName{}, err
+	}
+	for _, w := range ws {
+		if suitable(a, w.selector) {
+			return client.ObjectKeyFromObject(w.am), d.reserve(ctx, a, w)
+		}
+	}
+	return types.NamespacedName{}, fmt.Errorf("%w: no waiting AgentMachine fits Agent %s", ErrNotSuitable, agent)
+}
+
+// unbindAgent plays the provider's deprovision: it removes the reservation from the Agent and
+// reports Bound=False/Unbound. It returns true when the Agent no longer references the
+// AgentMachine (nothing left to do), false when it just wrote the unbind.
+func (d *Driver) unbindAgent(ctx context.Context, key types.NamespacedName, am *unstructured.Unstructured) (bool, error) {
+	agent := newObject(AgentGVK)
+	if err := d.c.Get(ctx, key, agent); err != nil {
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}
+	if agent.GetLabels()[LabelAgentMachineRef] != am.GetName() || agent.GetAnnotations()[AnnotationAgentMachineRefNamespace] != am.GetNamespace() {
+		return true, nil
+	}
+	lbls := agent.GetLabels()
+	delete(lbls, LabelAgentMachineRef)
+	agent.SetLabels(lbls)
+	ann := agent.GetAnnotations()
+	delete(ann, AnnotationAgentMachineRefNamespace)
+	agent.SetAnnotations(ann)
+	unstructured.RemoveNestedField(agent.Object, "spec", "clusterDeploymentName")
+	if err := d.c.Update(ctx, agent); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil // re-read next pass
+		}
+		return false, client.IgnoreNotFound(err)
+	}
+	d.writes++
+	approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
+	setConditions(agent, d.now(),
+		cond{Type: CondBound, Status: "False", Reason: ReasonUnbound, Message: "The agent is not bound to any cluster deployment"},
+		cond{Type: CondInstalled, Status: "False", Reason: ReasonInstallationNotStarted, Message: "The installation has not yet started"},
+		requirementsMet(approved),
+	)
+	_ = unstructured.SetNestedField(agent.Object, "known-unbound", "status", "debugInfo", "state")
+	unstructured.RemoveNestedField(agent.Object, "status", "progress", "currentStage")
+	if err := d.c.Status().Update(ctx, agent); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	d.writes++
+	d.log.Info("agent unbound", "agent", key, "agentMachine", client.ObjectKeyFromObject(am))
+	return false, nil
+}
+
+func requirementsMet(approved bool) cond {
+	if approved {
+		return cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentIsReady", Message: "The agent is ready to begin the installation"}
+	}
+	return cond{Type: CondRequirementsMet, Status: "False", Reason: "AgentIsNotApproved", Message: "The agent is not approved"}
+}
+
+// completeInstallations plays assisted-service finishing a day-2 install InstallDelay after
+// binding, and CAPI noticing the Node: Installed=True on the Agent, nodeRef and Running on the Machine.
+func (d *Driver) completeInstallations(ctx context.Context) error {
+	agents, err := d.list(ctx, AgentGVK)
+	if err != nil {
+		return err
+	}
+	now := d.now()
+	for _, agent := range agents {
+		if !isTrue(agent, CondBound) || isTrue(agent, CondInstalled) {
+			continue
+		}
+		if since := conditionSince(agent, CondBound); now.Sub(since) < d.opts.InstallDelay {
+			continue
+		}
+		setConditions(agent, now,
+			cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
+			cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
+		)
+		_ = unstructured.SetNestedField(agent.Object, "added-to-existing-cluster", "status", "debugInfo", "state")
+		_ = unstructured.SetNestedField(agent.Object, "Done", "status", "progress", "currentStage")
+		if err := d.c.Status().Update(ctx, agent); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		d.writes++
+		d.log.Info("agent installed", "agent", client.ObjectKeyFromObject(agent))
+		if err := d.markNodeJoined(ctx, agent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markNodeJoined sets the Node reference on the Agent's Machine and readiness on its AgentMachine.
+func (d *Driver) markNodeJoined(ctx context.Context, agent *unstructured.Unstructured) error {
+	amName := agent.GetLabels()[LabelAgentMachineRef]
+	amNS := agent.GetAnnotations()[AnnotationAgentMachineRefNamespace]
+	if amName == "" || amNS == "" {
+		return nil
+	}
+	am := newObject(AgentMachineGVK)
+	if err := d.c.Get(ctx, types.NamespacedName{Namespace: amNS, Name: amName}, am); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	now := d.now()
+	setConditions(am, now, cond{Type: CondReady, Status: "True"})
+	_ = unstructured.SetNestedField(am.Object, true, "status", "ready")
+	if err := d.c.Status().Update(ctx, am); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	d.writes++
+	hostname, _, _ := unstructured.NestedString(agent.Object, "spec", "hostname")
+	if hostname == "" {
+		hostname = agent.GetName()
+	}
+	for _, o := range am.GetOwnerReferences() {
+		if o.Kind != MachineGVK.Kind {
+			continue
+		}
+		m := newObject(MachineGVK)
+		if err := d.c.Get(ctx, types.NamespacedName{Namespace: amNS, Name: o.Name}, m); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		_ = unstructured.SetNestedMap(m.Object, map[string]any{"apiVersion": "v1", "kind": "Node", "name": hostname}, "status", "nodeRef")
+		_ = unstructured.SetNestedField(m.Object, "Running", "status", "phase")
+		if err := d.c.Status().Update(ctx, m); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		d.writes++
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package world
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// SetupOptions describe the hub objects of one scenario. Zero values get the defaults shown.
+type SetupOptions struct {
+	// Namespace holds the HostedCluster, NodePool, InfraEnv and Secret ("clusters"). Created if missing.
+	Namespace string
+	// HostedCluster name ("hc1"). Its control-plane namespace is ControlPlaneNamespace(Namespace, HostedCluster).
+	HostedCluster string
+	// NodePool name ("np1").
+	NodePool string
+	// InfraEnv name ("infra1").
+	InfraEnv string
+	// AgentLabels is the NodePool's agentLabelSelector.matchLabels (the pool's agent.labels);
+	// default {"agent-forge.containeroo.ch/nodepool": <NodePool>}.
+	AgentLabels map[string]string
+	// Replicas is the NodePool's initial spec.replicas (0).
+	Replicas int
+	// ISOURL is the InfraEnv's status.isoDownloadURL; empty leaves the image not created yet.
+	ISOURL string
+	// VCenter is the simulator URL (with user:password) for the credentials Secret; nil: no Secret.
+	VCenter *url.URL
+	// SecretName is the credentials Secret's name ("vsphere-credentials").
+	SecretName string
+}
+
+// Scenario names the hub objects Setup created.
+type Scenario struct {
+	Namespace             string
+	ControlPlaneNamespace string
+	HostedCluster         types.NamespacedName
+	NodePool              types.NamespacedName
+	InfraEnv              types.NamespacedName
+	// Secret is the credentials Secret (zero when no VCenter was given).
+	Secret      types.NamespacedName
+	AgentLabels map[string]string
+}
+
+// Namespaces are the namespaces the scenario uses (for Options.Namespaces).
+func (s *Scenario) Namespaces() []string { return []string{s.Namespace, s.ControlPlaneNamespace} }
+
+// Setup creates the namespaces, HostedCluster, NodePool, InfraEnv (with its image status when
+// ISOURL is set) and credentials Secret of a scenario. Existing objects are left as they are.
+func Setup(ctx context.Context, c client.Client, o SetupOptions) (*Scenario, error) {
+	def := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	def(&o.Namespace, "clusters")
+	def(&o.HostedCluster, "hc1")
+	def(&o.NodePool, "np1")
+	def(&o.InfraEnv, "infra1")
+	def(&o.SecretName, "vsphere-credentials")
+	if len(o.AgentLabels) == 0 {
+		o.AgentLabels = map[string]string{"agent-forge.containeroo.ch/nodepool": o.NodePool}
+	}
+	s := &Scenario{
+		Namespace:             o.Namespace,
+		ControlPlaneNamespace: ControlPlaneNamespace(o.Namespace, o.HostedCluster),
+		HostedCluster:         types.NamespacedName{Namespace: o.Namespace, Name: o.HostedCluster},
+		NodePool:              types.NamespacedName{Namespace: o.Namespace, Name: o.NodePool},
+		InfraEnv:              types.NamespacedName{Namespace: o.Namespace, Name: o.InfraEnv},
+		AgentLabels:           o.AgentLabels,
+	}
+	for _, ns := range s.Namespaces() {
+		if err := CreateNamespace(ctx, c, ns); err != nil {
+			return nil, err
+		}
+	}
+	if err := CreateHostedCluster(ctx, c, s.HostedCluster); err != nil {
+		return nil, err
+	}
+	if err := CreateNodePool(ctx, c, s.NodePool, o.HostedCluster, o.AgentLabels, o.Replicas); err != nil {
+		return nil, err
+	}
+	if err := CreateInfraEnv(ctx, c, s.InfraEnv); err != nil {
+		return nil, err
+	}
+	if o.ISOURL != "" {
+		if err := SetInfraEnvImage(ctx, c, s.InfraEnv, o.ISOURL, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	if o.VCenter != nil {
+		s.Secret = types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName}
+		if err := CreateCredentialsSecret(ctx, c, s.Secret, o.VCenter, true); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func create(ctx context.Context, c client.Client, obj client.Object) error {
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("world: creating %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
+
+// CreateNamespace creates a namespace if it does not exist.
+func CreateNamespace(ctx context.Context, c client.Client, name string) error {
+	return create(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// CreateHostedCluster creates an Agent-platform HostedCluster whose Agents live in its namespace.
+func CreateHostedCluster(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	hc := newObject(HostedClusterGVK)
+	hc.SetNamespace(key.Namespace)
+	hc.SetName(key.Name)
+	hc.Object["spec"] = map[string]any{
+		"release":    map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+		"infraID":    key.Name,
+		"platform":   map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": key.Namespace}},
+		"pullSecret": map[string]any{"name": "pull-secret"},
+	}
+	return create(ctx, c, hc)
+}
+
+// CreateNodePool creates an Agent-platform NodePool selecting Agents by agentLabels.
+func CreateNodePool(ctx context.Context, c client.Client, key types.NamespacedName, hostedCluster string, agentLabels map[string]string, replicas int) error {
+	matchLabels := map[string]any{}
+	for k, v := range agentLabels {
+		matchLabels[k] = v
+	}
+	np := newObject(NodePoolGVK)
+	np.SetNamespace(key.Namespace)
+	np.SetName(key.Name)
+	np.Object["spec"] = map[string]any{
+		"clusterName": hostedCluster,
+		"replicas":    int64(replicas),
+		"management":  map[string]any{"upgradeType": "InPlace"},
+		"release":     map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+		"platform": map[string]any{
+			"type":  "Agent",
+			"agent": map[string]any{"agentLabelSelector": map[string]any{"matchLabels": matchLabels}},
+		},
+	}
+	return create(ctx, c, np)
+}
+
+// CreateInfraEnv creates a late-binding InfraEnv (no clusterRef) without image status.
+func CreateInfraEnv(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	ie := newObject(InfraEnvGVK)
+	ie.SetNamespace(key.Namespace)
+	ie.SetName(key.Name)
+	ie.Object["spec"] = map[string]any{
+		"pullSecretRef":   map[string]any{"name": "pull-secret"},
+		"cpuArchitecture": "x86_64",
+	}
+	return create(ctx, c, ie)
+}
+
+// SetInfraEnvImage plays assisted-service (re)generating the discovery image: status.isoDownloadURL,
+// status.createdTime and ImageCreated=True. Call it again to simulate a regenerated image.
+func SetInfraEnvImage(ctx context.Context, c client.Client, key types.NamespacedName, isoURL string, created time.Time) error {
+	ie := newObject(InfraEnvGVK)
+	if err := c.Get(ctx, key, ie); err != nil {
+		return err
+	}
+	ts := created.UTC().Format(time.RFC3339)
+	_ = unstructured.SetNestedField(ie.Object, isoURL, "status", "isoDownloadURL")
+	_ = unstructured.SetNestedField(ie.Object, ts, "status", "createdTime")
+	_ = unstructured.SetNestedSlice(ie.Object, []any{map[string]any{
+		"type": CondImageCreated, "status": "True", "reason": "ImageCreated",
+		"message": "Image has been created", "lastTransitionTime": ts,
+	}}, "status", "conditions")
+	return c.Status().Update(ctx, ie)
+}
+
+// SetInfraEnvImageError plays a failed image generation: the URL is cleared and ImageCreated=False.
+func SetInfraEnvImageError(ctx context.Context, c client.Client, key types.NamespacedName, message string) error {
+	ie := newObject(InfraEnvGVK)
+	if err := c.Get(ctx, key, ie); err != nil {
+		return err
+	}
+	unstructured.RemoveNestedField(ie.Object, "status", "isoDownloadURL")
+	_ = unstructured.SetNestedSlice(ie.Object, []any{map[string]any{
+		"type": CondImageCreated, "status": "False", "reason": "ImageCreationError",
+		"message": "Failed to create image: " + message, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+	}}, "status", "conditions")
+	return c.Status().Update(ctx, ie)
+}
+
+// CreateCredentialsSecret creates the pool's vSphere credentials Secret from a simulator URL:
+// server = host:port, username and password from the URL's user info, insecure "true" when asked.
+func CreateCredentialsSecret(ctx context.Context, c client.Client, key types.NamespacedName, vcenter *url.URL, insecure bool) error {
+	data := map[string]string{"server": vcenter.Host}
+	if vcenter.User != nil {
+		pw, _ := vcenter.User.Password()
+		data["username"], data["password"] = vcenter.User.Username(), pw
+	}
+	if insecure {
+		data["insecure"] = "true"
+	}
+	return create(ctx, c, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: data,
+	})
+}

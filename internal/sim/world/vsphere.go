@@ -1,0 +1,126 @@
+package world
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// VM is what a booted host tells assisted-service about itself, as read from vSphere.
+type VM struct {
+	// Name is the VM's inventory name.
+	Name string
+	// Folder is the name of the VM's parent folder.
+	Folder string
+	// BIOSUUID is config.uuid (what the guest sees as its system UUID).
+	BIOSUUID string
+	// InstanceUUID is config.instanceUuid.
+	InstanceUUID string
+	// MAC is the first NIC's MAC address, lower case.
+	MAC string
+	// ISOPath is the datastore path of the first connected ISO-backed CD-ROM ("" if none).
+	ISOPath string
+}
+
+// SerialFromBIOSUUID renders a BIOS UUID the way VMware firmware reports the system serial number:
+// "VMware-42 1e 5c 3f 2b 8a 1c 9d-8e 7f 6a 5b 4c 3d 2e 1f" for 421e5c3f-2b8a-1c9d-8e7f-6a5b4c3d2e1f.
+func SerialFromBIOSUUID(uuid string) string {
+	h := strings.ToLower(strings.ReplaceAll(uuid, "-", ""))
+	if len(h) != 32 {
+		return ""
+	}
+	pairs := func(s string) string {
+		out := make([]string, 0, len(s)/2)
+		for i := 0; i < len(s); i += 2 {
+			out = append(out, s[i:i+2])
+		}
+		return strings.Join(out, " ")
+	}
+	return "VMware-" + pairs(h[:16]) + "-" + pairs(h[16:])
+}
+
+// AgentNameFor derives the Agent name assisted-service would use for a host: a UUID-shaped host ID
+// derived from (but not equal to) the BIOS UUID, so nothing can match Agents to VMs by name.
+func AgentNameFor(biosUUID string) string {
+	sum := sha1.Sum([]byte("assisted-host-id/" + strings.ToLower(biosUUID)))
+	h := hex.EncodeToString(sum[:16])
+	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+}
+
+// poweredOnVMs lists the powered-on VMs of the datacenter with their identity.
+func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM, error) {
+	finder := find.NewFinder(c, false)
+	var (
+		dc interface {
+			Reference() types.ManagedObjectReference
+		}
+		err error
+	)
+	if datacenter == "" {
+		dc, err = finder.DefaultDatacenter(ctx)
+	} else {
+		dc, err = finder.Datacenter(ctx, datacenter)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finding datacenter: %w", err)
+	}
+	v, err := view.NewManager(c).CreateContainerView(ctx, dc.Reference(), []string{"VirtualMachine"}, true)
+	if err != nil {
+		return nil, fmt.Errorf("creating VM view: %w", err)
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+
+	var mvms []mo.VirtualMachine
+	props := []string{"name", "parent", "runtime.powerState", "config.uuid", "config.instanceUuid", "config.hardware.device"}
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, props, &mvms); err != nil {
+		return nil, fmt.Errorf("listing VMs: %w", err)
+	}
+	folders := map[types.ManagedObjectReference]string{}
+	out := make([]VM, 0, len(mvms))
+	for _, m := range mvms {
+		if m.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || m.Config == nil {
+			continue
+		}
+		vm := VM{Name: m.Name, BIOSUUID: m.Config.Uuid, InstanceUUID: m.Config.InstanceUuid}
+		for _, dev := range m.Config.Hardware.Device {
+			switch d := dev.(type) {
+			case types.BaseVirtualEthernetCard:
+				if vm.MAC == "" {
+					vm.MAC = strings.ToLower(d.GetVirtualEthernetCard().MacAddress)
+				}
+			case *types.VirtualCdrom:
+				if b, ok := d.Backing.(*types.VirtualCdromIsoBackingInfo); ok && vm.ISOPath == "" && cdromConnected(d) {
+					vm.ISOPath = b.FileName
+				}
+			}
+		}
+		if m.Parent != nil {
+			name, ok := folders[*m.Parent]
+			if !ok {
+				var f mo.Folder
+				if err := v.Properties(ctx, *m.Parent, []string{"name"}, &f); err == nil {
+					name = f.Name
+				}
+				folders[*m.Parent] = name
+			}
+			vm.Folder = name
+		}
+		out = append(out, vm)
+	}
+	return out, nil
+}
+
+// cdromConnected reports whether a CD-ROM is (or will be at power-on) connected: a booting host
+// reads the ISO only then.
+func cdromConnected(d *types.VirtualCdrom) bool {
+	c := d.Connectable
+	return c == nil || c.Connected || c.StartConnected
+}

@@ -1,0 +1,249 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/vim25"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ConditionShape selects how the simulated Agent CAPI provider reports a waiting AgentMachine.
+type ConditionShape int
+
+const (
+	// ShapeCurrent is the provider on CAPI v1beta2 conditions: AgentReserved=False/NoSuitableAgents,
+	// Ready=False with a generic reason, no severity.
+	ShapeCurrent ConditionShape = iota
+	// ShapeV1Beta1 is the provider on CAPI v1beta1 conditions: AgentReserved=False/NoSuitableAgents
+	// and Ready mirroring it, both with severity Warning.
+	ShapeV1Beta1
+	// ShapeLegacyReady is an old provider: only Ready=False/NoSuitableAgents (severity Warning),
+	// no AgentReserved condition.
+	ShapeLegacyReady
+)
+
+// Options configure a Driver. Only Client is required.
+type Options struct {
+	// Client talks to the API server (unstructured objects only; any scheme works).
+	Client client.Client
+	// VSphere is the simulator's SOAP client; nil disables Agent registration and disconnection.
+	VSphere *vim25.Client
+	// Datacenter holds the VMs to watch; "" means the only datacenter.
+	Datacenter string
+	// Namespaces limits the world to these namespaces (hub and control-plane); empty means all.
+	// Tests sharing one API server give each world its own namespaces.
+	Namespaces []string
+	// Clock drives delays; defaults to the real clock.
+	Clock clock.Clock
+	// Logger receives the world's actions; defaults to a discarding logger.
+	Logger logr.Logger
+
+	// Shape is the waiting-condition shape written on AgentMachines.
+	Shape ConditionShape
+	// InfraEnvFor picks the InfraEnv a powered-on VM registers with (its ISO's InfraEnv). Nil means:
+	// InfraEnv when set, else the only InfraEnv in scope. Return false to skip the VM.
+	InfraEnvFor func(VM) (types.NamespacedName, bool)
+	// InfraEnv is the InfraEnv every VM registers with when InfraEnvFor is nil.
+	InfraEnv *types.NamespacedName
+	// RegisterWithoutISO registers powered-on VMs even without a connected ISO CD-ROM. By default
+	// only VMs booting an ISO register (the simulator's stock VMs never do).
+	RegisterWithoutISO bool
+	// Register decides whether a VM ever registers (false: the host never calls home). Nil: all do.
+	Register func(VM) bool
+	// RegistrationDelay is how long a VM must be powered on before its Agent appears.
+	RegistrationDelay time.Duration
+	// ValidationDelay is how long a new Agent reports Validated=Unknown before True.
+	ValidationDelay time.Duration
+	// InstallDelay is how long after Bound=True the Agent reports Installed=True and its Machine
+	// gets a nodeRef.
+	InstallDelay time.Duration
+	// ReportedHostname is the inventory hostname a new host reports (default "localhost").
+	ReportedHostname string
+	// BindingDisabled starts the world with the provider's automatic binding off (see SetBinding).
+	BindingDisabled bool
+}
+
+// Driver plays HyperShift/CAPI, the Agent CAPI provider and assisted-service.
+// All methods are safe for concurrent use; passes are serialised.
+type Driver struct {
+	c     client.Client
+	vc    *vim25.Client
+	opts  Options
+	clock clock.Clock
+	log   logr.Logger
+
+	mu       sync.Mutex // serialises passes and guards the fields below
+	binding  bool
+	register func(VM) bool
+	// firstSeen is when a VM (by BIOS UUID) was first seen powered on.
+	firstSeen map[string]time.Time
+	// registered are the VMs (by BIOS UUID) that got an Agent: a host registers once; an installed
+	// host whose Agent is deleted does not come back.
+	registered map[string]types.NamespacedName
+	// registeredAt is when the world created each Agent (drives ValidationDelay).
+	registeredAt map[types.NamespacedName]time.Time
+	// vms are the powered-on VMs of this pass, by lower-case BIOS UUID (valid when vmsListed).
+	vms       map[string]VM
+	vmsListed bool
+	writes    int
+}
+
+// New returns a Driver. It starts nothing: call Step or Run.
+func New(opts Options) (*Driver, error) {
+	if opts.Client == nil {
+		return nil, errors.New("world: Options.Client is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	if opts.ReportedHostname == "" {
+		opts.ReportedHostname = "localhost"
+	}
+	return &Driver{
+		c: opts.Client, vc: opts.VSphere, opts: opts, clock: opts.Clock, log: opts.Logger,
+		binding:      !opts.BindingDisabled,
+		register:     opts.Register,
+		firstSeen:    map[string]time.Time{},
+		registered:   map[string]types.NamespacedName{},
+		registeredAt: map[types.NamespacedName]time.Time{},
+	}, nil
+}
+
+// SetBinding turns the provider's automatic binding of waiting AgentMachines on or off.
+// ReserveAgent works either way.
+func (d *Driver) SetBinding(enabled bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.binding = enabled
+}
+
+// SetRegistrationFilter replaces Options.Register: VMs for which f returns false never register.
+func (d *Driver) SetRegistrationFilter(f func(VM) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.register = f
+}
+
+// Writes returns how many API writes the world has made (for "idle" checks and benches).
+func (d *Driver) Writes() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.writes
+}
+
+// Step runs one pass of every behaviour, in the order the real systems would react:
+// HyperShift renders Machines for NodePool replicas, CAPI/provider process deletions,
+// assisted-service registers and updates Agents, the provider binds waiting AgentMachines,
+// assisted-service reports installations. It returns the number of API writes made.
+func (d *Driver) Step(ctx context.Context) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	before := d.writes
+	var errs []error
+	for _, phase := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"nodepools", d.reconcileNodePools},
+		{"deletions", d.processDeletions},
+		{"registration", d.registerAgents},
+		{"agent-status", d.updateAgentStatus},
+		{"binding", d.bindWaiting},
+		{"installation", d.completeInstallations},
+	} {
+		err := phase.run(ctx)
+		if apierrors.IsConflict(err) {
+			// Someone else wrote first, as happens between real controllers: re-read next pass.
+			d.writes++
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", phase.name, err))
+		}
+	}
+	return d.writes - before, errors.Join(errs...)
+}
+
+// Settle calls Step until a pass makes no write, at most maxSteps times. It returns the number of
+// passes run; an error from a pass stops it.
+func (d *Driver) Settle(ctx context.Context, maxSteps int) (int, error) {
+	for i := 1; i <= maxSteps; i++ {
+		n, err := d.Step(ctx)
+		if err != nil {
+			return i, err
+		}
+		if n == 0 {
+			return i, nil
+		}
+	}
+	return maxSteps, fmt.Errorf("world: still changing after %d steps", maxSteps)
+}
+
+// Run calls Step every interval (on the Driver's clock) until ctx is done. Errors are logged, not
+// returned: the real systems keep going too. It returns when ctx is done and leaves no goroutine.
+func (d *Driver) Run(ctx context.Context, interval time.Duration) {
+	for {
+		if _, err := d.Step(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error(err, "world step failed")
+		}
+		t := d.clock.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// namespaces returns the namespaces to list in; [""] means all.
+func (d *Driver) namespaces() []string {
+	if len(d.opts.Namespaces) == 0 {
+		return []string{""}
+	}
+	return d.opts.Namespaces
+}
+
+func (d *Driver) inScope(ns string) bool {
+	if len(d.opts.Namespaces) == 0 {
+		return true
+	}
+	for _, n := range d.opts.Namespaces {
+		if n == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// list lists objects of a kind in every namespace in scope.
+func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOption) ([]*unstructuredObj, error) {
+	var out []*unstructuredObj
+	for _, ns := range d.namespaces() {
+		l := newList(gvk)
+		lo := append([]client.ListOption{}, opts...)
+		if ns != "" {
+			lo = append(lo, client.InNamespace(ns))
+		}
+		if err := d.c.List(ctx, l, lo...); err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out, nil
+}
+
+func (d *Driver) now() time.Time { return d.clock.Now() }
