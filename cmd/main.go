@@ -76,6 +76,7 @@ func main() {
 		LeaderElectionNamespace:       leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOpts,
+		Client:                        controllers.ClientOptions(),
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create manager")

@@ -1,18 +1,141 @@
 // Package controllers holds the thin reconcilers: one per kind, each delegating decisions to
-// internal packages (planner, vsphere, iso, agents).
+// internal packages (planner, vsphere, agents) and carrying out the result.
 package controllers
 
 import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// Options configure the controllers.
+// Options configure the controllers. Zero values are production defaults.
 type Options struct {
 	// AllowCrossNamespaceSecrets lets a pool read a credentials Secret outside its namespace.
 	AllowCrossNamespaceSecrets bool
+	// Clock drives every time-based decision (registration timeout, debounce, ISO checks); tests inject a fake.
+	Clock clock.WithTicker
+	// Sessions hands out vSphere clients (default: a process-wide session cache).
+	Sessions vsphere.Sessions
+	// DebounceIdle and DebounceMax batch bursts of demand: creation waits until demand was stable for
+	// DebounceIdle, or DebounceMax after the first change (defaults 1s / 10s; negative disables).
+	DebounceIdle, DebounceMax time.Duration
+	// OrphanScanInterval is how often a pool lists its VMs in vCenter to find orphans (default 10m).
+	OrphanScanInterval time.Duration
+	// FailedRetention is how long a VsphereAgent that failed registration is kept as evidence that
+	// stops further creation (default 1h).
+	FailedRetention time.Duration
+	// RegistrationFailureThreshold is how many failed registrations in a row stop creation (default 3).
+	RegistrationFailureThreshold int
+	// CRDPollInterval is how often the manager checks for missing external CRDs (default 30s).
+	CRDPollInterval time.Duration
+	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its unapprove patch.
+	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
 }
 
-// Setup registers every controller with the manager.
+func (o *Options) defaults() {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Sessions == nil {
+		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere")})
+	}
+	if o.DebounceIdle == 0 {
+		o.DebounceIdle = time.Second
+	}
+	if o.DebounceMax == 0 {
+		o.DebounceMax = 10 * time.Second
+	}
+	if o.OrphanScanInterval == 0 {
+		o.OrphanScanInterval = 10 * time.Minute
+	}
+	if o.FailedRetention == 0 {
+		o.FailedRetention = time.Hour
+	}
+	if o.RegistrationFailureThreshold == 0 {
+		o.RegistrationFailureThreshold = 3
+	}
+	if o.CRDPollInterval == 0 {
+		o.CRDPollInterval = 30 * time.Second
+	}
+}
+
+// ClientOptions makes the manager's client serve unstructured external objects from its cache too
+// (controller-runtime reads unstructured objects live by default).
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+}
+
+// Setup registers every controller with the manager. When the external CRDs (HyperShift, CAPI, Assisted)
+// are not installed yet, the manager still starts: it reports the missing kinds and registers the
+// controllers once they appear, instead of crash-looping.
 func Setup(mgr ctrl.Manager, opts Options) error {
+	opts.defaults()
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		opts.Sessions.Close(context.Background())
+		return nil
+	})); err != nil {
+		return err
+	}
+	missing := missingKinds(mgr.GetRESTMapper())
+	if len(missing) == 0 {
+		return setupControllers(mgr, opts)
+	}
+	log := ctrl.Log.WithName("setup")
+	log.Error(fmt.Errorf("external CRDs not installed"), "waiting for HyperShift/CAPI/Assisted Installer CRDs before starting controllers", "missing", missing)
+	metrics.ExternalCRDsMissing.Set(float64(len(missing)))
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ticker := opts.Clock.NewTicker(opts.CRDPollInterval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-ticker.C():
+			}
+			if missing := missingKinds(mgr.GetRESTMapper()); len(missing) > 0 {
+				metrics.ExternalCRDsMissing.Set(float64(len(missing)))
+				log.Info("external CRDs still missing", "missing", missing)
+				continue
+			}
+			metrics.ExternalCRDsMissing.Set(0)
+			log.Info("external CRDs installed; starting controllers")
+			return setupControllers(mgr, opts)
+		}
+	}))
+}
+
+// missingKinds lists external kinds the API server does not serve.
+func missingKinds(mapper meta.RESTMapper) []string {
+	var missing []string
+	for _, gvk := range agents.ExternalGVKs {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			missing = append(missing, gvk.Kind+"."+gvk.Group)
+		}
+	}
+	return missing
+}
+
+func setupControllers(mgr ctrl.Manager, opts Options) error {
+	ctx := context.Background()
+	if err := setupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	if err := (&PoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("agent-forge-pool"), Opts: opts, expectations: newExpectations(opts.Clock)}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("pool controller: %w", err)
+	}
+	if err := (&VsphereAgentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("agent-forge-vm"), Opts: opts}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("vsphereagent controller: %w", err)
+	}
 	return nil
 }

@@ -1,0 +1,65 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// Reasons for VSphereReachable.
+const (
+	ReasonCredentialsNotFound  = "CredentialsNotFound"
+	ReasonCredentialsInvalid   = "CredentialsInvalid"
+	ReasonCrossNamespaceSecret = "CrossNamespaceSecretRefused"
+	ReasonConnected            = "Connected"
+)
+
+// credentialsError carries a condition reason; its message never includes Secret values.
+type credentialsError struct {
+	reason, msg string
+}
+
+func (e *credentialsError) Error() string { return e.msg }
+
+// loadCredentials reads the pool's credentials Secret with an uncached read (Secrets are not cached
+// cluster-wide: least privilege and memory) and validates it.
+func loadCredentials(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
+	ref := pool.Spec.VSphere.CredentialsSecretRef
+	ns := ref.Namespace
+	if ns == "" {
+		ns = pool.Namespace
+	}
+	if ns != pool.Namespace && !allowCrossNamespace {
+		return vsphere.Credentials{}, &credentialsError{ReasonCrossNamespaceSecret,
+			fmt.Sprintf("credentials Secret %s/%s is outside the pool's namespace; start the operator with --allow-cross-namespace-secrets to allow it", ns, ref.Name)}
+	}
+	var s corev1.Secret
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return vsphere.Credentials{}, &credentialsError{ReasonCredentialsNotFound, fmt.Sprintf("credentials Secret %s/%s not found", ns, ref.Name)}
+		}
+		return vsphere.Credentials{}, err
+	}
+	get := func(k string) string { return strings.TrimSpace(string(s.Data[k])) }
+	creds := vsphere.Credentials{
+		Server: get("server"), Username: get("username"), Password: string(s.Data["password"]),
+		Insecure: strings.EqualFold(get("insecure"), "true"), CABundle: s.Data["caBundle"], Thumbprint: get("thumbprint"),
+	}
+	var missing []string
+	for _, kv := range [][2]string{{"server", creds.Server}, {"username", creds.Username}, {"password", creds.Password}} {
+		if kv[1] == "" {
+			missing = append(missing, kv[0])
+		}
+	}
+	if len(missing) > 0 {
+		return vsphere.Credentials{}, &credentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s lacks keys %v", ns, ref.Name, missing)}
+	}
+	return creds, nil
+}

@@ -1,0 +1,449 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagentpools,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagentpools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagentpools/finalizers,verbs=update
+// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=capi-provider.agent-install.openshift.io,resources=agentmachines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hypershift.openshift.io,resources=nodepools;hostedclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// PoolReconciler turns a NodePool's waiting AgentMachines into VsphereAgents (one per VM), and removes
+// the ones no longer needed.
+type PoolReconciler struct {
+	client.Client
+	// APIReader reads uncached: Secrets, and the fresh checks before anything is released.
+	APIReader    client.Reader
+	Recorder     record.EventRecorder
+	Opts         Options
+	ISO          ISOCache
+	expectations *expectations
+	debounce     *debouncer
+	orphanScans  *lastRun
+}
+
+// poolScope is what one pass observed and decided; phases fill it in order.
+type poolScope struct {
+	pool     *afv1.VsphereAgentPool
+	log      logr.Logger
+	claimErr string
+
+	agentMachines []agents.AgentMachine
+	waiting       int
+	infraEnv      *agents.InfraEnv
+	infraEnvErr   string
+
+	vas       []afv1.VsphereAgent
+	matching  []agents.Agent
+	ourAgents map[string]bool
+
+	creds    vsphere.Credentials
+	vs       vsphere.Client
+	vsErr    error
+	isoCond  *conditionUpdate
+	plan     planner.Plan
+	blocked  string
+	requeue  time.Duration
+	orphans  int
+	released int
+}
+
+type conditionUpdate struct {
+	status          bool
+	reason, message string
+}
+
+func (s *poolScope) requeueAfter(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+// Reconcile runs the pool's phases on an in-memory copy and patches status once, only if it changed.
+func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	start := r.Opts.Clock.Now()
+	log := ctrl.LoggerFrom(ctx)
+	pool := &afv1.VsphereAgentPool{}
+	if err := r.Get(ctx, req.NamespacedName, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.forget(req.String())
+			r.debounce.forget(req.String())
+			forgetPoolMetrics(req.Namespace, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	s := &poolScope{pool: pool, log: log}
+	before := pool.Status.DeepCopy()
+	defer func() {
+		result := "success"
+		if retErr != nil {
+			result = "error"
+		}
+		metrics.ReconcileDuration.WithLabelValues("vsphereagentpool", result).Observe(r.Opts.Clock.Since(start).Seconds())
+	}()
+
+	if !pool.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if controllerutil.AddFinalizer(pool, afv1.FinalizerPool) {
+		if err := r.Update(ctx, pool); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	var errs []error
+	for _, phase := range []func(context.Context, *poolScope) error{
+		r.checkClaim, r.observeDemand, r.observeCapacity, r.observeInfraEnv, r.connectVSphere, r.refreshISO, r.planAndAct,
+	} {
+		if err := phase(ctx, s); err != nil {
+			if errors.Is(err, errStop) {
+				break
+			}
+			errs = append(errs, err)
+			break
+		}
+	}
+	r.setStatus(s, len(errs) == 0)
+	if !equality.Semantic.DeepEqual(before, &pool.Status) {
+		if err := r.Status().Update(ctx, pool); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return ctrl.Result{}, kerrors.NewAggregate(errs)
+	}
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// errStop ends a pass early without an error (e.g. the NodePool is claimed by another pool).
+var errStop = errors.New("stop")
+
+// checkClaim refuses to act when an older pool already serves the same NodePool.
+func (r *PoolReconciler) checkClaim(ctx context.Context, s *poolScope) error {
+	var pools afv1.VsphereAgentPoolList
+	if err := r.List(ctx, &pools, client.InNamespace(s.pool.Namespace), client.MatchingFields{indexNodePool: s.pool.Spec.NodePoolRef.Name}); err != nil {
+		return err
+	}
+	for i := range pools.Items {
+		other := &pools.Items[i]
+		if other.UID == s.pool.UID || !other.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if olderThan(other, s.pool) {
+			s.claimErr = fmt.Sprintf("NodePool %s is already served by VsphereAgentPool %s; this pool takes no action", s.pool.Spec.NodePoolRef.Name, other.Name)
+			r.eventOnce(s.pool, "Warning", "NodePoolAlreadyClaimed", s.claimErr)
+			return errStop
+		}
+	}
+	return nil
+}
+
+func olderThan(a, b *afv1.VsphereAgentPool) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// observeDemand counts the NodePool's AgentMachines that wait for an Agent: the demand signal.
+func (r *PoolReconciler) observeDemand(ctx context.Context, s *poolScope) error {
+	list := agents.NewList(agents.AgentMachineGVK)
+	key := s.pool.Namespace + "/" + s.pool.Spec.NodePoolRef.Name
+	if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{indexAgentMachinePool: key}); err != nil {
+		return fmt.Errorf("listing AgentMachines: %w", err)
+	}
+	s.agentMachines = s.agentMachines[:0]
+	s.waiting = 0
+	for i := range list.Items {
+		am := agents.AgentMachineFrom(&list.Items[i])
+		s.agentMachines = append(s.agentMachines, am)
+		if am.WaitsForAgent() && r.ownerMachineActive(ctx, am) {
+			s.waiting++
+		}
+	}
+	return nil
+}
+
+// ownerMachineActive: before the owner Machine exists the provider can report NoSuitableAgents too;
+// count demand only for AgentMachines whose Machine exists and is not being deleted.
+func (r *PoolReconciler) ownerMachineActive(ctx context.Context, am agents.AgentMachine) bool {
+	if am.OwnerMachine == "" {
+		return false
+	}
+	m := agents.New(agents.MachineGVK)
+	if err := r.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: am.OwnerMachine}, m); err != nil {
+		return false
+	}
+	return m.GetDeletionTimestamp() == nil
+}
+
+// observeCapacity lists the pool's VsphereAgents and the Agents carrying its labels.
+func (r *PoolReconciler) observeCapacity(ctx context.Context, s *poolScope) error {
+	var vas afv1.VsphereAgentList
+	if err := r.List(ctx, &vas, client.InNamespace(s.pool.Namespace), client.MatchingFields{indexPoolRef: s.pool.Name}); err != nil {
+		return err
+	}
+	s.vas = vas.Items
+	sort.Slice(s.vas, func(i, j int) bool { return s.vas[i].Name < s.vas[j].Name })
+	s.ourAgents = map[string]bool{}
+	for _, va := range s.vas {
+		if va.Status.VM.AgentRef != "" {
+			s.ourAgents[va.Status.VM.AgentRef] = true
+		}
+	}
+	list := agents.NewList(agents.AgentGVK)
+	if err := r.List(ctx, list, client.InNamespace(s.pool.Namespace), client.MatchingLabels(s.pool.Spec.Agent.LabelSet())); err != nil {
+		return fmt.Errorf("listing Agents: %w", err)
+	}
+	s.matching = s.matching[:0]
+	for i := range list.Items {
+		s.matching = append(s.matching, agents.AgentFrom(&list.Items[i]))
+	}
+	return nil
+}
+
+// observeInfraEnv checks that the InfraEnv exists and publishes an ISO URL.
+func (r *PoolReconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
+	u := agents.New(agents.InfraEnvGVK)
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Namespace, Name: s.pool.Spec.InfraEnvRef.Name}, u)
+	switch {
+	case apierrors.IsNotFound(err):
+		s.infraEnvErr = fmt.Sprintf("InfraEnv %s not found", s.pool.Spec.InfraEnvRef.Name)
+		return nil
+	case err != nil:
+		return err
+	}
+	ie := agents.InfraEnvFrom(u)
+	s.infraEnv = &ie
+	if ie.ISODownloadURL == "" {
+		s.infraEnvErr = fmt.Sprintf("InfraEnv %s has no status.isoDownloadURL yet", ie.Name)
+	}
+	return nil
+}
+
+// connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status.
+func (r *PoolReconciler) connectVSphere(ctx context.Context, s *poolScope) error {
+	creds, err := loadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	if err != nil {
+		s.vsErr = err
+		return nil
+	}
+	s.creds = creds
+	vs, err := r.Opts.Sessions.Get(ctx, creds)
+	if err != nil {
+		s.vsErr = err
+		s.requeueAfter(time.Minute)
+		return nil
+	}
+	s.vs = vs
+	return nil
+}
+
+// refreshISO keeps the discovery ISO cached (asynchronously: a download never blocks this worker).
+func (r *PoolReconciler) refreshISO(ctx context.Context, s *poolScope) error {
+	if r.ISO == nil || s.pool.Spec.Paused {
+		return nil
+	}
+	if s.infraEnv == nil || s.infraEnvErr != "" {
+		s.isoCond = &conditionUpdate{false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr}
+		return nil
+	}
+	if s.vs == nil {
+		return nil
+	}
+	upd := r.ISO.Reconcile(ctx, ISORequest{Pool: s.pool, InfraEnv: *s.infraEnv, Client: s.vs})
+	if upd.Status != nil {
+		s.pool.Status.ISO = upd.Status
+	}
+	s.isoCond = &conditionUpdate{upd.Ready, upd.Reason, upd.Message}
+	s.requeueAfter(upd.RequeueAfter)
+	return nil
+}
+
+// planAndAct computes the plan and carries it out: create VsphereAgents, release surplus ones.
+func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
+	poolKey := client.ObjectKeyFromObject(s.pool).String()
+	present := map[string]bool{}
+	for _, va := range s.vas {
+		present[va.Name] = true
+	}
+	pendingCreates, deleting := r.expectations.pending(poolKey, present)
+
+	in := planner.Input{
+		Waiting: s.waiting, PendingCreates: pendingCreates, Paused: s.pool.Spec.Paused,
+		RemoveSurplus: s.pool.Spec.CleanupPolicy != afv1.CleanupPolicyRetain,
+	}
+	if l := s.pool.Spec.Limits; l != nil {
+		in.MaxVMs, in.MaxConcurrentProvisioning = l.MaxVMs, l.MaxConcurrentProvisioning
+	}
+	for _, a := range s.matching {
+		if !s.ourAgents[a.Name] && a.Labels[afv1.LabelPool] == "" && a.IsSuitable() {
+			in.ForeignAvailable++
+		}
+	}
+	now := r.Opts.Clock.Now()
+	var expired []afv1.VsphereAgent
+	for _, va := range s.vas {
+		st := vmStateOf(&va, deleting[va.Name])
+		in.VMs = append(in.VMs, st)
+		if va.Status.VM.Phase == afv1.VMPhaseFailed && va.DeletionTimestamp.IsZero() &&
+			va.Status.VM.LastTransitionTime != nil && now.Sub(va.Status.VM.LastTransitionTime.Time) > r.Opts.FailedRetention {
+			expired = append(expired, va)
+		}
+	}
+	s.blocked = r.creationBlocked(s)
+	switch {
+	case s.blocked != "":
+		in.CreateBlocked, in.BlockReason = true, s.blocked
+	case s.vs == nil:
+		in.CreateBlocked, in.BlockReason = true, "VSphereUnreachable"
+	case s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "":
+		in.CreateBlocked, in.BlockReason = true, "ISONotReady"
+	}
+	s.plan = planner.Compute(in)
+	if s.pool.Spec.Paused {
+		return nil
+	}
+
+	var errs []error
+	if s.plan.Create > 0 {
+		if wait := r.debounce.wait(poolKey, s.waiting); wait > 0 {
+			s.requeueAfter(wait)
+		} else if err := r.createVsphereAgents(ctx, s, poolKey, s.plan.Create); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		r.debounce.observe(poolKey, s.waiting)
+	}
+	for _, name := range s.plan.Release {
+		if err := r.release(ctx, s, poolKey, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := range expired {
+		if err := r.Delete(ctx, &expired[i], client.Preconditions{UID: &expired[i].UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := r.scanOrphans(ctx, s); err != nil {
+		errs = append(errs, err)
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// vmStateOf maps a VsphereAgent to the planner's view.
+func vmStateOf(va *afv1.VsphereAgent, deleting bool) planner.VMState {
+	st := planner.VMState{Name: va.Name, CreatedAt: va.CreationTimestamp.Time}
+	if deleting || !va.DeletionTimestamp.IsZero() {
+		st.Releasing = true
+		return st
+	}
+	switch va.Status.VM.Phase {
+	case afv1.VMPhaseFailed:
+		st.Failed = true
+	case afv1.VMPhaseBound:
+		st.InUse = true
+	case afv1.VMPhaseAvailable:
+		st.Available = true
+	case afv1.VMPhaseReleased:
+		st.Released = true
+	default: // "", Pending, Provisioning
+		st.InFlight = true
+	}
+	if va.Status.VM.MachineRef != "" && va.Status.VM.Phase != afv1.VMPhaseReleased {
+		st.InUse = true
+	}
+	return st
+}
+
+// creationBlocked stops creation when the pool's most recent VMs all failed to register, instead of
+// creating VMs in a loop. Deleting the failed VsphereAgents (or waiting FailedRetention) retries.
+func (r *PoolReconciler) creationBlocked(s *poolScope) string {
+	var lastSuccess time.Time
+	for _, va := range s.vas {
+		if c := findCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" && c.LastTransitionTime.After(lastSuccess) {
+			lastSuccess = c.LastTransitionTime.Time
+		}
+	}
+	failed := 0
+	for _, va := range s.vas {
+		if va.Status.VM.Phase == afv1.VMPhaseFailed && va.Status.VM.Reason == ReasonRegistrationTimeout &&
+			va.Status.VM.LastTransitionTime != nil && va.Status.VM.LastTransitionTime.After(lastSuccess) {
+			failed++
+		}
+	}
+	if failed >= r.Opts.RegistrationFailureThreshold {
+		return ReasonRegistrationFailing
+	}
+	return ""
+}
+
+// createVsphereAgents creates n VsphereAgents named <namePrefix>-<random>.
+func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, n int) error {
+	prefix := namePrefix(s.pool)
+	for i := 0; i < n; i++ {
+		va := &afv1.VsphereAgent{}
+		va.GenerateName = prefix + "-"
+		va.Namespace = s.pool.Namespace
+		va.Labels = map[string]string{afv1.LabelPool: s.pool.Name}
+		va.Spec.PoolRef.Name = s.pool.Name
+		if err := controllerutil.SetControllerReference(s.pool, va, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, va); err != nil {
+			r.Recorder.Eventf(s.pool, "Warning", "CreateFailed", "creating VsphereAgent: %v", err)
+			return err
+		}
+		r.expectations.expectCreate(poolKey, va.Name)
+		metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "create").Inc()
+		r.Recorder.Eventf(s.pool, "Normal", "VMRequested", "created VsphereAgent %s for %d waiting AgentMachine(s)", va.Name, s.waiting)
+	}
+	r.debounce.forget(poolKey)
+	return nil
+}
+
+// namePrefix is spec.template.namePrefix or <hostedCluster>-<role>, cut to fit a DNS label.
+func namePrefix(pool *afv1.VsphereAgentPool) string {
+	p := pool.Spec.Template.NamePrefix
+	if p == "" {
+		role := pool.Spec.Agent.Role
+		if role == "" {
+			role = "worker"
+		}
+		p = pool.Spec.HostedClusterRef.Name + "-" + role
+	}
+	if len(p) > 40 {
+		p = p[:40]
+	}
+	return strings.TrimRight(p, "-.")
+}

@@ -1,0 +1,205 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// release removes one surplus VM: a fresh read proves its Agent is free and no Machine references it;
+// the Agent is unapproved with an optimistic lock (a concurrent reservation wins and the VM is kept);
+// then the VsphereAgent is deleted and its finalizer destroys the VM and deletes the Agent.
+func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, name string) error {
+	var va *afv1.VsphereAgent
+	for i := range s.vas {
+		if s.vas[i].Name == name {
+			va = &s.vas[i]
+		}
+	}
+	if va == nil || !va.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	agent, err := freshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentRef)
+	if err != nil {
+		return err
+	}
+	if agent != nil {
+		if agent.IsBound() {
+			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
+			return nil
+		}
+		inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineRef)
+		if err != nil {
+			return err
+		}
+		if inUse {
+			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: Machine %s references its Agent", va.Name, machine)
+			return nil
+		}
+		if r.Opts.BeforeUnapprove != nil {
+			r.Opts.BeforeUnapprove(ctx, agent.Namespace, agent.Name)
+		}
+		if err := unapprove(ctx, r.Client, agent); err != nil {
+			if errors.Is(err, errReservationWon) {
+				r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
+				s.requeueAfter(time.Second)
+				return nil
+			}
+			return err
+		}
+	}
+	uid := va.UID
+	if err := r.Delete(ctx, va, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.expectations.expectDelete(poolKey, va.Name)
+	s.released++
+	metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "release").Inc()
+	r.Recorder.Eventf(s.pool, "Normal", "VMReleased", "releasing VM %s: %s", va.Name, releaseReason(s, name))
+	return nil
+}
+
+func releaseReason(s *poolScope, name string) string {
+	for _, a := range s.plan.Actions {
+		if a.Target == name {
+			return a.Message
+		}
+	}
+	return "not needed"
+}
+
+// scanOrphans periodically lists the pool's VMs in vCenter (by our ownership marker) and finds those
+// with no VsphereAgent: reported always, cleaned under Delete when no Machine uses them.
+func (r *PoolReconciler) scanOrphans(ctx context.Context, s *poolScope) error {
+	if s.vs == nil || !r.orphanScans.due(string(s.pool.UID), r.Opts.Clock.Now(), r.Opts.OrphanScanInterval) {
+		return nil
+	}
+	s.requeueAfter(r.Opts.OrphanScanInterval)
+	vms, err := s.vs.ListPoolVMs(ctx, s.pool.Spec.VSphere.Datacenter, string(s.pool.UID))
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, va := range s.vas {
+		known[string(va.UID)] = true
+	}
+	var list afv1.VsphereAgentList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(s.pool.Namespace)); err != nil {
+		return err
+	}
+	for _, va := range list.Items {
+		known[string(va.UID)] = true
+	}
+	s.orphans = 0
+	for _, vm := range vms {
+		if known[vm.Ownership.OwnerUID] || vm.Ownership.PoolUID != string(s.pool.UID) {
+			continue
+		}
+		s.orphans++
+		if err := r.cleanOrphan(ctx, s, vm); err != nil {
+			r.Recorder.Eventf(s.pool, "Warning", "OrphanCleanupFailed", "orphan VM %s: %v", vm.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *PoolReconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.VMInfo) error {
+	if s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
+		r.Recorder.Eventf(s.pool, "Warning", "OrphanFound", "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
+		return nil
+	}
+	agent, err := freshAgentByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress)
+	if err != nil {
+		return err
+	}
+	if agent != nil {
+		inUse, _, err := machineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, "")
+		if err != nil {
+			return err
+		}
+		if agent.IsBound() || inUse {
+			r.Recorder.Eventf(s.pool, "Normal", "OrphanKept", "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, agent.Name)
+			return nil
+		}
+		if err := unapprove(ctx, r.Client, agent); err != nil {
+			return err
+		}
+	}
+	if err := s.vs.DestroyVM(ctx, s.pool.Spec.VSphere.Datacenter, vm.InstanceUUID, vm.Ownership); err != nil {
+		return err
+	}
+	if agent != nil {
+		if err := deleteAgent(ctx, r.Client, agent); err != nil {
+			return err
+		}
+	}
+	r.Recorder.Eventf(s.pool, "Normal", "OrphanDestroyed", "destroyed orphan VM %s (no VsphereAgent)", vm.Name)
+	return nil
+}
+
+// reconcileDelete: Retain keeps every VM and Agent (the VsphereAgents let go of them); Delete releases
+// every VsphereAgent, whose finalizers destroy unbound VMs and keep the ones that still back a Machine.
+func (r *PoolReconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Result, error) {
+	pool := s.pool
+	if pool.Spec.Paused {
+		r.Recorder.Event(pool, "Warning", "DeletionPaused", "pool is paused: its VMs are not cleaned up until spec.paused is false")
+		return ctrl.Result{}, nil
+	}
+	var vas afv1.VsphereAgentList
+	if err := r.List(ctx, &vas, client.InNamespace(pool.Namespace), client.MatchingFields{indexPoolRef: pool.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range vas.Items {
+		va := &vas.Items[i]
+		if pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
+			if va.Annotations[annotationRetained] != "true" || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent) {
+				if va.Annotations == nil {
+					va.Annotations = map[string]string{}
+				}
+				va.Annotations[annotationRetained] = "true"
+				controllerutil.RemoveFinalizer(va, afv1.FinalizerVsphereAgent)
+				if err := r.Update(ctx, va); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			continue
+		}
+		if va.DeletionTimestamp.IsZero() {
+			uid := va.UID
+			if err := r.Delete(ctx, va, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if pool.Spec.CleanupPolicy != afv1.CleanupPolicyRetain && len(vas.Items) > 0 {
+		// The VsphereAgents' finalizers run; their deletion events bring us back.
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	r.Recorder.Event(pool, "Normal", "PoolDeleted", fmt.Sprintf("cleanupPolicy %s applied to %d VM(s)", policyOf(pool), len(vas.Items)))
+	controllerutil.RemoveFinalizer(pool, afv1.FinalizerPool)
+	r.expectations.forget(client.ObjectKeyFromObject(pool).String())
+	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, pool))
+}
+
+// annotationRetained marks a VsphereAgent whose VM is kept when its pool is deleted under Retain.
+const annotationRetained = "agent-forge.containeroo.ch/retained"
+
+func policyOf(pool *afv1.VsphereAgentPool) afv1.CleanupPolicy {
+	if pool.Spec.CleanupPolicy == "" {
+		return afv1.CleanupPolicyDelete
+	}
+	return pool.Spec.CleanupPolicy
+}
+
+func (r *PoolReconciler) eventOnce(obj client.Object, eventType, reason, msg string) {
+	r.Recorder.Event(obj, eventType, reason, msg)
+}

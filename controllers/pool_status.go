@@ -1,0 +1,166 @@
+package controllers
+
+import (
+	"fmt"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// setStatus writes every counter and every owned condition from what the pass observed.
+func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
+	p := s.pool
+	st := &p.Status
+	gen := p.Generation
+	if success {
+		st.ObservedGeneration = gen
+	}
+
+	if s.claimErr != "" {
+		setCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, ReasonNodePoolClaimed, s.claimErr, gen)
+		setCondition(&st.Conditions, afv1.ConditionReady, false, ReasonNodePoolClaimed, s.claimErr, gen)
+		return
+	}
+	setCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, true, ReasonClaimed, "this pool serves NodePool "+p.Spec.NodePoolRef.Name, gen)
+
+	// Demand counters.
+	st.AgentMachines = int32(len(s.agentMachines))
+	st.WaitingAgentMachines = int32(s.waiting)
+	var unready, withoutAgent int32
+	for _, am := range s.agentMachines {
+		if !am.IsReady() {
+			unready++
+		}
+		if am.AgentRef == "" {
+			withoutAgent++
+		}
+	}
+	st.UnreadyAgentMachines, st.AgentMachinesWithoutAgent = unready, withoutAgent
+	st.DesiredReplicas = 0
+	for _, am := range s.agentMachines {
+		if !am.Deleting {
+			st.DesiredReplicas++
+		}
+	}
+	setCondition(&st.Conditions, afv1.ConditionDemandObserved, true, ReasonDemandObserved,
+		fmt.Sprintf("%d of %d AgentMachine(s) wait for an Agent", s.waiting, len(s.agentMachines)), gen)
+
+	// Agent counters.
+	var bound, available int32
+	for _, a := range s.matching {
+		if a.IsBound() {
+			bound++
+		} else if a.IsSuitable() {
+			available++
+		}
+	}
+	st.MatchingAgents, st.BoundAgents, st.AvailableAgents = int32(len(s.matching)), bound, available
+
+	// VMs.
+	st.OwnedVMs = st.OwnedVMs[:0]
+	for _, va := range s.vas {
+		st.OwnedVMs = append(st.OwnedVMs, afv1.OwnedVM{Name: va.Name, InstanceUUID: va.Status.VM.InstanceUUID,
+			Phase: va.Status.VM.Phase, AgentRef: va.Status.VM.AgentRef, MachineRef: va.Status.VM.MachineRef})
+	}
+	if len(st.OwnedVMs) == 0 {
+		st.OwnedVMs = nil
+	}
+	st.VMs = int32(len(s.vas))
+
+	st.PlannedActions = nil
+	for _, a := range s.plan.Actions {
+		st.PlannedActions = append(st.PlannedActions, afv1.PlannedAction{Action: a.Kind, Target: a.Target, Reason: a.Reason, Message: a.Message})
+	}
+
+	// InfraEnv.
+	switch {
+	case s.infraEnv == nil && s.infraEnvErr != "":
+		setCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, ReasonInfraEnvMissing, s.infraEnvErr, gen)
+	case s.infraEnvErr != "":
+		setCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr, gen)
+	default:
+		setCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, true, ReasonInfraEnvReady, "the InfraEnv publishes a discovery ISO URL", gen)
+	}
+
+	// vSphere.
+	if s.vsErr != nil {
+		setCondition(&st.Conditions, afv1.ConditionVSphereReachable, false, vsphereReason(s.vsErr), s.vsErr.Error(), gen)
+	} else {
+		setCondition(&st.Conditions, afv1.ConditionVSphereReachable, true, ReasonConnected, "logged in to "+s.creds.Server, gen)
+	}
+
+	if s.isoCond != nil {
+		setCondition(&st.Conditions, afv1.ConditionISOReady, s.isoCond.status, s.isoCond.reason, s.isoCond.message, gen)
+	}
+
+	if s.blocked != "" {
+		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, s.blocked,
+			fmt.Sprintf("the last %d VMs never registered an Agent within the registration timeout; creation stopped. Check the discovery ISO boots and reaches assisted-service, then delete the Failed VsphereAgents to retry", r.Opts.RegistrationFailureThreshold), gen)
+	} else {
+		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, true, ReasonRegistrationHealthy, "VMs register their Agents", gen)
+	}
+
+	// Capacity.
+	switch {
+	case p.Spec.Paused:
+		setCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, ReasonPaused, "spec.paused is true", gen)
+	case s.plan.Deficit == 0 && s.plan.InFlight == 0 && s.waiting == 0:
+		setCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, true, ReasonCapacitySatisfied, "no AgentMachine waits for an Agent", gen)
+	case s.plan.Deficit == 0:
+		setCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, ReasonProvisioning,
+			fmt.Sprintf("%d AgentMachine(s) wait; %d VM(s) in flight", s.waiting, s.plan.InFlight), gen)
+	default:
+		reason, msg := "Deficit", fmt.Sprintf("%d more VM(s) needed", s.plan.Deficit)
+		for _, a := range s.plan.Actions {
+			if a.Kind == "Wait" || a.Kind == "Refuse" {
+				reason, msg = a.Reason, a.Message
+			}
+		}
+		setCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, reason, msg, gen)
+	}
+
+	// Ready rolls up what the pool needs to act.
+	ready, reason, msg := true, ReasonReady, "the pool can serve its NodePool"
+	for _, t := range []string{afv1.ConditionInfraEnvAvailable, afv1.ConditionVSphereReachable, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
+		if c := findCondition(st.Conditions, t); c != nil && c.Status != "True" {
+			ready, reason, msg = false, c.Reason, c.Message
+			break
+		}
+	}
+	if p.Spec.Paused {
+		ready, reason, msg = false, ReasonPaused, "spec.paused is true: no action is taken"
+	}
+	setCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
+
+	recordPoolMetrics(p, s)
+}
+
+func vsphereReason(err error) string {
+	if ce, ok := err.(*credentialsError); ok {
+		return ce.reason
+	}
+	return string(vsphere.ClassOf(err))
+}
+
+func recordPoolMetrics(p *afv1.VsphereAgentPool, s *poolScope) {
+	ns, name := p.Namespace, p.Name
+	metrics.PoolWaiting.WithLabelValues(ns, name).Set(float64(s.waiting))
+	for state, v := range map[string]int{"waiting": s.waiting, "inflight": s.plan.InFlight, "available": s.plan.Available,
+		"bound": s.plan.InUse, "failed": s.plan.Failed} {
+		metrics.PoolCapacity.WithLabelValues(ns, name, state).Set(float64(v))
+	}
+	for _, va := range s.vas {
+		vm := va.Name
+		metrics.VMResources.WithLabelValues(ns, name, vm, "cpus").Set(float64(p.Spec.Template.NumCPUs))
+		metrics.VMResources.WithLabelValues(ns, name, vm, "memory_bytes").Set(float64(p.Spec.Template.MemoryMiB) * 1024 * 1024)
+		metrics.VMResources.WithLabelValues(ns, name, vm, "disk_bytes").Set(float64(p.Spec.Template.DiskGiB) * 1024 * 1024 * 1024)
+	}
+}
+
+func forgetPoolMetrics(ns, name string) {
+	labels := map[string]string{"namespace": ns, "pool": name}
+	metrics.PoolWaiting.DeletePartialMatch(labels)
+	metrics.PoolCapacity.DeletePartialMatch(labels)
+	metrics.VMResources.DeletePartialMatch(labels)
+}

@@ -1,0 +1,115 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+)
+
+// Shared by the pool (surplus release) and the VsphereAgent cleanup: the fresh, uncached checks that
+// decide whether a VM still backs a worker, and the optimistic-lock unapprove that lets a concurrent
+// reservation by the Agent CAPI provider win.
+
+// freshAgent reads an Agent live (nil when absent).
+func freshAgent(ctx context.Context, reader client.Reader, namespace, name string) (*agents.Agent, error) {
+	if name == "" {
+		return nil, nil
+	}
+	u := agents.New(agents.AgentGVK)
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	a := agents.AgentFrom(u)
+	return &a, nil
+}
+
+// freshAgentByMAC finds an Agent live by the MAC of its VM (nil when absent).
+func freshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac string) (*agents.Agent, error) {
+	if mac == "" {
+		return nil, nil
+	}
+	list := agents.NewList(agents.AgentGVK)
+	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		a := agents.AgentFrom(&list.Items[i])
+		if a.HasMAC(mac) {
+			return &a, nil
+		}
+	}
+	return nil, nil
+}
+
+// machineReferencesAgent reports, from a live read, whether any AgentMachine in the control plane
+// namespace references the Agent, or a recorded Machine still exists.
+func machineReferencesAgent(ctx context.Context, reader client.Reader, cpNamespace, agentName, machineName string) (bool, string, error) {
+	if machineName != "" {
+		m := agents.New(agents.MachineGVK)
+		err := reader.Get(ctx, types.NamespacedName{Namespace: cpNamespace, Name: machineName}, m)
+		if err == nil {
+			return true, machineName, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, "", err
+		}
+	}
+	if agentName == "" {
+		return false, "", nil
+	}
+	list := agents.NewList(agents.AgentMachineGVK)
+	if err := reader.List(ctx, list, client.InNamespace(cpNamespace)); err != nil {
+		return false, "", err
+	}
+	for i := range list.Items {
+		am := agents.AgentMachineFrom(&list.Items[i])
+		if am.AgentRef == agentName {
+			return true, am.OwnerMachine, nil
+		}
+	}
+	return false, "", nil
+}
+
+// errReservationWon means the Agent changed between our read and our unapprove (e.g. the provider
+// reserved it): the VM is kept.
+var errReservationWon = fmt.Errorf("the Agent changed concurrently (reservation wins)")
+
+// unapprove sets spec.approved=false with a resourceVersion precondition so that a concurrent
+// reservation makes the patch fail instead of being overwritten.
+func unapprove(ctx context.Context, c client.Client, a *agents.Agent) error {
+	if !a.Approved {
+		return nil
+	}
+	orig := a.Obj.DeepCopy()
+	obj := a.Obj.DeepCopy()
+	if err := unstructured.SetNestedField(obj.Object, false, "spec", "approved"); err != nil {
+		return err
+	}
+	err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return errReservationWon
+	}
+	return err
+}
+
+// deleteAgent deletes the Agent only if it is still the same object (UID precondition).
+func deleteAgent(ctx context.Context, c client.Client, a *agents.Agent) error {
+	obj := agents.New(agents.AgentGVK)
+	obj.SetNamespace(a.Namespace)
+	obj.SetName(a.Name)
+	uid := a.UID
+	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,117 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// reconcileDelete is the VsphereAgent's finalizer. A VM that still backs a Machine (fresh read) is kept;
+// under Retain (or with the pool gone) the VM and Agent are kept; otherwise the Agent is unapproved
+// (optimistic lock), the VM destroyed by instance UUID after its ownership is verified, and the Agent
+// deleted (UID precondition) only once the VM is confirmed gone.
+func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Result, error) {
+	va, pool := s.va, s.pool
+	if !controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent) {
+		return ctrl.Result{}, nil
+	}
+	if pool != nil && pool.Spec.Paused {
+		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
+		return ctrl.Result{}, nil
+	}
+	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
+	done := func(reason, msg string) (ctrl.Result, error) {
+		r.Recorder.Event(va, "Normal", reason, msg)
+		metrics.VMResources.DeletePartialMatch(map[string]string{"namespace": va.Namespace, "vm": va.Name})
+		controllerutil.RemoveFinalizer(va, afv1.FinalizerVsphereAgent)
+		return ctrl.Result{}, r.Update(ctx, va)
+	}
+	if pool == nil || pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
+		return done("VMRetained", "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
+	}
+
+	agent, err := freshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentRef)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if agent == nil {
+		if agent, err = freshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	agentName := ""
+	if agent != nil {
+		agentName = agent.Name
+	}
+	inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineRef)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if inUse || (agent != nil && agent.IsBound()) {
+		return done("VMRetainedInUse", "VM "+va.Status.VM.Name+" still backs Machine "+machine+"; kept running")
+	}
+	if agent != nil {
+		if err := unapprove(ctx, r.Client, agent); err != nil {
+			if errors.Is(err, errReservationWon) {
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+
+	vs, err := r.client(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	dc := datacenterOf(va, pool)
+	// Destroy by instance UUID = our UID: also finds a VM whose status was never persisted.
+	if err := vs.DestroyVM(ctx, dc, string(va.UID), ownership(va, pool)); err != nil {
+		if vsphere.ClassOf(err) == vsphere.ClassOwnership {
+			r.Recorder.Eventf(va, "Warning", "DestroyRefused", "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
+			return done("VMNotOwned", "the VM is not ours; nothing destroyed")
+		}
+		r.Recorder.Eventf(va, "Warning", "VMDestroyFailed", "destroying VM %s: %v", va.Status.VM.Name, err)
+		return ctrl.Result{}, err
+	}
+	if _, err := vs.FindVM(ctx, dc, string(va.UID), ""); err == nil {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	} else if !vsphere.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(va, "Normal", "VMDestroyed", "destroyed VM %s", va.Status.VM.Name)
+	if agent != nil {
+		if err := deleteAgent(ctx, r.Client, agent); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(va, "Normal", "AgentDeleted", "deleted Agent %s", agent.Name)
+	}
+	return done("CleanedUp", "VM and Agent removed")
+}
+
+// ejectISO is the ISO ejection phase (opt-in per pool).
+func (r *VsphereAgentReconciler) ejectISO(ctx context.Context, s *vmScope) (bool, error) {
+	va := s.va
+	if !s.pool.Spec.ISO.EjectAfterInstall {
+		if c := findCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
+			setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
+		}
+		return true, nil
+	}
+	return r.reconcileEjection(ctx, s)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

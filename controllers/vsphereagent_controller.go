@@ -1,0 +1,409 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents/finalizers,verbs=update
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents,verbs=get;list;watch;patch;delete
+
+// VsphereAgentReconciler runs one VM's lifecycle: create (crash-safe), match and prepare its Agent,
+// follow binding, enforce registration liveness, and clean up on deletion.
+type VsphereAgentReconciler struct {
+	client.Client
+	APIReader client.Reader
+	Recorder  record.EventRecorder
+	Opts      Options
+}
+
+// vmScope is what one pass of a VsphereAgent observed.
+type vmScope struct {
+	va      *afv1.VsphereAgent
+	pool    *afv1.VsphereAgentPool
+	log     logr.Logger
+	agent   *agents.Agent
+	vs      vsphere.Client
+	requeue time.Duration
+}
+
+func (s *vmScope) requeueAfter(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+// Reconcile runs the VM's phases and patches status once, only if it changed.
+func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	start := r.Opts.Clock.Now()
+	va := &afv1.VsphereAgent{}
+	if err := r.Get(ctx, req.NamespacedName, va); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &vmScope{va: va, log: ctrl.LoggerFrom(ctx)}
+	before := va.Status.DeepCopy()
+	defer func() {
+		if !equality.Semantic.DeepEqual(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
+			if err := r.Status().Update(ctx, va); err != nil && !apierrors.IsNotFound(err) {
+				retErr = errors.Join(retErr, err)
+			}
+		}
+		result := "success"
+		if retErr != nil {
+			result = "error"
+		}
+		metrics.ReconcileDuration.WithLabelValues("vsphereagent", result).Observe(r.Opts.Clock.Since(start).Seconds())
+		if retErr == nil && res.RequeueAfter == 0 {
+			res.RequeueAfter = s.requeue
+		}
+	}()
+
+	pool := &afv1.VsphereAgentPool{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, pool); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		pool = nil
+	}
+	s.pool = pool
+
+	if !va.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if pool == nil {
+		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(va, afv1.FinalizerVsphereAgent) {
+		if err := r.Update(ctx, va); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if pool.Spec.Paused {
+		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPaused, "the pool is paused", va.Generation)
+		return ctrl.Result{}, nil
+	}
+	if va.Status.VM.Phase == afv1.VMPhaseFailed {
+		return ctrl.Result{}, nil // the pool replaces it and deletes it later
+	}
+
+	for _, phase := range []func(context.Context, *vmScope) (bool, error){
+		r.ensureVM, r.matchAgent, r.prepareAgent, r.trackBinding, r.checkLiveness, r.ejectISO,
+	} {
+		cont, err := phase(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !cont {
+			break
+		}
+	}
+	va.Status.ObservedGeneration = va.Generation
+	r.setReady(s)
+	return ctrl.Result{}, nil
+}
+
+// setPhase moves the VM to a phase, stamping the transition time only on change.
+func (r *VsphereAgentReconciler) setPhase(va *afv1.VsphereAgent, phase afv1.VMPhase, reason string) {
+	if va.Status.VM.Phase == phase && va.Status.VM.Reason == reason {
+		return
+	}
+	now := metav1.NewTime(r.Opts.Clock.Now())
+	if va.Status.VM.Phase != phase {
+		va.Status.VM.LastTransitionTime = &now
+	}
+	va.Status.VM.Phase, va.Status.VM.Reason = phase, reason
+}
+
+func (r *VsphereAgentReconciler) client(ctx context.Context, s *vmScope) (vsphere.Client, error) {
+	if s.vs != nil {
+		return s.vs, nil
+	}
+	creds, err := loadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := r.Opts.Sessions.Get(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
+	s.vs = vs
+	return vs, nil
+}
+
+func ownership(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.Ownership {
+	o := vsphere.Ownership{OwnerUID: string(va.UID), OwnerName: va.Namespace + "/" + va.Name}
+	if pool != nil {
+		o.PoolUID, o.PoolName = string(pool.UID), pool.Namespace+"/"+pool.Name
+	}
+	return o
+}
+
+func datacenterOf(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) string {
+	if va.Status.VM.Datacenter != "" {
+		return va.Status.VM.Datacenter
+	}
+	return pool.Spec.VSphere.Datacenter
+}
+
+// ensureVM creates the VM once. Crash-safe: the instance UUID is this object's UID, so a retry after a
+// crash between "created" and "status written" finds the VM instead of creating a second one.
+func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
+	va, pool := s.va, s.pool
+	if va.Status.VM.InstanceUUID != "" && va.Status.VM.MACAddress != "" {
+		return true, nil
+	}
+	if pool.Status.ISO == nil || pool.Status.ISO.Path == "" {
+		r.setPhase(va, afv1.VMPhasePending, ReasonWaitingForISO)
+		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
+		return false, nil
+	}
+	vs, err := r.client(ctx, s)
+	if err != nil {
+		r.setPhase(va, afv1.VMPhasePending, ReasonWaitingForCredentials)
+		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, vsphereReason(err), err.Error(), va.Generation)
+		return false, err
+	}
+	spec := vmSpec(va, pool)
+	info, err := vs.CreateVM(ctx, spec)
+	if err != nil {
+		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, string(vsphere.ClassOf(err)), err.Error(), va.Generation)
+		r.Recorder.Eventf(va, "Warning", "VMCreateFailed", "creating VM %s: %v", spec.Name, err)
+		return false, err
+	}
+	now := metav1.NewTime(r.Opts.Clock.Now())
+	va.Status.VM.Name, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID = info.Name, info.InstanceUUID, info.BIOSUUID
+	va.Status.VM.MACAddress = agents.NormalizeMAC(info.MACAddress)
+	va.Status.VM.Datacenter, va.Status.VM.ISOPath = spec.Datacenter, spec.ISOPath
+	if va.Status.VM.CreatedAt == nil {
+		va.Status.VM.CreatedAt = &now
+	}
+	r.setPhase(va, afv1.VMPhaseProvisioning, ReasonAwaitingRegistration)
+	setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
+	r.Recorder.Eventf(va, "Normal", "VMCreated", "created and powered on VM %s (instance UUID %s)", info.Name, info.InstanceUUID)
+	return true, nil
+}
+
+// vmSpec renders the pool's template for this VM.
+func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
+	v, t := pool.Spec.VSphere, pool.Spec.Template
+	folder := v.Folder
+	if folder == "" {
+		folder = pool.Spec.HostedClusterRef.Name
+	}
+	return vsphere.VMSpec{
+		Name: va.Name, Datacenter: v.Datacenter, DatastoreCluster: v.DatastoreCluster, ResourcePool: v.ResourcePool,
+		Folder: folder, Network: v.Network, Tags: v.VMTags, GuestID: v.GuestID, SCSIType: v.SCSIType, Firmware: v.Firmware,
+		NetworkAdapter: v.NetworkAdapterType, NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
+		EagerlyScrub: v.DiskEagerlyScrub, ISOPath: pool.Status.ISO.Path, Ownership: ownership(va, pool),
+	}
+}
+
+// matchAgent finds the Agent the VM registered: by the NIC MAC we gave it, then by the BIOS-UUID serial.
+func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
+	va := s.va
+	var found []agents.Agent
+	queries := []client.MatchingFields{}
+	if mac := va.Status.VM.MACAddress; mac != "" {
+		queries = append(queries, client.MatchingFields{indexAgentMAC: mac})
+	}
+	if serial := agents.NormalizeUUID(va.Status.VM.BIOSUUID); serial != "" {
+		queries = append(queries, client.MatchingFields{indexAgentSerial: serial})
+	}
+	for _, q := range queries {
+		list := agents.NewList(agents.AgentGVK)
+		if err := r.List(ctx, list, client.InNamespace(va.Namespace), q); err != nil {
+			return false, err
+		}
+		for i := range list.Items {
+			if list.Items[i].GetDeletionTimestamp() == nil {
+				found = append(found, agents.AgentFrom(&list.Items[i]))
+			}
+		}
+		if len(found) > 0 {
+			break
+		}
+	}
+	if len(found) == 0 {
+		if va.Status.VM.AgentRef != "" {
+			setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonAgentMissing, "Agent "+va.Status.VM.AgentRef+" no longer exists", va.Generation)
+		} else {
+			setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
+		}
+		return true, nil
+	}
+	sort.Slice(found, func(i, j int) bool {
+		return found[i].Obj.GetCreationTimestamp().After(found[j].Obj.GetCreationTimestamp().Time)
+	})
+	a := found[0]
+	s.agent = &a
+	if va.Status.VM.AgentRef != a.Name {
+		va.Status.VM.AgentRef = a.Name
+		r.Recorder.Eventf(va, "Normal", "AgentRegistered", "VM %s registered as Agent %s", va.Status.VM.Name, a.Name)
+	}
+	setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, ReasonAgentRegistered, "registered as Agent "+a.Name, va.Generation)
+	return true, nil
+}
+
+// prepareAgent makes a free Agent bindable: pool labels, role label and spec.role, hostname = VM name,
+// approved when the pool says so. Bound Agents are never touched.
+func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error) {
+	a, va, pool := s.agent, s.va, s.pool
+	if a == nil || a.IsBound() || va.Status.VM.Phase == afv1.VMPhaseReleased {
+		return true, nil
+	}
+	role := pool.Spec.Agent.Role
+	if role == "" {
+		role = "worker"
+	}
+	wantLabels := map[string]string{afv1.LabelNodePoolRole: role, afv1.LabelPool: pool.Name, afv1.LabelVsphereAgent: va.Name}
+	for k, v := range pool.Spec.Agent.LabelSet() {
+		wantLabels[k] = v
+	}
+	approve := pool.Spec.Agent.Approve == nil || *pool.Spec.Agent.Approve
+	patch := map[string]any{}
+	labels := map[string]any{}
+	for k, v := range wantLabels {
+		if a.Labels[k] != v {
+			labels[k] = v
+		}
+	}
+	if len(labels) > 0 {
+		patch["metadata"] = map[string]any{"labels": labels}
+	}
+	spec := map[string]any{}
+	if a.Role != role {
+		spec["role"] = role
+	}
+	if a.Hostname != va.Status.VM.Name {
+		spec["hostname"] = va.Status.VM.Name
+	}
+	if approve && !a.Approved {
+		spec["approved"] = true
+	}
+	if len(spec) > 0 {
+		patch["spec"] = spec
+	}
+	if len(patch) > 0 {
+		obj := agents.New(agents.AgentGVK)
+		obj.SetNamespace(a.Namespace)
+		obj.SetName(a.Name)
+		if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, mustJSON(patch))); err != nil {
+			return false, fmt.Errorf("preparing Agent %s: %w", a.Name, err)
+		}
+		r.Recorder.Eventf(va, "Normal", "AgentPrepared", "Agent %s labelled, named %s, role %s, approved=%t", a.Name, va.Status.VM.Name, role, approve)
+	}
+	setCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, ReasonAgentPrepared, "Agent carries the pool's labels, hostname and role", va.Generation)
+	return true, nil
+}
+
+// trackBinding follows the Agent CAPI provider: Available → Bound (with the Machine) → Released.
+func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error) {
+	va, a := s.va, s.agent
+	if a == nil {
+		if va.Status.VM.AgentRef == "" {
+			r.setPhase(va, afv1.VMPhaseProvisioning, ReasonAwaitingRegistration)
+			return true, nil
+		}
+		// The Agent vanished: never destroy a VM whose Machine still exists.
+		if va.Status.VM.MachineRef != "" {
+			m := agents.New(agents.MachineGVK)
+			err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: va.Status.VM.MachineRef}, m)
+			if err == nil {
+				r.setPhase(va, afv1.VMPhaseBound, ReasonAgentMissing)
+				s.requeueAfter(time.Minute)
+				return true, nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		r.setPhase(va, afv1.VMPhaseReleased, ReasonAgentMissing)
+		return true, nil
+	}
+	if a.IsBound() {
+		machine := ""
+		list := agents.NewList(agents.AgentMachineGVK)
+		if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{indexAgentMachineRef: a.Name}); err != nil {
+			return false, err
+		}
+		for i := range list.Items {
+			if am := agents.AgentMachineFrom(&list.Items[i]); am.OwnerMachine != "" {
+				machine = am.OwnerMachine
+			}
+		}
+		if machine != "" {
+			va.Status.VM.MachineRef = machine
+		}
+		r.setPhase(va, afv1.VMPhaseBound, ReasonAgentBound)
+		return true, nil
+	}
+	// Free Agent: Available until it has served a Machine; once unbound after use it is Released.
+	if va.Status.VM.Phase == afv1.VMPhaseBound || va.Status.VM.Phase == afv1.VMPhaseReleased {
+		r.setPhase(va, afv1.VMPhaseReleased, ReasonAgentUnbound)
+		return true, nil
+	}
+	r.setPhase(va, afv1.VMPhaseAvailable, ReasonAgentPrepared)
+	return true, nil
+}
+
+// checkLiveness replaces a VM whose Agent has not registered within registrationTimeout.
+func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error) {
+	va := s.va
+	if s.agent != nil || va.Status.VM.AgentRef != "" || va.Status.VM.CreatedAt == nil {
+		return true, nil
+	}
+	timeout := 20 * time.Minute
+	if s.pool.Spec.RegistrationTimeout != nil {
+		timeout = s.pool.Spec.RegistrationTimeout.Duration
+	}
+	left := va.Status.VM.CreatedAt.Add(timeout).Sub(r.Opts.Clock.Now())
+	if left > 0 {
+		s.requeueAfter(left)
+		return true, nil
+	}
+	vs, err := r.client(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	if err := vs.DestroyVM(ctx, datacenterOf(va, s.pool), string(va.UID), ownership(va, s.pool)); err != nil {
+		r.Recorder.Eventf(va, "Warning", "VMDestroyFailed", "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
+		return false, err
+	}
+	r.Recorder.Eventf(va, "Warning", ReasonRegistrationTimeout, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
+	r.setPhase(va, afv1.VMPhaseFailed, ReasonRegistrationTimeout)
+	setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonRegistrationTimeout,
+		fmt.Sprintf("no Agent registered within %s", timeout), va.Generation)
+	return false, nil
+}
+
+// setReady rolls the VM's state up into Ready.
+func (r *VsphereAgentReconciler) setReady(s *vmScope) {
+	va := s.va
+	switch va.Status.VM.Phase {
+	case afv1.VMPhaseAvailable, afv1.VMPhaseBound:
+		setCondition(&va.Status.Conditions, afv1.ConditionReady, true, string(va.Status.VM.Phase), "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
+	default:
+		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, "VM phase "+string(va.Status.VM.Phase), va.Generation)
+	}
+}

@@ -1,0 +1,129 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+)
+
+// SetupWithManager wires the pool controller: its VsphereAgents, and the external objects mapped to
+// pools through field indexes (never by listing the cluster).
+func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.expectations == nil {
+		r.expectations = newExpectations(r.Opts.Clock)
+	}
+	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
+	r.orphanScans = newLastRun()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vsphereagentpool").
+		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
+		Owns(&afv1.VsphereAgent{}).
+		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
+		Watches(agents.New(agents.MachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
+		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForAgent)).
+		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(indexInfraEnv))).
+		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(indexNodePool))).
+		Complete(r)
+}
+
+// deletionPredicate passes updates that start a deletion (finalizer work), which do not bump generation.
+func deletionPredicate() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e eventUpdate) bool {
+		return e.ObjectNew.GetDeletionTimestamp() != nil
+	}}
+}
+
+func (r *PoolReconciler) poolsForNodePoolAnnotation(ctx context.Context, o client.Object) []reconcile.Request {
+	ns, name, ok := strings.Cut(o.GetAnnotations()[agents.AnnotationNodePool], "/")
+	if !ok {
+		return nil
+	}
+	return r.listPools(ctx, ns, indexNodePool, name)
+}
+
+func (r *PoolReconciler) poolsForAgent(ctx context.Context, o client.Object) []reconcile.Request {
+	if pool := o.GetLabels()[afv1.LabelPool]; pool != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: pool}}}
+	}
+	if ie := o.GetLabels()[agents.LabelInfraEnv]; ie != "" {
+		return r.listPools(ctx, o.GetNamespace(), indexInfraEnv, ie)
+	}
+	return nil
+}
+
+func (r *PoolReconciler) poolsByIndex(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.listPools(ctx, o.GetNamespace(), index, o.GetName())
+	}
+}
+
+func (r *PoolReconciler) listPools(ctx context.Context, ns, index, value string) []reconcile.Request {
+	var pools afv1.VsphereAgentPoolList
+	if err := r.List(ctx, &pools, client.InNamespace(ns), client.MatchingFields{index: value}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(pools.Items))
+	for _, p := range pools.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+	}
+	return out
+}
+
+// SetupWithManager wires the VsphereAgent controller: its Agent (by label or MAC), the AgentMachine
+// that references the Agent, and its pool (ISO path, pause, policy).
+func (r *VsphereAgentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vsphereagent").
+		For(&afv1.VsphereAgent{}).
+		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgent)).
+		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgentMachine)).
+		Watches(&afv1.VsphereAgentPool{}, handler.EnqueueRequestsFromMapFunc(r.vmsForPool)).
+		Complete(r)
+}
+
+func (r *VsphereAgentReconciler) vmsForAgent(ctx context.Context, o client.Object) []reconcile.Request {
+	if va := o.GetLabels()[afv1.LabelVsphereAgent]; va != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: va}}}
+	}
+	var out []reconcile.Request
+	for _, mac := range agents.AgentFrom(asUnstructured(o)).MACs {
+		out = append(out, r.listVMs(ctx, o.GetNamespace(), indexVMMAC, mac)...)
+	}
+	return out
+}
+
+func (r *VsphereAgentReconciler) vmsForAgentMachine(ctx context.Context, o client.Object) []reconcile.Request {
+	u := asUnstructured(o)
+	name, _, _ := nestedString(u.Object, "status", "agentRef", "name")
+	ns, _, _ := nestedString(u.Object, "status", "agentRef", "namespace")
+	if name == "" || ns == "" {
+		return nil
+	}
+	return r.listVMs(ctx, ns, indexVMAgent, name)
+}
+
+func (r *VsphereAgentReconciler) vmsForPool(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listVMs(ctx, o.GetNamespace(), indexPoolRef, o.GetName())
+}
+
+func (r *VsphereAgentReconciler) listVMs(ctx context.Context, ns, index, value string) []reconcile.Request {
+	var vas afv1.VsphereAgentList
+	if err := r.List(ctx, &vas, client.InNamespace(ns), client.MatchingFields{index: value}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(vas.Items))
+	for _, va := range vas.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: va.Namespace, Name: va.Name}})
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// PoolCapacity counts a pool's capacity by state: waiting (AgentMachines), inflight, available,
+	// bound, failed (VMs).
+	PoolCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agent_forge_pool_capacity",
+		Help: "Capacity of a VsphereAgentPool by state (waiting AgentMachines; inflight, available, bound, failed VMs).",
+	}, []string{"namespace", "pool", "state"})
+	// PoolWaiting is the demand of a pool.
+	PoolWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agent_forge_pool_waiting_agentmachines",
+		Help: "AgentMachines of the pool's NodePool waiting with NoSuitableAgents.",
+	}, []string{"namespace", "pool"})
+	// VMsCreated counts VsphereAgents created by pools.
+	VMsRequested = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_forge_pool_vm_requests_total",
+		Help: "VsphereAgents a pool created (create) or released (release).",
+	}, []string{"namespace", "pool", "action"})
+	// VMResources are the sizes of each VM (cpus, memory_bytes, disk_bytes).
+	VMResources = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agent_forge_vm_resources",
+		Help: "Configured resources of each pool VM by resource (cpus, memory_bytes, disk_bytes).",
+	}, []string{"namespace", "pool", "vm", "resource"})
+	// ReconcileDuration is the latency of reconciles per controller.
+	ReconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "agent_forge_reconcile_duration_seconds",
+		Help:    "Duration of reconciles by controller and result.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"controller", "result"})
+	// ExternalCRDsMissing is the number of external kinds the API server does not serve.
+	ExternalCRDsMissing = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "agent_forge_external_crds_missing",
+		Help: "External kinds (Agent, InfraEnv, AgentMachine, Machine, NodePool, HostedCluster) not served; controllers wait for them.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(PoolCapacity, PoolWaiting, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing)
+}
