@@ -1,0 +1,225 @@
+package iso
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// backend is the vSphere side of a scenario: the in-memory double or the govmomi simulator.
+type backend struct {
+	client     vsphere.Client
+	datacenter string
+	datastore  string
+	// attach creates a VM with isoPath on its CD-ROM and returns a func removing that VM.
+	attach func(t *testing.T, isoPath string) (remove func())
+	// failDeletes makes the next n datastore file deletions fail.
+	failDeletes func(t *testing.T, n int)
+	// put writes a file directly (to plant leftovers), with a modification time when supported.
+	put func(t *testing.T, path string, content []byte, modified time.Time)
+	// read returns a file's bytes, or ok=false.
+	read func(t *testing.T, path string) ([]byte, bool)
+	// list returns the file names under "[ds] dir".
+	list func(t *testing.T, dir string) []string
+}
+
+func memBackend(t *testing.T) backend {
+	m := newMemDatastore()
+	return backend{
+		client: m, datacenter: "DC0", datastore: "LocalDS_0",
+		attach: func(_ *testing.T, p string) func() {
+			m.mu.Lock()
+			m.attached[p] = append(m.attached[p], "vm-"+short(p))
+			m.mu.Unlock()
+			return func() { m.mu.Lock(); delete(m.attached, p); m.mu.Unlock() }
+		},
+		failDeletes: func(_ *testing.T, n int) { m.mu.Lock(); m.deleteFailures = n; m.mu.Unlock() },
+		put: func(_ *testing.T, p string, b []byte, mod time.Time) {
+			m.mu.Lock()
+			m.files[p], m.modified[p] = b, mod
+			m.mu.Unlock()
+		},
+		read: func(_ *testing.T, p string) ([]byte, bool) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			b, ok := m.files[p]
+			return b, ok
+		},
+		list: func(t *testing.T, dir string) []string {
+			files, _ := m.ListFiles(context.Background(), "", dir)
+			var names []string
+			for _, f := range files {
+				names = append(names, f.Name)
+			}
+			return names
+		},
+	}
+}
+
+// syncBuffer collects log lines from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// harness drives one pool through Decide → Refresh → Prune like the pool controller would, and
+// keeps everything the operator would expose (status, condition, events, logs, errors) for the
+// token-leak check.
+type harness struct {
+	t      *testing.T
+	b      backend
+	clock  *clocktesting.FakeClock
+	cache  *Cache
+	server *isoServer
+	pool   *afv1.VsphereAgentPool
+	token  string
+	url    string
+	logs   *syncBuffer
+	events []Event
+	errs   []error
+	cond   *metav1.Condition
+}
+
+func newHarness(t *testing.T, b backend, content []byte) *harness {
+	h := &harness{t: t, b: b, clock: clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
+		logs: &syncBuffer{}, token: testToken}
+	log := funcr.New(func(prefix, args string) { _, _ = h.logs.Write([]byte(prefix + " " + args + "\n")) }, funcr.Options{Verbosity: 10})
+	h.server = newISOServer(t, content)
+	h.url = h.server.url(h.token)
+	var err error
+	h.cache, err = NewCache(Options{Clock: h.clock, HTTPClient: h.server.Client(), Log: log, IdleReadTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.pool = &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pool"}}
+	h.pool.Spec.VSphere.Datacenter = b.datacenter
+	h.pool.Spec.VSphere.ISODatastore = b.datastore
+	h.pool.Spec.ISO.CheckInterval = &metav1.Duration{Duration: time.Hour}
+	h.pool.Spec.ISO.RetainVersions = 1
+	t.Cleanup(h.assertNoTokenLeak)
+	return h
+}
+
+func (h *harness) source() Source {
+	created := metav1.NewTime(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC))
+	return Source{URL: h.url, CreatedTime: &created}
+}
+
+func (h *harness) request(need RefreshNeed) RefreshRequest {
+	st := afv1.ISOStatus{}
+	if h.pool.Status.ISO != nil {
+		st = *h.pool.Status.ISO
+	}
+	return RefreshRequest{Datacenter: h.b.datacenter, Datastore: h.b.datastore, Prefix: PathPrefix(h.pool),
+		Source: h.source(), ForceToken: h.pool.Annotations[afv1.AnnotationForceISORefresh],
+		Conditional: need.Conditional, Status: st, PreviousReady: h.cond}
+}
+
+// pass runs Decide and, when needed, one refresh and one prune, applying the results.
+func (h *harness) pass() (RefreshNeed, *RefreshResult) {
+	h.t.Helper()
+	ctx := context.Background()
+	need := Decide(h.clock.Now(), h.pool, h.source())
+	var rr *RefreshResult
+	st := h.request(need).Status
+	if need.Needed {
+		res, err := h.cache.Refresh(ctx, h.b.client, h.request(need))
+		if err != nil {
+			h.errs = append(h.errs, err)
+		}
+		rr, st = &res, res.Status
+		cond := res.Condition
+		h.cond = &cond
+		h.events = append(h.events, res.Events...)
+	}
+	pr := h.cache.Prune(ctx, h.b.client, PruneRequest{Datacenter: h.b.datacenter, Datastore: h.b.datastore,
+		Prefix: PathPrefix(h.pool), RetainVersions: int(h.pool.Spec.ISO.RetainVersions), Status: st})
+	h.events = append(h.events, pr.Events...)
+	h.pool.Status.ISO = &pr.Status
+	return need, rr
+}
+
+func (h *harness) status() afv1.ISOStatus { return *h.pool.Status.ISO }
+
+func (h *harness) prefixDir() string {
+	return "[" + h.b.datastore + "] " + PathPrefix(h.pool)
+}
+
+// files lists the names under the pool's prefix.
+func (h *harness) files() []string { return h.b.list(h.t, h.prefixDir()) }
+
+func (h *harness) eventReasons() []string {
+	var r []string
+	for _, e := range h.events {
+		r = append(r, e.Reason)
+	}
+	return r
+}
+
+func (h *harness) assertNoTokenLeak() {
+	st, _ := json.Marshal(h.pool.Status)
+	ev, _ := json.Marshal(h.events)
+	cond, _ := json.Marshal(h.cond)
+	var errs []string
+	for _, e := range h.errs {
+		errs = append(errs, e.Error())
+	}
+	for name, s := range map[string]string{"status": string(st), "events": string(ev), "condition": string(cond),
+		"logs": h.logs.String(), "errors": strings.Join(errs, "\n")} {
+		for _, secret := range []string{h.token, "api_key"} {
+			if strings.Contains(s, secret) {
+				h.t.Errorf("%s leaks %q:\n%s", name, secret, s)
+			}
+		}
+	}
+}
+
+func (h *harness) expectOutcome(rr *RefreshResult, want Outcome) {
+	h.t.Helper()
+	if rr == nil {
+		h.t.Fatalf("no refresh ran, want %s", want)
+	}
+	if rr.Outcome != want {
+		h.t.Fatalf("outcome %s (err %v), want %s", rr.Outcome, rr.Err, want)
+	}
+}
+
+func (h *harness) expectOnly(names ...string) {
+	h.t.Helper()
+	got := h.files()
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		h.t.Fatalf("files under prefix: %v, want %v", got, names)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
