@@ -13,6 +13,9 @@ BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:latest
 BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 OLM_PACKAGE := agent-forge-operator
+CATALOG_DIR := catalog/$(OLM_PACKAGE)
+# The bundle directory `make catalog` renders; older catalog entries are kept as committed history.
+CATALOG_BUNDLE_DIR ?= ./bundle
 CSV_BASE := config/manifests/bases/$(OLM_PACKAGE).clusterserviceversion.yaml
 BUNDLE_CSV := bundle/manifests/$(OLM_PACKAGE).clusterserviceversion.yaml
 
@@ -39,19 +42,28 @@ bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework 
 	if [ $$rc -ne 0 ] || grep -qiE 'level=(warn|error)|WARN|ERRO' <<<"$$out"; then echo "bundle-validate: errors or warnings found"; exit 1; fi
 
 .PHONY: bundle-verify
-bundle-verify: ## Fail if bundle/ differs from a fresh `make bundle` (no drift).
-	@$(MAKE) --no-print-directory bundle >/dev/null
-	@if [ -n "$$(git status --porcelain -- bundle bundle.Dockerfile config/manifests config/manager)" ]; then \
-		echo "bundle/ drifted; run 'make bundle' and commit:"; git status --porcelain -- bundle bundle.Dockerfile config/manifests config/manager; \
-		git diff -- bundle config/manifests config/manager | head -80; exit 1; fi
+bundle-verify: $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(CONTROLLER_GEN) ## Fail if bundle/ or catalog/ differ from a fresh `make bundle catalog` (no drift).
+	@# Regenerate in a scratch copy of the working tree so the check never rewrites files under review.
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	tar -C "$(CURDIR)" --exclude=./bin --exclude=./.git -cf - . | tar -C "$$tmp" -xf -; \
+	if ! $(MAKE) -C "$$tmp" --no-print-directory LOCALBIN="$(LOCALBIN)" bundle catalog >"$$tmp/.olm-regen.log" 2>&1; then \
+		cat "$$tmp/.olm-regen.log"; echo "bundle-verify: regenerating the bundle failed"; exit 1; fi; \
+	drift=0; for p in bundle bundle.Dockerfile catalog config/manifests config/manager/kustomization.yaml; do \
+		diff -ru "$$p" "$$tmp/$$p" || drift=1; done; \
+	if [ $$drift -ne 0 ]; then echo "bundle-verify: bundle/ or catalog/ drifted from the sources; run 'make bundle catalog' and commit."; exit 1; fi; \
+	echo "bundle-verify: bundle/ and catalog/ match a fresh 'make bundle catalog'"
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image (needs a container engine).
 	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 .PHONY: catalog
-catalog: $(OPM) ## Render bundle/ into the file-based catalog as version VERSION (catalog/agent-forge-operator/).
-	hack/olm-catalog.sh "$(OPM)" "$(OLM_PACKAGE)" "$(VERSION)" "$(BUNDLE_IMG)"
+catalog: $(OPM) ## Render bundle/ into the file-based catalog as catalog/agent-forge-operator/bundle-vVERSION.yaml.
+	@grep -q 'name: $(OLM_PACKAGE).v$(VERSION)$$' $(CATALOG_DIR)/package.yaml || { \
+		echo "catalog: add $(OLM_PACKAGE).v$(VERSION) to the channels in $(CATALOG_DIR)/package.yaml (replaces/skipRange)"; exit 1; }
+	@# opm leaves the image empty when rendering a directory; the catalog must point at the pushed bundle image.
+	$(OPM) render $(CATALOG_BUNDLE_DIR) --output yaml | sed 's|^image: ""$$|image: $(BUNDLE_IMG)|' > $(CATALOG_DIR)/bundle-v$(VERSION).yaml
+	@grep -q '^image: $(BUNDLE_IMG)$$' $(CATALOG_DIR)/bundle-v$(VERSION).yaml || { echo "catalog: bundle image not set"; exit 1; }
 
 .PHONY: catalog-validate
 catalog-validate: $(OPM) ## Validate the file-based catalog with opm.

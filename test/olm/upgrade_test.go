@@ -1,0 +1,144 @@
+package olm
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+)
+
+// previousBundleDir is the bundle of the previous catalog version (the v0.1.0 entry of catalog/).
+var previousBundleDir = filepath.Join("testdata", "bundle-v0.1.0")
+
+// TestUpgradeKeepsISOEjectionRecord installs the previous version's CRDs, stores a VsphereAgent whose
+// status.isoEjection holds an in-flight ejection, upgrades to this bundle's CRDs the way OLM does (update
+// in place) and shows the record survives, also across a status write made under the new schema. A
+// pruned record would make a restarted controller lose track of a CD-ROM it half ejected.
+func TestUpgradeKeepsISOEjectionRecord(t *testing.T) {
+	prev, err := loadBundle(previousBundleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := loadCurrentBundle(t)
+	if prev.csv.Spec.Version == next.csv.Spec.Version {
+		t.Fatalf("previous bundle has the current version %s", next.csv.Spec.Version)
+	}
+	c := startAPIServer(t, prev.crdFiles)
+	ctx := t.Context()
+	ensureNamespace(ctx, t, c, "clusters")
+
+	va := &afv1.VsphereAgent{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-worker-7k2xq", Namespace: "clusters"},
+		Spec:       afv1.VsphereAgentSpec{PoolRef: afv1.LocalObjectReference{Name: "workers"}},
+	}
+	if err := c.Create(ctx, va); err != nil {
+		t.Fatal(err)
+	}
+	started := metav1.NewTime(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	record := &afv1.ISOEjectionRecord{
+		InstanceUUID: string(va.UID),
+		BIOSUUID:     "4213c2a4-0bd3-5e7c-a77a-4b8c2f3d9e10",
+		OwnerUID:     string(va.UID),
+		Datacenter:   "DC0",
+		DeviceKey:    3002,
+		ISOPath:      "[LocalDS_0] agent-forge/clusters/workers/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.iso",
+		StartedAt:    started,
+		TaskRef:      "task-1207",
+		QuestionID:   "_vmx1",
+		Attempts:     1,
+	}
+	va.Status.VM = afv1.VMStatus{Name: va.Name, InstanceUUID: string(va.UID), Phase: afv1.VMPhaseBound, Datacenter: "DC0"}
+	va.Status.ISOEjection = record.DeepCopy()
+	meta.SetStatusCondition(&va.Status.Conditions, metav1.Condition{
+		Type: afv1.ConditionISOEjected, Status: metav1.ConditionFalse, Reason: afv1.ReasonEjectionInProgress,
+		Message: "waiting for the CD-ROM lock question", LastTransitionTime: started,
+	})
+	if err := c.Status().Update(ctx, va); err != nil {
+		t.Fatal(err)
+	}
+	assertRecord(ctx, t, c, va, record, "under the previous CRDs")
+
+	upgradeCRDs(ctx, t, c, next)
+	waitForNewSchema(ctx, t, c, va)
+	assertRecord(ctx, t, c, va, record, "after the CRD upgrade")
+
+	// A status write by the new controller goes through the new schema's pruning.
+	got := &afv1.VsphereAgent{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(va), got); err != nil {
+		t.Fatal(err)
+	}
+	created := metav1.NewTime(started.Add(-time.Hour))
+	got.Status.VM.CreatedAt = &created
+	got.Status.ISOEjection.Attempts = 2
+	if err := c.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	record.Attempts = 2
+	after := assertRecord(ctx, t, c, va, record, "after a status write under the new CRDs")
+	if after.Status.VM.CreatedAt == nil || !after.Status.VM.CreatedAt.Equal(&created) {
+		t.Errorf("status.vm.createdAt (new in this version) was not stored: %v", after.Status.VM.CreatedAt)
+	}
+}
+
+// upgradeCRDs replaces the served CRDs with the bundle's, as OLM does when it installs the new CSV.
+func upgradeCRDs(ctx context.Context, t *testing.T, c client.Client, b *bundle) {
+	t.Helper()
+	for name, want := range b.crds {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			t.Fatal(err)
+		}
+		crd.Spec = want.Spec
+		if err := c.Update(ctx, crd); err != nil {
+			t.Fatalf("updating CRD %s to the new bundle: %v", name, err)
+		}
+	}
+}
+
+// waitForNewSchema waits until the API server serves the new schema: a dry-run status write carrying a
+// field only the new schema knows (status.vm.createdAt) keeps it instead of pruning it.
+func waitForNewSchema(ctx context.Context, t *testing.T, c client.Client, va *afv1.VsphereAgent) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		probe := &afv1.VsphereAgent{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(va), probe); err != nil {
+			return false, err
+		}
+		now := metav1.NewTime(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+		probe.Status.VM.CreatedAt = &now
+		if err := c.Status().Update(ctx, probe, client.DryRunAll); err != nil {
+			return false, nil //nolint:nilerr // a conflict or a schema in transition: try again
+		}
+		return probe.Status.VM.CreatedAt != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the API server never served the new VsphereAgent schema: %v", err)
+	}
+}
+
+func assertRecord(ctx context.Context, t *testing.T, c client.Client, va *afv1.VsphereAgent, want *afv1.ISOEjectionRecord, when string) *afv1.VsphereAgent {
+	t.Helper()
+	got := &afv1.VsphereAgent{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(va), got); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case got.Status.ISOEjection == nil:
+		t.Fatalf("status.isoEjection is gone %s", when)
+	case !equality.Semantic.DeepEqual(got.Status.ISOEjection, want):
+		t.Fatalf("status.isoEjection changed %s:\n got %+v\nwant %+v", when, *got.Status.ISOEjection, *want)
+	}
+	if cond := meta.FindStatusCondition(got.Status.Conditions, afv1.ConditionISOEjected); cond == nil || cond.Reason != afv1.ReasonEjectionInProgress {
+		t.Fatalf("ISOEjected condition lost %s: %+v", when, cond)
+	}
+	return got
+}
