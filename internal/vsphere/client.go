@@ -1,0 +1,127 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/session/keepalive"
+	"github.com/vmware/govmomi/task"
+	"github.com/vmware/govmomi/vapi/rest"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+)
+
+// client is one logged-in vCenter session (see SessionCache). It caches inventory lookups per datacenter
+// so that a VM lifecycle costs only the calls that change or read the VM itself.
+type client struct {
+	vim      *vim25.Client
+	soap     *soap.Client
+	creds    Credentials // kept for re-login; never logged
+	log      logr.Logger
+	keep     *keepalive.HandlerSOAP
+	relogin  *reloginRoundTripper
+	sessions *session.Manager
+	pollBase time.Duration
+
+	mu  sync.Mutex
+	dcs map[string]*dcCache
+
+	restMu sync.Mutex
+	rest   *rest.Client // logged in lazily, for tags
+	tagIDs map[string]string
+}
+
+var _ Client = (*client)(nil)
+
+func (c *client) login(ctx context.Context) error {
+	err := c.sessions.Login(ctx, url.UserPassword(c.creds.Username, c.creds.Password))
+	if err != nil {
+		// The error names the fault (InvalidLogin), never the password.
+		return classify("Login", err)
+	}
+	c.log.V(1).Info("logged in to vCenter")
+	return nil
+}
+
+func (c *client) logout(ctx context.Context) {
+	c.restMu.Lock()
+	if c.rest != nil {
+		_ = c.rest.Logout(ctx)
+		c.rest = nil
+	}
+	c.restMu.Unlock()
+	if err := c.sessions.Logout(ctx); err != nil {
+		c.log.V(1).Info("vCenter logout failed", "err", err.Error())
+	}
+	c.keep.Stop()
+	c.soap.CloseIdleConnections()
+}
+
+// observe counts one VM-level operation by result and returns err classified.
+func observe(op string, err error) error {
+	err = classify(op, err)
+	result := "success"
+	if err != nil {
+		result = string(ClassOf(err))
+	}
+	metrics.VsphereVMOperations.WithLabelValues(op, result).Inc()
+	return err
+}
+
+// pc returns the session's default property collector (no extra objects are created on the server).
+func (c *client) pc() *property.Collector { return property.DefaultCollector(c.vim) }
+
+// taskInfo reads a task's state with one property retrieval.
+func (c *client) taskInfo(ctx context.Context, ref types.ManagedObjectReference) (*types.TaskInfo, error) {
+	var t mo.Task
+	if err := c.pc().RetrieveOne(ctx, ref, []string{"info"}, &t); err != nil {
+		return nil, err
+	}
+	return &t.Info, nil
+}
+
+// taskError turns a failed task's fault into an error that classify understands.
+func taskError(info *types.TaskInfo) error {
+	if info.Error == nil {
+		return errors.New("task " + info.Key + " failed without a fault")
+	}
+	return task.Error{LocalizedMethodFault: info.Error, Description: info.Description}
+}
+
+// waitTask polls a task until it ends, with a short first delay that doubles up to one second. Polling
+// with single property reads costs fewer round trips than a property-collector filter per task (create
+// collector, filter, wait, destroy filter, destroy collector). Only for tasks no guest can hold up:
+// callers never wait on a CD-ROM reconfigure (see EjectISO).
+func (c *client) waitTask(ctx context.Context, ref types.ManagedObjectReference) (*types.TaskInfo, error) {
+	delay := c.pollBase
+	for {
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		info, err := c.taskInfo(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		switch info.State {
+		case types.TaskInfoStateSuccess:
+			return info, nil
+		case types.TaskInfoStateError:
+			return info, taskError(info)
+		}
+		delay = min(delay*2, time.Second)
+	}
+}

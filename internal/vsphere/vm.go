@@ -1,0 +1,263 @@
+package vsphere
+
+import (
+	"context"
+	"strings"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// extraConfig keys of the ownership marker (SPEC §4). The owner UID is also the VM's instance UUID.
+const (
+	ExtraConfigOwnerUID = "agent-forge.owner-uid"
+	ExtraConfigOwner    = "agent-forge.owner"
+	ExtraConfigPoolUID  = "agent-forge.pool-uid"
+	ExtraConfigPool     = "agent-forge.pool"
+	// ExtraConfigDiskUUID makes the guest see disk serial numbers; the Assisted Installer requires it.
+	ExtraConfigDiskUUID = "disk.EnableUUID"
+)
+
+// vmProps are the properties read for a VMInfo, in one retrieval.
+var vmProps = []string{
+	"name", "config.uuid", "config.instanceUuid", "config.extraConfig", "config.hardware.device",
+	"config.hardware.numCPU", "config.hardware.memoryMB", "runtime.powerState", "runtime.question",
+}
+
+// readVM reads a VM's identity, marker, devices and pending question with one property retrieval.
+func (c *client) readVM(ctx context.Context, ref types.ManagedObjectReference) (*mo.VirtualMachine, error) {
+	var vm mo.VirtualMachine
+	if err := c.pc().RetrieveOne(ctx, ref, vmProps, &vm); err != nil {
+		return nil, err
+	}
+	return &vm, nil
+}
+
+// findRef looks a VM up by instance UUID (vmSearch) within the datacenter; nil when absent.
+func (c *client) findRef(ctx context.Context, d *dcCache, uuid string, instance bool) (*types.ManagedObjectReference, error) {
+	if uuid == "" {
+		return nil, nil
+	}
+	ref, err := object.NewSearchIndex(c.vim).FindByUuid(ctx, d.dc, uuid, true, &instance)
+	if err != nil || ref == nil {
+		return nil, err
+	}
+	r := ref.Reference()
+	return &r, nil
+}
+
+// ownershipOf reads the marker from extraConfig; zero when absent.
+func ownershipOf(extra []types.BaseOptionValue) Ownership {
+	var o Ownership
+	for _, v := range extra {
+		ov := v.GetOptionValue()
+		s, _ := ov.Value.(string)
+		switch ov.Key {
+		case ExtraConfigOwnerUID:
+			o.OwnerUID = s
+		case ExtraConfigOwner:
+			o.OwnerName = s
+		case ExtraConfigPoolUID:
+			o.PoolUID = s
+		case ExtraConfigPool:
+			o.PoolName = s
+		}
+	}
+	return o
+}
+
+// verifyOwnership refuses unless the VM's marker names the expected owner (and pool, when given).
+func verifyOwnership(op string, vmName string, have, want Ownership) error {
+	if want.OwnerUID == "" {
+		return NewError(ClassOwnership, op, "no owner UID given for VM %q", vmName)
+	}
+	if have.OwnerUID == "" {
+		return NewError(ClassOwnership, op, "VM %q carries no ownership marker", vmName)
+	}
+	if have.OwnerUID != want.OwnerUID || (want.PoolUID != "" && have.PoolUID != want.PoolUID) {
+		return NewError(ClassOwnership, op, "VM %q is owned by %s (pool %s), not %s (pool %s)",
+			vmName, have.OwnerUID, have.PoolUID, want.OwnerUID, want.PoolUID)
+	}
+	return nil
+}
+
+// toVMInfo converts the retrieved properties into the package's plain type.
+func toVMInfo(vm *mo.VirtualMachine) *VMInfo {
+	info := &VMInfo{Name: vm.Name, PoweredOn: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
+	if vm.Config != nil {
+		info.InstanceUUID = vm.Config.InstanceUuid
+		info.BIOSUUID = vm.Config.Uuid
+		info.Ownership = ownershipOf(vm.Config.ExtraConfig)
+		info.NumCPUs = vm.Config.Hardware.NumCPU
+		info.MemoryMiB = int64(vm.Config.Hardware.MemoryMB)
+		devices := object.VirtualDeviceList(vm.Config.Hardware.Device)
+		for _, d := range devices {
+			switch dev := d.(type) {
+			case types.BaseVirtualEthernetCard:
+				if info.MACAddress == "" {
+					info.MACAddress = dev.GetVirtualEthernetCard().MacAddress
+				}
+			case *types.VirtualDisk:
+				info.DiskGiB += int32(dev.CapacityInKB / (1024 * 1024))
+			case *types.VirtualCdrom:
+				info.CDROMs = append(info.CDROMs, toCDROM(dev))
+			}
+		}
+	}
+	if q := vm.Runtime.Question; q != nil {
+		info.Question = toQuestion(q)
+	}
+	return info
+}
+
+func toCDROM(dev *types.VirtualCdrom) CDROM {
+	cd := CDROM{Key: dev.Key, ISOPath: isoPathOf(dev)}
+	if dev.Connectable != nil {
+		cd.Connected = dev.Connectable.Connected
+	}
+	return cd
+}
+
+// isoPathOf is the datastore ISO backing a CD-ROM, or "".
+func isoPathOf(dev *types.VirtualCdrom) string {
+	if b, ok := dev.Backing.(*types.VirtualCdromIsoBackingInfo); ok {
+		return b.FileName
+	}
+	return ""
+}
+
+func toQuestion(q *types.VirtualMachineQuestionInfo) *Question {
+	out := &Question{ID: q.Id, Text: q.Text}
+	for _, m := range q.Message {
+		if out.MessageID == "" {
+			out.MessageID = m.Id
+		}
+	}
+	for _, ch := range q.Choice.ChoiceInfo {
+		d := ch.GetElementDescription()
+		out.Choices = append(out.Choices, Choice{Key: d.Key, Label: d.Label})
+	}
+	return out
+}
+
+// FindVM looks a VM up by instance UUID, then by BIOS UUID.
+func (c *client) FindVM(ctx context.Context, datacenter, instanceUUID, biosUUID string) (*VMInfo, error) {
+	info, err := c.findVM(ctx, datacenter, instanceUUID, biosUUID)
+	return info, observe("find", err)
+}
+
+func (c *client) findVM(ctx context.Context, datacenter, instanceUUID, biosUUID string) (*VMInfo, error) {
+	d, err := c.datacenter(ctx, datacenter)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := c.findRef(ctx, d, instanceUUID, true)
+	if err == nil && ref == nil {
+		ref, err = c.findRef(ctx, d, biosUUID, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ref == nil {
+		return nil, NewError(ClassNotFound, "FindVM", "no VM with instance UUID %q or BIOS UUID %q", instanceUUID, biosUUID)
+	}
+	vm, err := c.readVM(ctx, *ref)
+	if err != nil {
+		return nil, err
+	}
+	return toVMInfo(vm), nil
+}
+
+// DestroyVM powers the VM off and destroys it after verifying its marker. Absent is success.
+func (c *client) DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
+	return observe("destroy", c.destroyVM(ctx, datacenter, instanceUUID, owner))
+}
+
+func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
+	d, err := c.datacenter(ctx, datacenter)
+	if err != nil {
+		return err
+	}
+	ref, err := c.findRef(ctx, d, instanceUUID, true)
+	if err != nil || ref == nil {
+		return err
+	}
+	var vm mo.VirtualMachine
+	if err := c.pc().RetrieveOne(ctx, *ref, []string{"name", "config.extraConfig", "runtime.powerState"}, &vm); err != nil {
+		return ignoreNotFound(err)
+	}
+	var extra []types.BaseOptionValue
+	if vm.Config != nil {
+		extra = vm.Config.ExtraConfig
+	}
+	if err := verifyOwnership("DestroyVM", vm.Name, ownershipOf(extra), owner); err != nil {
+		return err
+	}
+	obj := object.NewVirtualMachine(c.vim, *ref)
+	if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+		t, err := obj.PowerOff(ctx)
+		if err == nil {
+			_, err = c.waitTask(ctx, t.Reference())
+		}
+		if err != nil && !isFault(err, &types.InvalidPowerState{}) {
+			return ignoreNotFound(err)
+		}
+	}
+	t, err := obj.Destroy(ctx)
+	if err == nil {
+		_, err = c.waitTask(ctx, t.Reference())
+	}
+	if err == nil {
+		c.log.Info("destroyed VM", "vm", vm.Name, "instanceUUID", instanceUUID)
+	}
+	return ignoreNotFound(err)
+}
+
+// ignoreNotFound treats a VM that vanished meanwhile as gone, which is what the caller wanted.
+func ignoreNotFound(err error) error {
+	if err != nil && ClassOf(classify("", err)) == ClassNotFound {
+		return nil
+	}
+	return err
+}
+
+// ListPoolVMs lists the VMs of a pool with one container-view pass over the datacenter.
+func (c *client) ListPoolVMs(ctx context.Context, datacenter, poolUID string) ([]VMInfo, error) {
+	var out []VMInfo
+	err := c.eachVM(ctx, datacenter, vmProps, func(vm *mo.VirtualMachine) {
+		if vm.Config == nil || ownershipOf(vm.Config.ExtraConfig).PoolUID != poolUID || poolUID == "" {
+			return
+		}
+		out = append(out, *toVMInfo(vm))
+	})
+	return out, observe("list", err)
+}
+
+// eachVM retrieves props of every VM in the datacenter (any folder, any state) in one container view.
+func (c *client) eachVM(ctx context.Context, datacenter string, props []string, fn func(*mo.VirtualMachine)) error {
+	d, err := c.datacenter(ctx, datacenter)
+	if err != nil {
+		return err
+	}
+	v, err := view.NewManager(c.vim).CreateContainerView(ctx, d.dc.Reference(), []string{"VirtualMachine"}, true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var vms []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, props, &vms); err != nil {
+		return err
+	}
+	for i := range vms {
+		fn(&vms[i])
+	}
+	return nil
+}
+
+// sameDatastorePath compares "[ds] dir/file" paths, tolerating a missing space after the bracket.
+func sameDatastorePath(a, b string) bool {
+	norm := func(s string) string { return strings.Replace(strings.TrimSpace(s), "] ", "]", 1) }
+	return norm(a) == norm(b)
+}

@@ -1,0 +1,183 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// CreateVM finds the VM whose instance UUID is the owner UID (a retry after a crash) or creates it, then
+// powers it on and reads its identity back. Every step is idempotent, so a failure at any point is
+// retried by calling CreateVM again and never yields a second VM.
+func (c *client) CreateVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
+	info, err := c.createVM(ctx, spec)
+	return info, observe("create", err)
+}
+
+func (c *client) createVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
+	if err := validateSpec(spec); err != nil {
+		return nil, err
+	}
+	d, err := c.datacenter(ctx, spec.Datacenter)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := c.findRef(ctx, d, spec.Ownership.OwnerUID, true)
+	if err != nil {
+		return nil, err
+	}
+	if ref != nil {
+		return c.adoptExisting(ctx, spec, *ref)
+	}
+	ref, err = c.createFromScratch(ctx, d, spec)
+	if err != nil {
+		if ClassOf(classify("", err)) == ClassNotFound {
+			c.forget(spec.Datacenter) // a cached folder/pool/datastore vanished; resolve again next time
+		}
+		return nil, err
+	}
+	c.log.Info("created VM", "vm", spec.Name, "instanceUUID", spec.Ownership.OwnerUID)
+	return c.powerOnAndRead(ctx, *ref)
+}
+
+// adoptExisting continues with a VM found by instance UUID: ours only when the marker matches.
+func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.ManagedObjectReference) (*VMInfo, error) {
+	vm, err := c.readVM(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	info := toVMInfo(vm)
+	if err := verifyOwnership("CreateVM", info.Name, info.Ownership, spec.Ownership); err != nil {
+		return nil, err
+	}
+	if info.PoweredOn {
+		return info, nil
+	}
+	return c.powerOnAndRead(ctx, ref)
+}
+
+// powerOnAndRead powers on (already on is success) and reads identity with one retrieval.
+func (c *client) powerOnAndRead(ctx context.Context, ref types.ManagedObjectReference) (*VMInfo, error) {
+	t, err := object.NewVirtualMachine(c.vim, ref).PowerOn(ctx)
+	if err == nil {
+		_, err = c.waitTask(ctx, t.Reference())
+	}
+	if err != nil && !isFault(err, &types.InvalidPowerState{}) {
+		return nil, err
+	}
+	vm, err := c.readVM(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return toVMInfo(vm), nil
+}
+
+func validateSpec(spec VMSpec) error {
+	switch {
+	case spec.Ownership.OwnerUID == "":
+		return NewError(ClassInvalid, "CreateVM", "ownership owner UID is required")
+	case spec.Name == "":
+		return NewError(ClassInvalid, "CreateVM", "VM name is required")
+	case spec.DatastoreCluster == "":
+		return NewError(ClassInvalid, "CreateVM", "datastore or datastore cluster is required")
+	case spec.Network == "":
+		return NewError(ClassInvalid, "CreateVM", "network is required")
+	case spec.NumCPUs <= 0 || spec.MemoryMiB <= 0 || spec.DiskGiB <= 0:
+		return NewError(ClassInvalid, "CreateVM", "CPUs, memory and disk must be positive")
+	}
+	return nil
+}
+
+// createFromScratch builds the config spec, places it and runs CreateVM_Task; the task result is the VM.
+func (c *client) createFromScratch(ctx context.Context, d *dcCache, spec VMSpec) (*types.ManagedObjectReference, error) {
+	folder, err := d.folder(ctx, spec.Folder)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := d.pool(ctx, spec.ResourcePool)
+	if err != nil {
+		return nil, err
+	}
+	backing, err := d.network(ctx, spec.Network)
+	if err != nil {
+		return nil, err
+	}
+	storage, err := d.storageFor(ctx, spec.DatastoreCluster)
+	if err != nil {
+		return nil, err
+	}
+	cfg, disk, err := configSpec(spec, backing)
+	if err != nil {
+		return nil, err
+	}
+	ds := storage.ds
+	if storage.pod != nil {
+		if ds, err = c.recommendDatastore(ctx, d, storage.pod, pool, &cfg, disk); err != nil {
+			return nil, err
+		}
+	}
+	dsRef := ds.Reference()
+	disk.Backing.(*types.VirtualDiskFlatVer2BackingInfo).Datastore = &dsRef
+	cfg.Files = &types.VirtualMachineFileInfo{VmPathName: fmt.Sprintf("[%s]", ds.Name())}
+
+	t, err := folder.CreateVM(ctx, cfg, pool, nil)
+	if err != nil {
+		return nil, createError(err)
+	}
+	info, err := c.waitTask(ctx, t.Reference())
+	if err != nil {
+		return nil, createError(err)
+	}
+	ref, ok := info.Result.(types.ManagedObjectReference)
+	if !ok {
+		return nil, NewError(ClassFault, "CreateVM", "CreateVM task returned no VM")
+	}
+	if err := c.attachTags(ctx, ref, spec.Tags); err != nil {
+		// The VM exists and carries our marker; a retry finds it by instance UUID and tags it again.
+		return nil, err
+	}
+	return &ref, nil
+}
+
+// createError: a same-named VM that is not ours (not found by our instance UUID) must never be touched.
+func createError(err error) error {
+	if isFault(err, &types.DuplicateName{}) {
+		return &Error{Class: ClassOwnership, FaultType: "DuplicateName", Op: "CreateVM",
+			Err: fmt.Errorf("a VM of that name exists without our instance UUID: %w", err)}
+	}
+	return err
+}
+
+// recommendDatastore asks Storage DRS where the new VM's disk goes and applies the first recommendation
+// by pinning the disk (and VM files) to its destination datastore, as initial placement does.
+func (c *client) recommendDatastore(ctx context.Context, d *dcCache, pod *object.StoragePod, pool *object.ResourcePool,
+	cfg *types.VirtualMachineConfigSpec, disk *types.VirtualDisk) (*object.Datastore, error) {
+	podRef := pod.Reference()
+	poolRef := pool.Reference()
+	sps := types.StoragePlacementSpec{
+		Type:         string(types.StoragePlacementSpecPlacementTypeCreate),
+		ResourcePool: &poolRef,
+		ConfigSpec:   cfg,
+		PodSelectionSpec: types.StorageDrsPodSelectionSpec{
+			StoragePod: &podRef,
+			InitialVmConfig: []types.VmPodConfigForPlacement{{
+				StoragePod: podRef,
+				Disk:       []types.PodDiskLocator{{DiskId: disk.Key, DiskBackingInfo: disk.Backing}},
+			}},
+		},
+	}
+	res, err := object.NewStorageResourceManager(c.vim).RecommendDatastores(ctx, sps)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range res.Recommendations {
+		for _, a := range rec.Action {
+			if p, ok := a.(*types.StoragePlacementAction); ok {
+				return d.datastoreByRef(ctx, c, p.Destination)
+			}
+		}
+	}
+	return nil, NewError(ClassFault, "CreateVM", "Storage DRS gave no placement for datastore cluster %q", pod.Name())
+}
