@@ -1,0 +1,400 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ISOMode switches how the ISO server answers.
+type ISOMode int
+
+const (
+	// ISOServe serves the image (200, or 206/304 for range and conditional requests).
+	ISOServe ISOMode = iota
+	// ISONotFound answers 404, like an image service after the InfraEnv was deleted.
+	ISONotFound
+	// ISOServerError answers 500.
+	ISOServerError
+	// ISOSlow serves the image, pausing SlowDelay after every chunk.
+	ISOSlow
+	// ISOTruncated announces the full Content-Length, sends half the body and drops the connection.
+	ISOTruncated
+)
+
+const (
+	isoChunk = 64 << 10
+	// isoMinSize holds the system area, the primary volume descriptor and the set terminator.
+	isoMinSize = 36864
+	// ISOMagicOffset is where "CD001" starts in an ISO 9660 image (sector 16, after the type byte).
+	ISOMagicOffset = 32769
+)
+
+// ISOServerOptions configure NewISOServer. Zero values get the defaults noted.
+type ISOServerOptions struct {
+	// Seed and Size define the content deterministically (Size default 1 MiB, at least 36 KiB).
+	Seed uint64
+	Size int64
+	// Token is the api_key the server demands (default: random).
+	Token string
+	// ETag and LastModified add those validators (and honour If-None-Match / If-Modified-Since).
+	ETag, LastModified bool
+	// TLS serves HTTPS with httptest's self-signed certificate (see CertificatePEM).
+	TLS bool
+	// SlowDelay is the pause per 64 KiB chunk in ISOSlow mode (default 50ms).
+	SlowDelay time.Duration
+}
+
+// ISOServer is a loopback discovery-image service. It serves a generated ISO 9660-looking image
+// at /images/<id>?api_key=<token>&arch=x86_64&type=minimal-iso, rejects a wrong or missing token
+// with 401, and counts requests. Safe for concurrent use.
+type ISOServer struct {
+	srv *httptest.Server
+
+	mu           sync.Mutex
+	opts         ISOServerOptions
+	mode         ISOMode
+	generation   int
+	modified     time.Time
+	sha          string // cached hex SHA-256 of the current content
+	requests     atomic.Int64
+	downloads    atomic.Int64
+	unauthorized atomic.Int64
+	bytesServed  atomic.Int64
+}
+
+// NewISOServer starts a server on 127.0.0.1. Close it when done.
+func NewISOServer(opts ISOServerOptions) *ISOServer {
+	if opts.Size == 0 {
+		opts.Size = 1 << 20
+	}
+	if opts.Size < isoMinSize {
+		opts.Size = isoMinSize
+	}
+	if opts.Token == "" {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+		binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+		opts.Token = hex.EncodeToString(b[:])
+	}
+	if opts.SlowDelay == 0 {
+		opts.SlowDelay = 50 * time.Millisecond
+	}
+	s := &ISOServer{opts: opts, modified: time.Now().UTC().Truncate(time.Second)}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if opts.TLS {
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
+	return s
+}
+
+// Close stops the server and closes open connections.
+func (s *ISOServer) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// URL is the download URL including the secret api_key, as in InfraEnv status.isoDownloadURL.
+func (s *ISOServer) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := url.Values{"api_key": {s.opts.Token}, "arch": {"x86_64"}, "type": {"minimal-iso"}, "version": {"4.20"}}
+	return s.srv.URL + s.path() + "?" + q.Encode()
+}
+
+// BaseURL is the URL without any query (no secret).
+func (s *ISOServer) BaseURL() string { return s.srv.URL + s.path() }
+
+// Token returns the api_key currently accepted.
+func (s *ISOServer) Token() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.Token
+}
+
+// RotateToken makes the server accept only a new api_key (as when an InfraEnv URL expires) and
+// returns the new URL.
+func (s *ISOServer) RotateToken(token string) string {
+	s.mu.Lock()
+	s.opts.Token = token
+	s.mu.Unlock()
+	return s.URL()
+}
+
+// HTTPClient returns a client that trusts the server (useful with TLS).
+func (s *ISOServer) HTTPClient() *http.Client { return s.srv.Client() }
+
+// CertificatePEM returns the server certificate in PEM (nil without TLS).
+func (s *ISOServer) CertificatePEM() []byte {
+	if !s.opts.TLS {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.srv.Certificate().Raw})
+}
+
+// Certificate returns the server certificate (nil without TLS).
+func (s *ISOServer) Certificate() *x509.Certificate {
+	if !s.opts.TLS {
+		return nil
+	}
+	return s.srv.Certificate()
+}
+
+func (s *ISOServer) path() string { return "/images/3f1c2a9e-infraenv" }
+
+// SetMode switches how the server answers from the next request on.
+func (s *ISOServer) SetMode(m ISOMode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode = m
+}
+
+// SetContent replaces the image (as when the InfraEnv is regenerated); validators change with it.
+func (s *ISOServer) SetContent(seed uint64, size int64) {
+	if size < isoMinSize {
+		size = isoMinSize
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.Seed, s.opts.Size = seed, size
+	s.generation++
+	s.sha = ""
+	// Last-Modified has one-second resolution: make sure a change is visible to If-Modified-Since.
+	next := time.Now().UTC().Truncate(time.Second)
+	if !next.After(s.modified) {
+		next = s.modified.Add(time.Second)
+	}
+	s.modified = next
+}
+
+// Size is the current image size in bytes.
+func (s *ISOServer) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.Size
+}
+
+// SHA256 is the hex SHA-256 of the current image.
+func (s *ISOServer) SHA256() string {
+	s.mu.Lock()
+	seed, size, cached := s.opts.Seed, s.opts.Size, s.sha
+	s.mu.Unlock()
+	if cached != "" {
+		return cached
+	}
+	h := sha256.New()
+	_, _ = io.Copy(h, io.NewSectionReader(&isoImage{seed: seed, size: size}, 0, size))
+	sum := hex.EncodeToString(h.Sum(nil))
+	s.mu.Lock()
+	if s.opts.Seed == seed && s.opts.Size == size {
+		s.sha = sum
+	}
+	s.mu.Unlock()
+	return sum
+}
+
+// Content returns the current image bytes (for small images in tests).
+func (s *ISOServer) Content() []byte {
+	s.mu.Lock()
+	img := &isoImage{seed: s.opts.Seed, size: s.opts.Size}
+	s.mu.Unlock()
+	b := make([]byte, img.size)
+	_, _ = img.ReadAt(b, 0)
+	return b
+}
+
+// Requests counts every request (any method, any answer).
+func (s *ISOServer) Requests() int64 { return s.requests.Load() }
+
+// Downloads counts GET requests answered with the body (200 or 206).
+func (s *ISOServer) Downloads() int64 { return s.downloads.Load() }
+
+// Unauthorized counts requests rejected for a missing or wrong api_key.
+func (s *ISOServer) Unauthorized() int64 { return s.unauthorized.Load() }
+
+// BytesServed counts body bytes written.
+func (s *ISOServer) BytesServed() int64 { return s.bytesServed.Load() }
+
+func (s *ISOServer) serve(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	s.mu.Lock()
+	opts, mode, gen, modified := s.opts, s.mode, s.generation, s.modified
+	s.mu.Unlock()
+
+	if r.URL.Path != s.path() {
+		http.NotFound(w, r)
+		return
+	}
+	if r.URL.Query().Get("api_key") != opts.Token {
+		s.unauthorized.Add(1)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	switch mode {
+	case ISONotFound:
+		http.NotFound(w, r)
+		return
+	case ISOServerError:
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	img := &isoImage{seed: opts.Seed, size: opts.Size}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="discovery.iso"`)
+	if opts.ETag {
+		w.Header().Set("ETag", fmt.Sprintf(`"%x-%x-%d"`, opts.Seed, opts.Size, gen))
+	}
+	if mode == ISOTruncated {
+		if r.Method == http.MethodHead {
+			w.Header().Set("Content-Length", fmt.Sprint(opts.Size))
+			return
+		}
+		s.downloads.Add(1)
+		w.Header().Set("Content-Length", fmt.Sprint(opts.Size))
+		w.WriteHeader(http.StatusOK)
+		n, _ := io.Copy(w, io.NewSectionReader(img, 0, opts.Size/2))
+		s.bytesServed.Add(n)
+		// Returning short of Content-Length makes net/http drop the connection: the client sees
+		// an unexpected EOF.
+		return
+	}
+	var lastMod time.Time
+	if opts.LastModified {
+		lastMod = modified
+	}
+	var body io.ReadSeeker = io.NewSectionReader(img, 0, opts.Size)
+	out := io.Writer(w)
+	if mode == ISOSlow {
+		out = &slowWriter{w: w, delay: opts.SlowDelay, done: r.Context().Done()}
+	}
+	cw := &countingWriter{ResponseWriter: w, out: out, s: s}
+	http.ServeContent(cw, r, "discovery.iso", lastMod, body)
+}
+
+// countingWriter counts body bytes and successful downloads while ServeContent writes.
+type countingWriter struct {
+	http.ResponseWriter
+	out         io.Writer
+	s           *ISOServer
+	wroteHeader bool
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	if c.wroteHeader {
+		return
+	}
+	c.wroteHeader = true
+	if code == http.StatusOK || code == http.StatusPartialContent {
+		c.s.downloads.Add(1)
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if !c.wroteHeader {
+		c.WriteHeader(http.StatusOK)
+	}
+	n, err := c.out.Write(p)
+	c.s.bytesServed.Add(int64(n))
+	return n, err
+}
+
+// slowWriter pauses after every chunk, stopping early when the request is cancelled.
+type slowWriter struct {
+	w     http.ResponseWriter
+	delay time.Duration
+	done  <-chan struct{}
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), isoChunk)
+		m, err := s.w.Write(p[:n])
+		written += m
+		if err != nil {
+			return written, err
+		}
+		if f, ok := s.w.(http.Flusher); ok {
+			f.Flush()
+		}
+		p = p[n:]
+		t := time.NewTimer(s.delay)
+		select {
+		case <-s.done:
+			t.Stop()
+			return written, http.ErrAbortHandler
+		case <-t.C:
+		}
+	}
+	return written, nil
+}
+
+// isoImage generates the image on the fly: pseudo-random bytes from (seed, chunk index), with an
+// ISO 9660 primary volume descriptor at sector 16 and a set terminator at sector 17, so it passes
+// an "is this an ISO" check and two seeds never share content.
+type isoImage struct {
+	seed uint64
+	size int64
+}
+
+func (img *isoImage) ReadAt(p []byte, off int64) (int, error) {
+	if off >= img.size {
+		return 0, io.EOF
+	}
+	n := 0
+	for n < len(p) && off < img.size {
+		chunk := off / isoChunk
+		within := off % isoChunk
+		buf := img.chunk(chunk)
+		c := copy(p[n:], buf[within:])
+		if rest := img.size - off; int64(c) > rest {
+			c = int(rest)
+		}
+		n += c
+		off += int64(c)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (img *isoImage) chunk(i int64) []byte {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[0:], img.seed)
+	binary.LittleEndian.PutUint64(key[8:], uint64(i))
+	copy(key[16:], "agent-forge-iso!")
+	buf := make([]byte, isoChunk)
+	_, _ = rand.NewChaCha8(key).Read(buf)
+	if i == 0 {
+		// System area (sectors 0-15) is zero in real images.
+		clear(buf[:32768])
+		pvd := buf[32768:34816]
+		clear(pvd)
+		pvd[0] = 1
+		copy(pvd[1:], "CD001")
+		pvd[6] = 1
+		copy(pvd[8:40], fmt.Sprintf("%-32s", "LINUX"))
+		copy(pvd[40:72], fmt.Sprintf("%-32s", fmt.Sprintf("rhcos-%016x", img.seed)))
+		term := buf[34816:36864]
+		clear(term)
+		term[0] = 255
+		copy(term[1:], "CD001")
+		term[6] = 1
+	}
+	return buf
+}
