@@ -4,8 +4,15 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -29,3 +36,77 @@ type ISOUpdate struct {
 type ISOCache interface {
 	Reconcile(ctx context.Context, req ISORequest) ISOUpdate
 }
+
+// managedISOCache adapts the iso package's background Manager to the pool controller: it applies the
+// latest finished job to status.iso, decides whether a new refresh is due, starts it without waiting,
+// and reports ISOReady.
+type managedISOCache struct {
+	manager *iso.Manager
+	clock   clock.PassiveClock
+}
+
+// NewISOCache returns the production ISO cache; onDone is called when a background job finishes
+// (wire it to requeue the pool).
+func NewISOCache(c clock.PassiveClock, recorder iso.EventRecorder, log logr.Logger, onDone func(types.NamespacedName)) (ISOCache, manager.Runnable, error) {
+	cache, err := iso.NewCache(iso.Options{Clock: c, Log: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	m := iso.NewManager(iso.ManagerOptions{Cache: cache, Clock: c, Recorder: recorder, Log: log, OnDone: onDone})
+	return &managedISOCache{manager: m, clock: c}, m, nil
+}
+
+func (c *managedISOCache) Reconcile(ctx context.Context, req ISORequest) ISOUpdate {
+	pool := req.Pool
+	key := types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}
+	var upd ISOUpdate
+	status := afv1.ISOStatus{}
+	if pool.Status.ISO != nil {
+		status = *pool.Status.ISO
+	}
+	var cond *metav1.Condition
+	if res, ok := c.manager.Result(key); ok {
+		status = res.Status
+		cond = res.Condition
+	}
+	upd.Status = &status
+	view := pool.DeepCopy()
+	view.Status.ISO = &status
+
+	src := iso.Source{URL: req.InfraEnv.ISODownloadURL, CreatedTime: req.InfraEnv.CreatedTime}
+	need := iso.Decide(c.clock.Now(), view, src)
+	retain := int(pool.Spec.ISO.RetainVersions)
+	if retain < 1 {
+		retain = iso.DefaultRetainVersions
+	}
+	job := iso.Job{
+		Object: view, Client: req.Client, Need: need, RetainVersions: retain,
+		Refresh: iso.RefreshRequest{
+			Datacenter: pool.Spec.VSphere.Datacenter, Datastore: pool.Spec.VSphere.ISODatastore, Prefix: iso.PathPrefix(pool),
+			Source: src, ForceToken: pool.Annotations[afv1.AnnotationForceISORefresh], Conditional: need.Conditional,
+			Status: status, PreviousReady: findCondition(pool.Status.Conditions, afv1.ConditionISOReady),
+		},
+	}
+	es := c.manager.Ensure(key, job)
+	switch {
+	case es.State == iso.EnsureStarted || es.State == iso.EnsureRunning:
+		wc := iso.ConditionWhileRefreshing(&status)
+		cond = &wc
+		upd.RequeueAfter = 10 * time.Second // fallback poll; the job's completion also requeues the pool
+	case cond == nil && status.Path != "":
+		cond = &metav1.Condition{Status: metav1.ConditionTrue, Reason: afv1.ReasonISOCached, Message: "discovery ISO cached at " + status.Path}
+	case cond == nil:
+		cond = &metav1.Condition{Status: metav1.ConditionFalse, Reason: afv1.ReasonISODownloading, Message: "waiting to download the discovery ISO"}
+	}
+	upd.Ready, upd.Reason, upd.Message = cond.Status == metav1.ConditionTrue, cond.Reason, cond.Message
+	if upd.RequeueAfter == 0 {
+		upd.RequeueAfter = need.RequeueAfter
+	}
+	if es.RetryAfter > 0 && (upd.RequeueAfter == 0 || es.RetryAfter < upd.RequeueAfter) {
+		upd.RequeueAfter = es.RetryAfter
+	}
+	return upd
+}
+
+// forget drops a deleted pool's state.
+func (c *managedISOCache) forget(key types.NamespacedName) { c.manager.Forget(key) }

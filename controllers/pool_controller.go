@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
@@ -46,6 +47,7 @@ type PoolReconciler struct {
 	Recorder     record.EventRecorder
 	Opts         Options
 	ISO          ISOCache
+	isoEvents    chan event.GenericEvent
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
@@ -97,6 +99,9 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		if apierrors.IsNotFound(err) {
 			r.expectations.forget(req.String())
 			r.debounce.forget(req.String())
+			if f, ok := r.ISO.(interface{ forget(types.NamespacedName) }); ok {
+				f.forget(req.NamespacedName)
+			}
 			forgetPoolMetrics(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}

@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -131,7 +134,24 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(ctx, mgr); err != nil {
 		return err
 	}
-	if err := (&PoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("agent-forge-pool"), Opts: opts, expectations: newExpectations(opts.Clock)}).SetupWithManager(mgr); err != nil {
+	poolRecorder := mgr.GetEventRecorderFor("agent-forge-pool")
+	poolEvents := make(chan event.GenericEvent, 4096)
+	isoCache, isoRunnable, err := NewISOCache(opts.Clock, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
+		pool := &afv1.VsphereAgentPool{}
+		pool.Namespace, pool.Name = key.Namespace, key.Name
+		select { // never block a download goroutine; the pool also polls while a job runs
+		case poolEvents <- event.GenericEvent{Object: pool}:
+		default:
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(isoRunnable); err != nil {
+		return err
+	}
+	if err := (&PoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: poolRecorder, Opts: opts,
+		ISO: isoCache, isoEvents: poolEvents, expectations: newExpectations(opts.Clock)}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("pool controller: %w", err)
 	}
 	if err := (&VsphereAgentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("agent-forge-vm"), Opts: opts}).SetupWithManager(mgr); err != nil {

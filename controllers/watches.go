@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
@@ -24,7 +25,11 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
 	r.orphanScans = newLastRun()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.isoEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.isoEvents, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		Named("vsphereagentpool").
 		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).
