@@ -62,7 +62,12 @@ func (d *Driver) registerAgents(ctx context.Context) error {
 			agentsByNS[infraEnv.Namespace] = agents
 		}
 		if existing := agentOf(agents, vm); existing != nil {
-			d.registered[key] = client.ObjectKeyFromObject(existing)
+			// Registered before this Driver started (e.g. a restarted demo): keep it current too.
+			ak := client.ObjectKeyFromObject(existing)
+			d.registered[key] = ak
+			if _, tracked := d.registeredAt[ak]; !tracked {
+				d.registeredAt[ak] = now.Add(-d.opts.ValidationDelay)
+			}
 			continue
 		}
 		agent, err := d.createAgent(ctx, vm, infraEnv)

@@ -30,9 +30,19 @@ func (d *Driver) waitingAgentMachines(ctx context.Context) ([]waiting, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One list of Machines instead of one read per AgentMachine: the benches run a thousand.
+	machines, err := d.list(ctx, MachineGVK)
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[types.NamespacedName]*unstructured.Unstructured, len(machines))
+	for _, m := range machines {
+		byKey[client.ObjectKeyFromObject(m)] = m
+	}
+	lookup := func(key types.NamespacedName) (*unstructured.Unstructured, error) { return byKey[key], nil }
 	var out []waiting
 	for _, am := range ams {
-		w, ok, err := d.asWaiting(ctx, am)
+		w, ok, err := d.asWaiting(ctx, am, lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -43,7 +53,21 @@ func (d *Driver) waitingAgentMachines(ctx context.Context) ([]waiting, error) {
 	return out, nil
 }
 
-func (d *Driver) asWaiting(ctx context.Context, am *unstructured.Unstructured) (waiting, bool, error) {
+// machineLookup returns a Machine, or nil when it does not exist.
+type machineLookup func(types.NamespacedName) (*unstructured.Unstructured, error)
+
+// getMachine reads a Machine from the API server (nil when absent).
+func (d *Driver) getMachine(ctx context.Context) machineLookup {
+	return func(key types.NamespacedName) (*unstructured.Unstructured, error) {
+		m := newObject(MachineGVK)
+		if err := d.c.Get(ctx, key, m); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return m, nil
+	}
+}
+
+func (d *Driver) asWaiting(ctx context.Context, am *unstructured.Unstructured, machine machineLookup) (waiting, bool, error) {
 	if am.GetDeletionTimestamp() != nil {
 		return waiting{}, false, nil
 	}
@@ -59,12 +83,9 @@ func (d *Driver) asWaiting(ctx context.Context, am *unstructured.Unstructured) (
 	if owner == "" {
 		return waiting{}, false, nil
 	}
-	m := newObject(MachineGVK)
-	if err := d.c.Get(ctx, types.NamespacedName{Namespace: am.GetNamespace(), Name: owner}, m); err != nil {
-		return waiting{}, false, client.IgnoreNotFound(err)
-	}
-	if m.GetDeletionTimestamp() != nil {
-		return waiting{}, false, nil
+	m, err := machine(types.NamespacedName{Namespace: am.GetNamespace(), Name: owner})
+	if err != nil || m == nil || m.GetDeletionTimestamp() != nil {
+		return waiting{}, false, err
 	}
 	sel, err := agentSelector(am)
 	if err != nil {
@@ -220,7 +241,7 @@ func (d *Driver) ReserveAgent(ctx context.Context, agent, agentMachine types.Nam
 	if err := d.c.Get(ctx, agentMachine, am); err != nil {
 		return err
 	}
-	w, ok, err := d.asWaiting(ctx, am)
+	w, ok, err := d.asWaiting(ctx, am, d.getMachine(ctx))
 	if err != nil {
 		return err
 	}

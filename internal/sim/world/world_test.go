@@ -244,3 +244,25 @@ func TestScaleDownUnbindsAndRemovesMachines(t *testing.T) {
 		}
 	}
 }
+
+func TestObserveShowsMachinesAndAgents(t *testing.T) {
+	s := scenario(t)
+	d, _ := newWorld(t, s, world.Options{})
+	must(t, d.SetReplicas(t.Context(), s.NodePool, 2))
+	prepareAgent(t, s, "o1", true)
+	step(t, d)
+	views, err := d.Observe(t.Context(), s.NodePool)
+	must(t, err)
+	bound, waiting := 0, 0
+	for _, v := range views {
+		if v.Agent == s.Namespace+"/o1" && v.Node == "o1" && v.Phase == "Running" {
+			bound++
+		}
+		if v.Waiting && v.Agent == "" {
+			waiting++
+		}
+	}
+	if len(views) != 2 || bound != 1 || waiting != 1 {
+		t.Errorf("views = %+v", views)
+	}
+}

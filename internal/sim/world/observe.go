@@ -1,0 +1,54 @@
+package world
+
+import (
+	"context"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// MachineView is one Machine of a NodePool as the demo's progress table shows it.
+type MachineView struct {
+	Name string
+	// Phase is the Machine's status.phase (Provisioning, Provisioned, Running).
+	Phase string
+	// Deleting is true once the Machine has a deletionTimestamp.
+	Deleting bool
+	// Waiting is true when its AgentMachine waits for an Agent (NoSuitableAgents, no agentRef).
+	Waiting bool
+	// Agent is the reserved Agent (namespace/name), "" when none.
+	Agent string
+	// Node is status.nodeRef.name, "" before the node joined.
+	Node string
+}
+
+// Observe returns the NodePool's Machines, sorted by name, with their AgentMachine's state.
+func (d *Driver) Observe(ctx context.Context, nodePool types.NamespacedName) ([]MachineView, error) {
+	machines, err := d.MachinesOf(ctx, nodePool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MachineView, 0, len(machines))
+	for i := range machines {
+		m := &machines[i]
+		v := MachineView{Name: m.GetName(), Deleting: m.GetDeletionTimestamp() != nil}
+		v.Phase, _, _ = unstructured.NestedString(m.Object, "status", "phase")
+		v.Node, _, _ = unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+		am := newObject(AgentMachineGVK)
+		if err := d.c.Get(ctx, types.NamespacedName{Namespace: m.GetNamespace(), Name: infraRefName(m)}, am); err == nil {
+			name, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "name")
+			ns, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "namespace")
+			if name != "" {
+				v.Agent = ns + "/" + name
+			} else {
+				_, r1 := condStatus(am, CondAgentReserved)
+				_, r2 := condStatus(am, CondReady)
+				v.Waiting = r1 == ReasonNoSuitableAgents || r2 == ReasonNoSuitableAgents
+			}
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
