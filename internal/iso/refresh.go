@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -322,13 +324,25 @@ func (run *refreshRun) reuse(ctx context.Context, tmp, final string) (Outcome, e
 	return OutcomeReused, nil
 }
 
-// discardTemp deletes a temporary upload, even when ctx is already cancelled. A leftover is removed
-// later by Prune.
+// discardTemp deletes a temporary upload and the vSphere client's own temporary file for it, even
+// when ctx is already cancelled. A leftover (e.g. written by the server after the client gave up) is
+// removed later by Prune once it is older than the grace period.
 func (run *refreshRun) discardTemp(ctx context.Context, tmp string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if err := run.client.DeleteFile(ctx, run.req.Datacenter, tmp); err != nil {
-		run.log.Error(run.red.wrap("", err), "could not delete temporary ISO upload; a later prune retries", "path", tmp)
+	paths := []string{tmp}
+	if files, err := run.client.ListFiles(ctx, run.req.Datacenter, path.Dir(tmp)); err == nil {
+		base := path.Base(tmp)
+		for _, f := range files {
+			if f.Name != base && strings.HasPrefix(f.Name, base) && isTempPath(DatastorePath(run.req.Datastore, run.req.Prefix, f.Name), run.req.Datastore, run.req.Prefix) {
+				paths = append(paths, DatastorePath(run.req.Datastore, run.req.Prefix, f.Name))
+			}
+		}
+	}
+	for _, p := range paths {
+		if err := run.client.DeleteFile(ctx, run.req.Datacenter, p); err != nil {
+			run.log.Error(run.red.wrap("", err), "could not delete temporary ISO upload; a later prune retries", "path", p)
+		}
 	}
 }
 

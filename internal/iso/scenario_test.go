@@ -22,6 +22,8 @@ type backend struct {
 	client     vsphere.Client
 	datacenter string
 	datastore  string
+	// namespace isolates scenarios sharing one datastore (default "ns").
+	namespace string
 	// attach creates a VM with isoPath on its CD-ROM and returns a func removing that VM.
 	attach func(t *testing.T, isoPath string) (remove func())
 	// failDeletes makes the next n datastore file deletions fail.
@@ -104,7 +106,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, b backend, content []byte) *harness {
-	h := &harness{t: t, b: b, clock: clocktesting.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
+	h := &harness{t: t, b: b, clock: clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second)),
 		logs: &syncBuffer{}, token: testToken}
 	log := funcr.New(func(prefix, args string) { _, _ = h.logs.Write([]byte(prefix + " " + args + "\n")) }, funcr.Options{Verbosity: 10})
 	h.server = newISOServer(t, content)
@@ -114,7 +116,11 @@ func newHarness(t *testing.T, b backend, content []byte) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.pool = &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pool"}}
+	ns := b.namespace
+	if ns == "" {
+		ns = "ns"
+	}
+	h.pool = &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"}}
 	h.pool.Spec.VSphere.Datacenter = b.datacenter
 	h.pool.Spec.VSphere.ISODatastore = b.datastore
 	h.pool.Spec.ISO.CheckInterval = &metav1.Duration{Duration: time.Hour}
@@ -212,6 +218,22 @@ func (h *harness) expectOnly(names ...string) {
 	got := h.files()
 	if strings.Join(got, ",") != strings.Join(names, ",") {
 		h.t.Fatalf("files under prefix: %v, want %v", got, names)
+	}
+}
+
+// expectCached asserts the content-addressed files under the prefix (temporary leftovers ignored).
+func (h *harness) expectCached(names ...string) {
+	h.t.Helper()
+	var got []string
+	for _, n := range h.files() {
+		if cachedName.MatchString(n) {
+			got = append(got, n)
+		} else if !tempName.MatchString(n) {
+			h.t.Fatalf("unexpected file %s under the prefix", n)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		h.t.Fatalf("cached files: %v, want %v", got, names)
 	}
 }
 
