@@ -103,24 +103,56 @@ func taskError(info *types.TaskInfo) error {
 // collector, filter, wait, destroy filter, destroy collector). Only for tasks no guest can hold up:
 // callers never wait on a CD-ROM reconfigure (see EjectISO).
 func (c *client) waitTask(ctx context.Context, ref types.ManagedObjectReference) (*types.TaskInfo, error) {
+	info, _, err := c.waitTaskReadingVM(ctx, ref, nil)
+	return info, err
+}
+
+// waitTaskReadingVM polls a task and, in the same property retrieval, the VM's vmProps: the read that
+// sees the task done also returns the VM, saving a round trip. Properties a task changes (power state)
+// may be read just before its end; callers derive those from the task's success.
+func (c *client) waitTaskReadingVM(ctx context.Context, ref types.ManagedObjectReference,
+	vmRef *types.ManagedObjectReference) (*types.TaskInfo, *mo.VirtualMachine, error) {
+	spec := types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: ref}},
+		PropSet:   []types.PropertySpec{{Type: "Task", PathSet: []string{"info"}}},
+	}
+	if vmRef != nil {
+		spec.ObjectSet = append(spec.ObjectSet, types.ObjectSpec{Obj: *vmRef})
+		spec.PropSet = append(spec.PropSet, types.PropertySpec{Type: "VirtualMachine", PathSet: vmProps})
+	}
 	delay := c.pollBase
 	for {
 		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-timer.C:
 		}
-		info, err := c.taskInfo(ctx, ref)
+		res, err := c.pc().RetrieveProperties(ctx, types.RetrieveProperties{SpecSet: []types.PropertyFilterSpec{spec}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		switch info.State {
+		var task mo.Task
+		var vm *mo.VirtualMachine
+		for _, oc := range res.Returnval {
+			switch oc.Obj {
+			case ref:
+				if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &task); err != nil {
+					return nil, nil, err
+				}
+			default:
+				vm = new(mo.VirtualMachine)
+				if err := mo.LoadObjectContent([]types.ObjectContent{oc}, vm); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		switch task.Info.State {
 		case types.TaskInfoStateSuccess:
-			return info, nil
+			return &task.Info, vm, nil
 		case types.TaskInfoStateError:
-			return info, taskError(info)
+			return &task.Info, vm, taskError(&task.Info)
 		}
 		delay = min(delay*2, time.Second)
 	}

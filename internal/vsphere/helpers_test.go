@@ -56,7 +56,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	t.Cleanup(env.Close)
 	calls := &callCounter{byMethod: map[string]int{}}
-	sessions := vsphere.NewSessions(vsphere.SessionOptions{WrapRoundTripper: calls.wrap, TaskPollInterval: time.Millisecond})
+	sessions := vsphere.NewSessions(vsphere.SessionOptions{WrapRoundTripper: calls.wrap, TaskPollInterval: pollInterval})
 	t.Cleanup(func() { sessions.Close(context.Background()) })
 	c, err := sessions.Get(testContext(t), env.Credentials)
 	if err != nil {
@@ -107,3 +107,6 @@ func wantClass(t *testing.T, err error, class vsphere.ErrorClass) {
 		t.Fatalf("want class %s, got %s: %v", class, got, err)
 	}
 }
+
+// pollInterval is the first task poll delay of test sessions (the production default).
+var pollInterval = 5 * time.Millisecond

@@ -68,6 +68,8 @@ func (r *reloginRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFa
 	if lerr := r.renew(ctx, seen); lerr != nil {
 		return lerr
 	}
+	// The failed attempt left its fault in res; the SOAP client would report it again.
+	resetBody(res)
 	return r.next.RoundTrip(ctx, req, res)
 }
 
@@ -83,4 +85,12 @@ func (r *reloginRoundTripper) renew(ctx context.Context, seen uint64) error {
 	}
 	r.generation++
 	return nil
+}
+
+// resetBody zeroes a response body (its Res and Fault_ fields) before a retry.
+func resetBody(res soap.HasFault) {
+	v := reflect.ValueOf(res)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v.Elem().Set(reflect.Zero(v.Elem().Type()))
+	}
 }

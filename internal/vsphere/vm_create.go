@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -58,20 +59,25 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 	return c.powerOnAndRead(ctx, ref)
 }
 
-// powerOnAndRead powers on (already on is success) and reads identity with one retrieval.
+// powerOnAndRead powers on (already on is success) and reads identity in the same retrieval that sees
+// the power-on task done.
 func (c *client) powerOnAndRead(ctx context.Context, ref types.ManagedObjectReference) (*VMInfo, error) {
 	t, err := object.NewVirtualMachine(c.vim, ref).PowerOn(ctx)
+	var vm *mo.VirtualMachine
 	if err == nil {
-		_, err = c.waitTask(ctx, t.Reference())
+		_, vm, err = c.waitTaskReadingVM(ctx, t.Reference(), &ref)
 	}
 	if err != nil && !isFault(err, &types.InvalidPowerState{}) {
 		return nil, err
 	}
-	vm, err := c.readVM(ctx, ref)
-	if err != nil {
-		return nil, err
+	if vm == nil {
+		if vm, err = c.readVM(ctx, ref); err != nil {
+			return nil, err
+		}
 	}
-	return toVMInfo(vm), nil
+	info := toVMInfo(vm)
+	info.PoweredOn = true // the task succeeded (or the VM was already on); the read may predate its end
+	return info, nil
 }
 
 func validateSpec(spec VMSpec) error {
