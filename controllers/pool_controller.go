@@ -36,7 +36,6 @@ import (
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=nodepools;hostedclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // PoolReconciler turns a NodePool's waiting AgentMachines into VsphereAgents (one per VM), and removes
 // the ones no longer needed.
