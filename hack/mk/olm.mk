@@ -48,8 +48,9 @@ bundle-verify: $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(CONTROLLER_GEN) ## Fail if 
 	tar -C "$(CURDIR)" --exclude=./bin --exclude=./.git -cf - . | tar -C "$$tmp" -xf -; \
 	if ! $(MAKE) -C "$$tmp" --no-print-directory LOCALBIN="$(LOCALBIN)" bundle catalog >"$$tmp/.olm-regen.log" 2>&1; then \
 		cat "$$tmp/.olm-regen.log"; echo "bundle-verify: regenerating the bundle failed"; exit 1; fi; \
-	drift=0; for p in bundle bundle.Dockerfile catalog config/manifests config/manager/kustomization.yaml; do \
+	drift=0; for p in bundle bundle.Dockerfile config/manifests config/manager/kustomization.yaml; do \
 		diff -ru "$$p" "$$tmp/$$p" || drift=1; done; \
+	diff -rq catalog "$$tmp/catalog" || drift=1; \
 	if [ $$drift -ne 0 ]; then echo "bundle-verify: bundle/ or catalog/ drifted from the sources; run 'make bundle catalog' and commit."; exit 1; fi; \
 	echo "bundle-verify: bundle/ and catalog/ match a fresh 'make bundle catalog'"
 

@@ -2,7 +2,6 @@ package olm
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,23 +15,22 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
-// previousBundleDir is the bundle of the previous catalog version (the v0.1.0 entry of catalog/).
-var previousBundleDir = filepath.Join("testdata", "bundle-v0.1.0")
-
-// TestUpgradeKeepsISOEjectionRecord installs the previous version's CRDs, stores a VsphereAgent whose
+// TestUpgradeKeepsISOEjectionRecord installs the CRDs of the catalog version this bundle replaces, stores a VsphereAgent whose
 // status.isoEjection holds an in-flight ejection, upgrades to this bundle's CRDs the way OLM does (update
 // in place) and shows the record survives, also across a status write made under the new schema. A
 // pruned record would make a restarted controller lose track of a CD-ROM it half ejected.
 func TestUpgradeKeepsISOEjectionRecord(t *testing.T) {
-	prev, err := loadBundle(previousBundleDir)
+	next := loadCurrentBundle(t)
+	objs := loadCurrentCatalog(t)
+	previous := previousCatalogBundle(t, objs, next.csv.Metadata.Name)
+	prevCRDs, prevFiles, err := catalogBundleCRDs(objs, previous, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := loadCurrentBundle(t)
-	if prev.csv.Spec.Version == next.csv.Spec.Version {
-		t.Fatalf("previous bundle has the current version %s", next.csv.Spec.Version)
+	if _, ok := prevCRDs["vsphereagents.agent-forge.containeroo.ch"]; !ok {
+		t.Fatalf("catalog bundle %s has no VsphereAgent CRD", previous)
 	}
-	c := startAPIServer(t, prev.crdFiles)
+	c := startAPIServer(t, prevFiles)
 	ctx := t.Context()
 	ensureNamespace(ctx, t, c, "clusters")
 
@@ -66,9 +64,16 @@ func TestUpgradeKeepsISOEjectionRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertRecord(ctx, t, c, va, record, "under the previous CRDs")
+	if newSchemaServed(ctx, t, c, va) {
+		t.Fatalf("the previous CRDs from %s already serve status.vm.createdAt; the upgrade would prove nothing", previous)
+	}
 
 	upgradeCRDs(ctx, t, c, next)
-	waitForNewSchema(ctx, t, c, va)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return newSchemaServed(ctx, t, c, va), nil
+	}); err != nil {
+		t.Fatalf("the API server never served the new VsphereAgent schema: %v", err)
+	}
 	assertRecord(ctx, t, c, va, record, "after the CRD upgrade")
 
 	// A status write by the new controller goes through the new schema's pruning.
@@ -104,25 +109,20 @@ func upgradeCRDs(ctx context.Context, t *testing.T, c client.Client, b *bundle) 
 	}
 }
 
-// waitForNewSchema waits until the API server serves the new schema: a dry-run status write carrying a
-// field only the new schema knows (status.vm.createdAt) keeps it instead of pruning it.
-func waitForNewSchema(ctx context.Context, t *testing.T, c client.Client, va *afv1.VsphereAgent) {
+// newSchemaServed says whether the API server serves the new VsphereAgent schema: a dry-run status write
+// carrying status.vm.createdAt (added after the previous version) keeps the field instead of pruning it.
+func newSchemaServed(ctx context.Context, t *testing.T, c client.Client, va *afv1.VsphereAgent) bool {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		probe := &afv1.VsphereAgent{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(va), probe); err != nil {
-			return false, err
-		}
-		now := metav1.NewTime(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-		probe.Status.VM.CreatedAt = &now
-		if err := c.Status().Update(ctx, probe, client.DryRunAll); err != nil {
-			return false, nil //nolint:nilerr // a conflict or a schema in transition: try again
-		}
-		return probe.Status.VM.CreatedAt != nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the API server never served the new VsphereAgent schema: %v", err)
+	probe := &afv1.VsphereAgent{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(va), probe); err != nil {
+		t.Fatal(err)
 	}
+	stamp := metav1.NewTime(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	probe.Status.VM.CreatedAt = &stamp
+	if err := c.Status().Update(ctx, probe, client.DryRunAll); err != nil {
+		return false // a conflict or a schema in transition: ask again
+	}
+	return probe.Status.VM.CreatedAt != nil
 }
 
 func assertRecord(ctx context.Context, t *testing.T, c client.Client, va *afv1.VsphereAgent, want *afv1.ISOEjectionRecord, when string) *afv1.VsphereAgent {

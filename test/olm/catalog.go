@@ -1,0 +1,110 @@
+package olm
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// fbcObject is one document of a file-based catalog (olm.package, olm.channel or olm.bundle).
+type fbcObject struct {
+	Schema         string `json:"schema"`
+	Name           string `json:"name"`
+	Package        string `json:"package"`
+	DefaultChannel string `json:"defaultChannel"`
+	Image          string `json:"image"`
+	Entries        []struct {
+		Name      string   `json:"name"`
+		Replaces  string   `json:"replaces"`
+		Skips     []string `json:"skips"`
+		SkipRange string   `json:"skipRange"`
+	} `json:"entries"`
+	Properties []struct {
+		Type  string          `json:"type"`
+		Value json.RawMessage `json:"value"`
+	} `json:"properties"`
+}
+
+// loadCatalog reads every document of the YAML files in dir.
+func loadCatalog(dir string) ([]fbcObject, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []fbcObject
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			var o fbcObject
+			if err := yaml.Unmarshal(doc, &o); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if o.Schema != "" {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
+// catalogBundleCRDs extracts the CRDs that a catalog's olm.bundle entry carries as olm.bundle.object
+// properties (what OLM installs for that version) and writes them into dir as files for envtest.
+func catalogBundleCRDs(objs []fbcObject, bundleName, dir string) (map[string]*apiextensionsv1.CustomResourceDefinition, []string, error) {
+	crds := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	var files []string
+	for _, o := range objs {
+		if o.Schema != "olm.bundle" || o.Name != bundleName {
+			continue
+		}
+		for _, p := range o.Properties {
+			if p.Type != "olm.bundle.object" {
+				continue
+			}
+			var v struct {
+				Data string `json:"data"`
+			}
+			if err := json.Unmarshal(p.Value, &v); err != nil {
+				return nil, nil, err
+			}
+			raw, err := base64.StdEncoding.DecodeString(v.Data)
+			if err != nil {
+				return nil, nil, err
+			}
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := json.Unmarshal(raw, crd); err != nil || crd.Kind != "CustomResourceDefinition" {
+				continue
+			}
+			f := filepath.Join(dir, crd.Name+".json")
+			if err := os.WriteFile(f, raw, 0o600); err != nil {
+				return nil, nil, err
+			}
+			crds[crd.Name] = crd
+			files = append(files, f)
+		}
+	}
+	if len(crds) == 0 {
+		return nil, nil, fmt.Errorf("catalog bundle %s carries no CRDs (olm.bundle.object)", bundleName)
+	}
+	return crds, files, nil
+}
