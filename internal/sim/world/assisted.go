@@ -196,19 +196,34 @@ func (d *Driver) agentConditions(agent *unstructured.Unstructured, connected boo
 // updateAgentStatus keeps the Agents the world registered current: Connected follows the VM's
 // power state/existence, Validated turns True after ValidationDelay, RequirementsMet follows approval.
 func (d *Driver) updateAgentStatus(ctx context.Context) error {
+	if len(d.registeredAt) == 0 {
+		return nil
+	}
 	now := d.now()
+	// One list instead of one read per Agent: the benches track a thousand.
+	all, err := d.listInPass(ctx, AgentGVK)
+	if err != nil {
+		return err
+	}
+	byKey := make(map[types.NamespacedName]*unstructured.Unstructured, len(all))
+	for _, a := range all {
+		byKey[client.ObjectKeyFromObject(a)] = a
+	}
+	biosOf := make(map[types.NamespacedName]string, len(d.registered))
+	for bios, k := range d.registered {
+		biosOf[k] = bios
+	}
 	for key, at := range d.registeredAt {
-		agent := newObject(AgentGVK)
-		if err := d.c.Get(ctx, key, agent); err != nil {
-			if apierrors.IsNotFound(err) {
+		agent, ok := byKey[key]
+		if !ok {
+			if d.inScope(key.Namespace) {
 				delete(d.registeredAt, key)
-				continue
 			}
-			return err
+			continue
 		}
 		connected := isTrue(agent, CondConnected)
 		if d.vmsListed {
-			_, connected = d.vms[d.biosOf(key)]
+			_, connected = d.vms[biosOf[key]]
 		}
 		if !setConditions(agent, now, d.agentConditions(agent, connected, at, now)...) {
 			continue
@@ -225,13 +240,4 @@ func (d *Driver) updateAgentStatus(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func (d *Driver) biosOf(agent types.NamespacedName) string {
-	for bios, k := range d.registered {
-		if k == agent {
-			return bios
-		}
-	}
-	return ""
 }

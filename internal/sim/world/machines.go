@@ -54,7 +54,7 @@ func (d *Driver) MachinesOf(ctx context.Context, nodePool types.NamespacedName) 
 }
 
 func (d *Driver) reconcileNodePools(ctx context.Context) error {
-	nps, err := d.list(ctx, NodePoolGVK)
+	nps, err := d.listInPass(ctx, NodePoolGVK)
 	if err != nil {
 		return err
 	}
@@ -71,14 +71,27 @@ func nodePoolKey(np *unstructured.Unstructured) string { return np.GetNamespace(
 
 func (d *Driver) machinesOf(ctx context.Context, np *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	clusterName, _, _ := unstructured.NestedString(np.Object, "spec", "clusterName")
-	l := newList(MachineGVK)
-	if err := d.c.List(ctx, l, client.InNamespace(ControlPlaneNamespace(np.GetNamespace(), clusterName))); err != nil {
-		return nil, err
+	cpNS := ControlPlaneNamespace(np.GetNamespace(), clusterName)
+	var all []*unstructured.Unstructured
+	if d.passCache != nil && d.inScope(cpNS) {
+		cached, err := d.listInPass(ctx, MachineGVK)
+		if err != nil {
+			return nil, err
+		}
+		all = cached
+	} else {
+		l := newList(MachineGVK)
+		if err := d.c.List(ctx, l, client.InNamespace(cpNS)); err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			all = append(all, &l.Items[i])
+		}
 	}
 	var out []*unstructured.Unstructured
-	for i := range l.Items {
-		if l.Items[i].GetAnnotations()[AnnotationNodePool] == nodePoolKey(np) {
-			out = append(out, &l.Items[i])
+	for _, m := range all {
+		if m.GetNamespace() == cpNS && m.GetAnnotations()[AnnotationNodePool] == nodePoolKey(np) {
+			out = append(out, m)
 		}
 	}
 	return out, nil
@@ -243,7 +256,7 @@ func (d *Driver) reservedConditions() []cond {
 // processDeletions plays CAPI's Machine deletion and the provider's deprovision hook: unbind the
 // Agent first, and only once it is unbound delete the AgentMachine and drop the finalizers.
 func (d *Driver) processDeletions(ctx context.Context) error {
-	machines, err := d.list(ctx, MachineGVK)
+	machines, err := d.listInPass(ctx, MachineGVK)
 	if err != nil {
 		return err
 	}
@@ -272,7 +285,7 @@ func (d *Driver) processDeletions(ctx context.Context) error {
 		d.log.Info("machine deleted", "machine", client.ObjectKeyFromObject(m))
 	}
 	// AgentMachines deleted on their own (not through their Machine).
-	ams, err := d.list(ctx, AgentMachineGVK)
+	ams, err := d.listInPass(ctx, AgentMachineGVK)
 	if err != nil {
 		return err
 	}

@@ -26,12 +26,12 @@ type waiting struct {
 
 // waitingAgentMachines lists AgentMachines with a live owner Machine and no agentRef.
 func (d *Driver) waitingAgentMachines(ctx context.Context) ([]waiting, error) {
-	ams, err := d.list(ctx, AgentMachineGVK)
+	ams, err := d.listInPass(ctx, AgentMachineGVK)
 	if err != nil {
 		return nil, err
 	}
 	// One list of Machines instead of one read per AgentMachine: the benches run a thousand.
-	machines, err := d.list(ctx, MachineGVK)
+	machines, err := d.listInPass(ctx, MachineGVK)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (d *Driver) bindWaiting(ctx context.Context) error {
 	if err != nil || len(ws) == 0 {
 		return err
 	}
-	agents, err := d.list(ctx, AgentGVK)
+	agents, err := d.listInPass(ctx, AgentGVK)
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func requirementsMet(approved bool) cond {
 // completeInstallations plays assisted-service finishing a day-2 install InstallDelay after
 // binding, and CAPI noticing the Node: Installed=True on the Agent, nodeRef and Running on the Machine.
 func (d *Driver) completeInstallations(ctx context.Context) error {
-	agents, err := d.list(ctx, AgentGVK)
+	agents, err := d.listInPass(ctx, AgentGVK)
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,15 @@ type Driver struct {
 	vms       map[string]VM
 	vmsListed bool
 	writes    int
+	scope     map[string]struct{}
+	// passCache holds lists taken during the current Step, valid while no write happened since
+	// (an idle pass lists each kind once).
+	passCache map[schemaGVK]cachedList
+}
+
+type cachedList struct {
+	atWrites int
+	items    []*unstructuredObj
 }
 
 // New returns a Driver. It starts nothing: call Step or Run.
@@ -110,8 +119,13 @@ func New(opts Options) (*Driver, error) {
 	if opts.ReportedHostname == "" {
 		opts.ReportedHostname = "localhost"
 	}
+	scope := map[string]struct{}{}
+	for _, ns := range opts.Namespaces {
+		scope[ns] = struct{}{}
+	}
 	return &Driver{
-		c: opts.Client, vc: opts.VSphere, opts: opts, clock: opts.Clock, log: opts.Logger,
+		scope: scope,
+		c:     opts.Client, vc: opts.VSphere, opts: opts, clock: opts.Clock, log: opts.Logger,
 		binding:      !opts.BindingDisabled,
 		register:     opts.Register,
 		firstSeen:    map[string]time.Time{},
@@ -149,6 +163,8 @@ func (d *Driver) Writes() int {
 func (d *Driver) Step(ctx context.Context) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.passCache = map[schemaGVK]cachedList{}
+	defer func() { d.passCache = nil }()
 	before := d.writes
 	var errs []error
 	for _, phase := range []struct {
@@ -219,17 +235,26 @@ func (d *Driver) inScope(ns string) bool {
 	if len(d.opts.Namespaces) == 0 {
 		return true
 	}
-	for _, n := range d.opts.Namespaces {
-		if n == ns {
-			return true
-		}
-	}
-	return false
+	_, ok := d.scope[ns]
+	return ok
 }
 
-// list lists objects of a kind in every namespace in scope.
+// list lists objects of a kind in every namespace in scope. With many namespaces one
+// cluster-wide list filtered here is far cheaper than a list per namespace.
 func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOption) ([]*unstructuredObj, error) {
 	var out []*unstructuredObj
+	if len(d.opts.Namespaces) > 4 {
+		l := newList(gvk)
+		if err := d.c.List(ctx, l, opts...); err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			if d.inScope(l.Items[i].GetNamespace()) {
+				out = append(out, &l.Items[i])
+			}
+		}
+		return out, nil
+	}
 	for _, ns := range d.namespaces() {
 		l := newList(gvk)
 		lo := append([]client.ListOption{}, opts...)
@@ -244,6 +269,24 @@ func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOpt
 		}
 	}
 	return out, nil
+}
+
+// listInPass is list, reusing a list of the same kind taken earlier in this Step when nothing
+// has been written since. Callers must not modify the returned objects without writing them.
+func (d *Driver) listInPass(ctx context.Context, gvk schemaGVK) ([]*unstructuredObj, error) {
+	if d.passCache != nil {
+		if c, ok := d.passCache[gvk]; ok && c.atWrites == d.writes {
+			return c.items, nil
+		}
+	}
+	items, err := d.list(ctx, gvk)
+	if err != nil {
+		return nil, err
+	}
+	if d.passCache != nil {
+		d.passCache[gvk] = cachedList{atWrites: d.writes, items: items}
+	}
+	return items, nil
 }
 
 func (d *Driver) now() time.Time { return d.clock.Now() }
