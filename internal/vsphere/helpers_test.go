@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -110,3 +111,14 @@ func wantClass(t *testing.T, err error, class vsphere.ErrorClass) {
 
 // pollInterval is the first task poll delay of test sessions (the production default).
 var pollInterval = 5 * time.Millisecond
+
+// adminClient is an independent simulator session for setup and assertions, logged out at test end.
+func adminClient(t *testing.T, h *harness) *vim25.Client {
+	t.Helper()
+	c, err := h.env.Login(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Logout(context.Background()) })
+	return c.Client
+}

@@ -258,7 +258,7 @@ func (v *VM) AnswerVM(ctx *simulator.Context, req *types.AnswerVM) soap.HasFault
 		body.Fault_ = simulator.Fault("no such choice", &types.InvalidArgument{InvalidProperty: "answerChoice"})
 		return body
 	}
-	ctx.Update(v, []types.PropertyChange{{Name: "runtime.question", Val: (*types.VirtualMachineQuestionInfo)(nil)}})
+	v.Runtime.Question = nil // we hold the VM's lock (the simulator locks the handler for the call)
 	v.mu.Lock()
 	v.answers = append(v.answers, Answer{QuestionID: req.QuestionId, ChoiceKey: req.AnswerChoice, Label: label})
 	p := v.pending
