@@ -54,6 +54,9 @@ func (d *Driver) MachinesOf(ctx context.Context, nodePool types.NamespacedName) 
 }
 
 func (d *Driver) reconcileNodePools(ctx context.Context) error {
+	if d.opts.ManualMachines {
+		return nil
+	}
 	nps, err := d.listInPass(ctx, NodePoolGVK)
 	if err != nil {
 		return err

@@ -67,6 +67,10 @@ type Options struct {
 	InstallDelay time.Duration
 	// ReportedHostname is the inventory hostname a new host reports (default "localhost").
 	ReportedHostname string
+	// ManualMachines stops Step from creating or deleting Machines to follow NodePool replicas
+	// (only SetReplicas does): for tests that hand-craft Machines/AgentMachines. Deletions started
+	// by anyone are still processed.
+	ManualMachines bool
 	// BindingDisabled starts the world with the provider's automatic binding off (see SetBinding).
 	BindingDisabled bool
 }
@@ -171,7 +175,7 @@ func (d *Driver) Step(ctx context.Context) (int, error) {
 		name string
 		run  func(context.Context) error
 	}{
-		{"nodepools", d.reconcileNodePools},
+		{"nodepools", d.reconcileNodePools}, // HyperShift + CAPI MachineSet
 		{"deletions", d.processDeletions},
 		{"registration", d.registerAgents},
 		{"agent-status", d.updateAgentStatus},

@@ -8,7 +8,9 @@ import (
 
 	"github.com/vmware/govmomi/vim25/mo"
 	vimtypes "github.com/vmware/govmomi/vim25/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 )
@@ -264,5 +266,27 @@ func TestObserveShowsMachinesAndAgents(t *testing.T) {
 	}
 	if len(views) != 2 || bound != 1 || waiting != 1 {
 		t.Errorf("views = %+v", views)
+	}
+}
+
+func TestStepFollowsNodePoolReplicasUnlessManual(t *testing.T) {
+	for _, manual := range []bool{false, true} {
+		s := scenario(t)
+		d, _ := newWorld(t, s, world.Options{ManualMachines: manual})
+		must(t, d.SetReplicas(t.Context(), s.NodePool, 2))
+		np := &unstructured.Unstructured{}
+		np.SetGroupVersionKind(world.NodePoolGVK)
+		must(t, k8s.Get(t.Context(), s.NodePool, np))
+		patch := client.MergeFrom(np.DeepCopy())
+		_ = unstructured.SetNestedField(np.Object, int64(1), "spec", "replicas")
+		must(t, k8s.Patch(t.Context(), np, patch)) // the autoscaler, without the world's help
+		step(t, d)
+		want := 1
+		if manual {
+			want = 2
+		}
+		if got := len(list(t, "Machine", s.ControlPlaneNamespace)); got != want {
+			t.Errorf("manual=%v: %d machines, want %d", manual, got, want)
+		}
 	}
 }
