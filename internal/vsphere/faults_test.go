@@ -4,7 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -26,7 +27,7 @@ func TestFailedPowerOnIsNotClaimedDoneAndRetrySucceeds(t *testing.T) {
 	spec := h.env.VMSpec("power-fails", owner)
 	spec.ISOPath = isoPath
 
-	failedBefore := testutil.ToFloat64(metrics.VsphereVMOperations.WithLabelValues("create", string(vsphere.ClassFault)))
+	failedBefore := counterValue(t, "create", string(vsphere.ClassFault))
 	h.env.Service().AddFaultRule(faultRule("PowerOnVM_Task", &types.InsufficientResourcesFault{}, 1))
 	info, err := h.client.CreateVM(ctx, spec)
 	if info != nil {
@@ -38,11 +39,13 @@ func TestFailedPowerOnIsNotClaimedDoneAndRetrySucceeds(t *testing.T) {
 		t.Fatalf("fault type = %+v", ve)
 	}
 
-	if got := testutil.ToFloat64(metrics.VsphereVMOperations.WithLabelValues("create", string(vsphere.ClassFault))); got != failedBefore+1 {
+	if got := counterValue(t, "create", string(vsphere.ClassFault)); got != failedBefore+1 {
 		t.Fatalf("create/Fault counter %v -> %v", failedBefore, got)
 	}
-	if testutil.CollectAndCount(metrics.VsphereCallDuration) == 0 {
-		t.Fatal("no per-method latency observed")
+	var h2 dto.Metric
+	if err := metrics.VsphereCallDuration.WithLabelValues("PowerOnVM_Task").(prometheus.Histogram).Write(&h2); err != nil ||
+		h2.GetHistogram().GetSampleCount() == 0 {
+		t.Fatalf("no PowerOnVM_Task latency observed (%v)", err)
 	}
 
 	info, err = h.client.CreateVM(ctx, spec)
@@ -125,4 +128,13 @@ func TestFailedReconfigureAndFailedTasks(t *testing.T) {
 	if n := f.h.env.CountVMsNamed("eject-me"); n != 0 {
 		t.Fatalf("VM count %d after destroy", n)
 	}
+}
+
+func counterValue(t *testing.T, op, result string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := metrics.VsphereVMOperations.WithLabelValues(op, result).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
