@@ -1,0 +1,267 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/sim"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/internal/testenv"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+)
+
+var (
+	env       *testenv.Env
+	k8s       client.Client
+	vc        *vcsim.Env
+	isoServer *sim.ISOServer
+	vs        vsphere.Client
+	sessions  *vsphere.SessionCache
+	nsCounter atomic.Int32
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Controllers Suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	env, err = testenv.Start(testenv.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(env.Config, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	vc, err = vcsim.Start(vcsim.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	isoServer = sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: 64 * 1024, Token: "s3cr3t-token"})
+	sessions = vsphere.NewSessions(vsphere.SessionOptions{})
+	vs, err = sessions.Get(context.Background(), vc.Credentials)
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if sessions != nil {
+		sessions.Close(context.Background())
+	}
+	if isoServer != nil {
+		isoServer.Close()
+	}
+	if vc != nil {
+		vc.Close()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// operator is one running manager with our controllers.
+type operator struct {
+	clock  *clocktesting.FakeClock
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type operatorOptions struct {
+	beforeUnapprove func(ctx context.Context, ns, name string)
+	orphanScan      time.Duration
+}
+
+// startOperator runs the real controllers in a manager against envtest and the simulator, with a fake
+// clock for time-based behaviour (registration timeout).
+func startOperator(o operatorOptions) *operator {
+	clk := clocktesting.NewFakeClock(time.Now())
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Client:                 controllers.ClientOptions(),
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	if o.orphanScan == 0 {
+		o.orphanScan = time.Hour
+	}
+	Expect(controllers.Setup(mgr, controllers.Options{
+		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
+		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
+	})).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(op.done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	return op
+}
+
+func (o *operator) stop() {
+	o.cancel()
+	Eventually(o.done, 30*time.Second).Should(BeClosed())
+}
+
+// scenario creates a hub (namespaces, HostedCluster, NodePool, InfraEnv with the ISO URL, Secret).
+func newScenario() *world.Scenario {
+	n := nsCounter.Add(1)
+	u := *vc.URL
+	u.User = url.UserPassword(vcsim.Username, vcsim.Password)
+	s, err := world.Setup(context.Background(), k8s, world.SetupOptions{
+		Namespace: fmt.Sprintf("t%d", n), HostedCluster: "hc", NodePool: "np", InfraEnv: "ie",
+		AgentLabels: map[string]string{"example.com/pool": fmt.Sprintf("t%d", n)},
+		ISOURL:      isoServer.URL(), VCenter: &u,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return s
+}
+
+// startWorld runs a world driver for the scenario until the test ends.
+func startWorld(s *world.Scenario, o world.Options) *world.Driver {
+	gc, err := vc.Login(context.Background())
+	Expect(err).NotTo(HaveOccurred())
+	o.Client, o.VSphere, o.Datacenter = k8s, gc.Client, vcsim.Datacenter
+	o.Namespaces = s.Namespaces()
+	if o.InfraEnv == nil && o.InfraEnvFor == nil {
+		ie := s.InfraEnv
+		o.InfraEnv = &ie
+	}
+	d, err := world.New(o)
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx, 100*time.Millisecond)
+	}()
+	DeferCleanup(func() {
+		cancel()
+		<-done
+		_ = gc.Logout(context.Background())
+	})
+	return d
+}
+
+// newPool returns a pool for the scenario on the simulator's inventory.
+func newPool(s *world.Scenario, name string) *afv1.VsphereAgentPool {
+	labels := map[string]afv1.LabelValue{}
+	for k, v := range s.AgentLabels {
+		labels[k] = afv1.LabelValue(v)
+	}
+	return &afv1.VsphereAgentPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
+		Spec: afv1.VsphereAgentPoolSpec{
+			HostedClusterRef: afv1.LocalObjectReference{Name: s.HostedCluster.Name},
+			NodePoolRef:      afv1.LocalObjectReference{Name: s.NodePool.Name},
+			InfraEnvRef:      afv1.LocalObjectReference{Name: s.InfraEnv.Name},
+			ControlPlaneNamespace: s.ControlPlaneNamespace,
+			VSphere: afv1.VSphereSpec{
+				CredentialsSecretRef: afv1.SecretReference{Name: s.Secret.Name},
+				Datacenter:           vcsim.Datacenter, DatastoreCluster: vcsim.Datastore, ISODatastore: vcsim.Datastore,
+				ResourcePool: vcsim.ResourcePool, Network: vcsim.Network, Folder: "agent-forge/" + s.Namespace,
+			},
+			Template: afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20},
+			Agent:    afv1.AgentBindingSpec{Labels: labels},
+		},
+	}
+}
+
+func createPool(p *afv1.VsphereAgentPool) *afv1.VsphereAgentPool {
+	Expect(k8s.Create(context.Background(), p)).To(Succeed())
+	return p
+}
+
+func getPool(p *afv1.VsphereAgentPool) *afv1.VsphereAgentPool {
+	out := &afv1.VsphereAgentPool{}
+	Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(p), out)).To(Succeed())
+	return out
+}
+
+// poolVMs lists the pool's VMs in the simulator (by our ownership marker).
+func poolVMs(p *afv1.VsphereAgentPool) []vsphere.VMInfo {
+	GinkgoHelper()
+	fresh := getPool(p)
+	vms, err := vs.ListPoolVMs(context.Background(), vcsim.Datacenter, string(fresh.UID))
+	Expect(err).NotTo(HaveOccurred())
+	return vms
+}
+
+func vsphereAgents(p *afv1.VsphereAgentPool) []afv1.VsphereAgent {
+	GinkgoHelper()
+	var list afv1.VsphereAgentList
+	Expect(k8s.List(context.Background(), &list, client.InNamespace(p.Namespace), client.MatchingLabels{afv1.LabelPool: p.Name})).To(Succeed())
+	return list.Items
+}
+
+func phaseCount(p *afv1.VsphereAgentPool, phase afv1.VMPhase) int {
+	n := 0
+	for _, va := range vsphereAgents(p) {
+		if va.Status.VM.Phase == phase {
+			n++
+		}
+	}
+	return n
+}
+
+func boundAgentsOf(p *afv1.VsphereAgentPool) int {
+	GinkgoHelper()
+	list := newAgentList()
+	Expect(k8s.List(context.Background(), list, client.InNamespace(p.Namespace), client.MatchingLabels{afv1.LabelPool: p.Name})).To(Succeed())
+	n := 0
+	for _, a := range list.Items {
+		if a.GetLabels()["agentMachineRef"] != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func agentsOf(p *afv1.VsphereAgentPool) int {
+	GinkgoHelper()
+	list := newAgentList()
+	Expect(k8s.List(context.Background(), list, client.InNamespace(p.Namespace), client.MatchingLabels{afv1.LabelPool: p.Name})).To(Succeed())
+	return len(list.Items)
+}
+
+// deletePoolAndWait deletes a pool (tests end clean) and waits for it to go.
+func deletePoolAndWait(p *afv1.VsphereAgentPool) {
+	ctx := context.Background()
+	_ = k8s.Delete(ctx, p)
+	Eventually(func() bool {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(p), &afv1.VsphereAgentPool{})
+		return client.IgnoreNotFound(err) == nil && err != nil
+	}, 60*time.Second, 200*time.Millisecond).Should(BeTrue())
+}
+
+func key(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+
+// pokePool changes an annotation (triggering a reconcile) and returns the resulting resourceVersion.
+func pokePool(p *afv1.VsphereAgentPool) string {
+	GinkgoHelper()
+	fresh := getPool(p)
+	patch := client.MergeFrom(fresh.DeepCopy())
+	if fresh.Annotations == nil {
+		fresh.Annotations = map[string]string{}
+	}
+	fresh.Annotations["test.agent-forge/poke"] = time.Now().Format(time.RFC3339Nano)
+	Expect(k8s.Patch(context.Background(), fresh, patch)).To(Succeed())
+	return fresh.ResourceVersion
+}
