@@ -169,9 +169,9 @@ func newPool(s *world.Scenario, name string) *afv1.VsphereAgentPool {
 	return &afv1.VsphereAgentPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
 		Spec: afv1.VsphereAgentPoolSpec{
-			HostedClusterRef: afv1.LocalObjectReference{Name: s.HostedCluster.Name},
-			NodePoolRef:      afv1.LocalObjectReference{Name: s.NodePool.Name},
-			InfraEnvRef:      afv1.LocalObjectReference{Name: s.InfraEnv.Name},
+			HostedClusterRef:      afv1.LocalObjectReference{Name: s.HostedCluster.Name},
+			NodePoolRef:           afv1.LocalObjectReference{Name: s.NodePool.Name},
+			InfraEnvRef:           afv1.LocalObjectReference{Name: s.InfraEnv.Name},
 			ControlPlaneNamespace: s.ControlPlaneNamespace,
 			VSphere: afv1.VSphereSpec{
 				CredentialsSecretRef: afv1.SecretReference{Name: s.Secret.Name},
@@ -251,7 +251,9 @@ func deletePoolAndWait(p *afv1.VsphereAgentPool) {
 	}, 60*time.Second, 200*time.Millisecond).Should(BeTrue())
 }
 
-func key(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // pokePool changes an annotation (triggering a reconcile) and returns the resulting resourceVersion.
 func pokePool(p *afv1.VsphereAgentPool) string {
