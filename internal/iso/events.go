@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -25,9 +24,16 @@ const (
 	lastErrorTimeFormatUTC = time.RFC3339
 )
 
+// Kubernetes event types (corev1.EventTypeNormal/Warning; spelled out to keep k8s.io/api out of the
+// package's dependencies).
+const (
+	EventTypeNormal  = "Normal"
+	EventTypeWarning = "Warning"
+)
+
 // Event is one Kubernetes event for the pool. Messages are already free of URL tokens.
 type Event struct {
-	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Type    string // EventTypeNormal or EventTypeWarning
 	Reason  string
 	Message string
 }
@@ -39,11 +45,11 @@ type EventRecorder interface {
 }
 
 func normal(reason, format string, args ...any) Event {
-	return Event{Type: corev1.EventTypeNormal, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return Event{Type: EventTypeNormal, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 func warning(reason, format string, args ...any) Event {
-	return Event{Type: corev1.EventTypeWarning, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return Event{Type: EventTypeWarning, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 func short(digest string) string {
