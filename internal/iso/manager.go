@@ -47,7 +47,8 @@ type Job struct {
 }
 
 // JobResult is a finished job. Apply Status to pool.status.iso and, when non-nil, Condition as
-// ISOReady; applying the same result twice is harmless. Events were already recorded.
+// ISOReady; applying the same result twice is harmless. Events were already recorded. A prune-only
+// job carries the previous refresh's Condition forward (nil if the Manager never refreshed the pool).
 type JobResult struct {
 	// Seq increases with every finished job of the pool.
 	Seq uint64
@@ -259,6 +260,11 @@ func (m *Manager) finish(key types.NamespacedName, job Job, res JobResult, refre
 		ps.retryAt = now.Add(backoff(m.o.BackoffBase, m.o.BackoffMax, ps.failures))
 	case job.Need.Needed:
 		ps.failures, ps.failedFor = 0, ""
+	}
+	if res.Condition == nil && ps.result != nil && ps.result.Condition != nil {
+		// A prune-only job keeps showing the last refresh's verdict (a failure stays visible).
+		cond := *ps.result.Condition
+		res.Condition = &cond
 	}
 	ps.seq++
 	res.Seq, res.Failures, res.FinishedAt = ps.seq, ps.failures, now

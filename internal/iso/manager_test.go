@@ -130,7 +130,7 @@ func TestManagerPruneOnlyJobsAreSpaced(t *testing.T) {
 	}
 	waitDone(t, done, key)
 	res, _ := m.Result(key)
-	if res.Refresh != nil || res.Condition != nil || len(res.Status.History) != 1 {
+	if res.Refresh != nil || res.Condition != nil || len(res.Status.History) != 1 { // no refresh ran before
 		t.Fatalf("prune-only result %+v", res)
 	}
 	if s := m.Ensure(key, j); s.State != EnsureIdle || s.RetryAfter != 5*time.Minute {
