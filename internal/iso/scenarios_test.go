@@ -126,6 +126,17 @@ func scenarioIntervalRevalidation(t *testing.T, b backend) {
 	if !contains(h.eventReasons(), EventISOPruned) {
 		t.Fatalf("events %v", h.eventReasons())
 	}
+
+	// A different length is known to be new content from the headers: one request streams it.
+	v3 := makeISO(testISOSize+4096, 5)
+	h.server.set(v3, "")
+	h.clock.Step(61 * time.Minute)
+	before := h.server.requests
+	_, rr = h.pass()
+	h.expectOutcome(rr, OutcomeUploaded)
+	if h.server.requests != before+1 || h.status().SHA256 != sha(v3) {
+		t.Fatalf("requests +%d, sha %s", h.server.requests-before, h.status().SHA256)
+	}
 }
 
 func scenarioIgnoredValidators(t *testing.T, b backend) {
