@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -42,6 +43,8 @@ func main() {
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch (pools, Agents, InfraEnvs and control plane namespaces). Empty watches all namespaces.")
 	flag.BoolVar(&crossNamespaceSecrets, "allow-cross-namespace-secrets", false, "Allow a pool to read a credentials Secret outside its own namespace.")
+	var crdPoll time.Duration
+	flag.DurationVar(&crdPoll, "external-crd-poll-interval", 30*time.Second, "How often to check for missing HyperShift/CAPI/Assisted Installer CRDs before starting the controllers.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server (off: CVE-2023-44487 / rapid reset).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -83,7 +86,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	if err := controllers.Setup(mgr, controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets, CRDPollInterval: crdPoll}); err != nil {
 		setupLog.Error(err, "unable to set up controllers")
 		os.Exit(1)
 	}

@@ -127,7 +127,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 
 	var errs []error
 	for _, phase := range []func(context.Context, *poolScope) error{
-		r.checkClaim, r.observeDemand, r.observeCapacity, r.observeInfraEnv, r.connectVSphere, r.refreshISO, r.planAndAct,
+		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.connectVSphere, r.refreshISO, r.planAndAct,
 	} {
 		if err := phase(ctx, s); err != nil {
 			if errors.Is(err, errStop) {
@@ -186,12 +186,20 @@ func (r *PoolReconciler) observeDemand(ctx context.Context, s *poolScope) error 
 	if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{indexAgentMachinePool: key}); err != nil {
 		return fmt.Errorf("listing AgentMachines: %w", err)
 	}
+	// The provider labels the Agent before it writes the AgentMachine's agentRef: an AgentMachine whose
+	// Agent is already reserved no longer waits, else the gap between the two writes looks like demand.
+	reserved := map[string]bool{}
+	for _, a := range s.matching {
+		if ref := a.AgentMachineRef(); ref != "" {
+			reserved[a.Obj.GetAnnotations()[agents.AnnotationAgentMachineRefNamespace]+"/"+ref] = true
+		}
+	}
 	s.agentMachines = s.agentMachines[:0]
 	s.waiting = 0
 	for i := range list.Items {
 		am := agents.AgentMachineFrom(&list.Items[i])
 		s.agentMachines = append(s.agentMachines, am)
-		if am.WaitsForAgent() && r.ownerMachineActive(ctx, am) {
+		if am.WaitsForAgent() && !reserved[am.Namespace+"/"+am.Name] && r.ownerMachineActive(ctx, am) {
 			s.waiting++
 		}
 	}

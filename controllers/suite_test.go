@@ -267,3 +267,29 @@ func pokePool(p *afv1.VsphereAgentPool) string {
 	Expect(k8s.Patch(context.Background(), fresh, patch)).To(Succeed())
 	return fresh.ResourceVersion
 }
+
+func isoPath(p *afv1.VsphereAgentPool) string {
+	if p.Status.ISO == nil {
+		return ""
+	}
+	return p.Status.ISO.Path
+}
+
+func conditionReason(p *afv1.VsphereAgentPool, condType string) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == condType {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// setPool applies a change to the pool's spec with retries on conflict.
+func setPool(p *afv1.VsphereAgentPool, change func(*afv1.VsphereAgentPool)) {
+	GinkgoHelper()
+	Eventually(func() error {
+		fresh := getPool(p)
+		change(fresh)
+		return k8s.Update(context.Background(), fresh)
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+}
