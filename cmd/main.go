@@ -33,7 +33,7 @@ func init() {
 
 func main() {
 	var (
-		metricsAddr, probeAddr, leaderElectionNamespace, watchNamespaces string
+		metricsAddr, probeAddr, leaderElectionNamespace, watchNamespaces        string
 		secureMetrics, enableLeaderElection, enableHTTP2, crossNamespaceSecrets bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to (HTTPS when --metrics-secure). \"0\" disables it.")
