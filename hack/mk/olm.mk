@@ -37,7 +37,7 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ (CSV, CRDs, R
 
 .PHONY: bundle-validate
 bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework suite; fails on any error or warning.
-	@out="$$($(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1)"; rc=$$?; \
+	@rc=0; out="$$($(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1)" || rc=$$?; \
 	echo "$$out"; \
 	if [ $$rc -ne 0 ] || grep -qiE 'level=(warn|error)|WARN|ERRO' <<<"$$out"; then echo "bundle-validate: errors or warnings found"; exit 1; fi
 

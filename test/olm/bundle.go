@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
@@ -22,8 +23,20 @@ type csv struct {
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
-		Version                   string `json:"version"`
-		MinKubeVersion            string `json:"minKubeVersion"`
+		Version        string `json:"version"`
+		MinKubeVersion string `json:"minKubeVersion"`
+		Icon           []struct {
+			Base64Data string `json:"base64data"`
+			MediaType  string `json:"mediatype"`
+		} `json:"icon"`
+		Install struct {
+			Spec struct {
+				Deployments []struct {
+					Name string                `json:"name"`
+					Spec appsv1.DeploymentSpec `json:"spec"`
+				} `json:"deployments"`
+			} `json:"spec"`
+		} `json:"install"`
 		CustomResourceDefinitions struct {
 			Owned []ownedCRD `json:"owned"`
 		} `json:"customresourcedefinitions"`
