@@ -33,8 +33,9 @@ type client struct {
 	sessions *session.Manager
 	pollBase time.Duration
 
-	mu  sync.Mutex
-	dcs map[string]*dcCache
+	mu        sync.Mutex
+	dcs       map[string]*dcCache
+	taskTimes map[string]time.Duration // learned task durations by kind, for the first poll
 
 	restMu sync.Mutex
 	rest   *rest.Client // logged in lazily, for tags
@@ -98,19 +99,51 @@ func taskError(info *types.TaskInfo) error {
 	return task.Error{LocalizedMethodFault: info.Error, Description: info.Description}
 }
 
-// waitTask polls a task until it ends, with a short first delay that doubles up to one second. Polling
-// with single property reads costs fewer round trips than a property-collector filter per task (create
-// collector, filter, wait, destroy filter, destroy collector). Only for tasks no guest can hold up:
-// callers never wait on a CD-ROM reconfigure (see EjectISO).
+// waitTask polls a task of no particular kind until it ends (see waitTaskOf).
 func (c *client) waitTask(ctx context.Context, ref types.ManagedObjectReference) (*types.TaskInfo, error) {
-	info, _, err := c.waitTaskReadingVM(ctx, ref, nil)
+	info, _, err := c.waitTaskReadingVM(ctx, "", ref, nil)
 	return info, err
 }
 
-// waitTaskReadingVM polls a task and, in the same property retrieval, the VM's vmProps: the read that
-// sees the task done also returns the VM, saving a round trip. Properties a task changes (power state)
-// may be read just before its end; callers derive those from the task's success.
-func (c *client) waitTaskReadingVM(ctx context.Context, ref types.ManagedObjectReference,
+// waitTaskOf polls a task until it ends. Polling with single property reads costs fewer round trips than
+// a property-collector filter per task (create collector, filter, wait, destroy filter, destroy
+// collector). The first poll waits about as long as tasks of this kind took before in this session, so
+// a typical task is seen done on the first read; later polls back off up to one second. Only for tasks
+// no guest can hold up: callers never wait on a CD-ROM reconfigure (see EjectISO).
+func (c *client) waitTaskOf(ctx context.Context, kind string, ref types.ManagedObjectReference) (*types.TaskInfo, error) {
+	info, _, err := c.waitTaskReadingVM(ctx, kind, ref, nil)
+	return info, err
+}
+
+// firstPoll is the learned duration of a task kind (or the base interval).
+func (c *client) firstPoll(kind string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.taskTimes[kind]; ok && kind != "" {
+		return d
+	}
+	return c.pollBase
+}
+
+// learn averages how long a task kind ran on the server (its own start and complete times).
+func (c *client) learn(kind string, info *types.TaskInfo) {
+	if kind == "" || info.StartTime == nil || info.CompleteTime == nil {
+		return
+	}
+	took := info.CompleteTime.Sub(*info.StartTime)
+	took = min(max(took+took/10+200*time.Microsecond, c.pollBase/5), time.Second)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.taskTimes[kind]; ok {
+		took = (old + took) / 2
+	}
+	c.taskTimes[kind] = took
+}
+
+// waitTaskReadingVM is waitTaskOf that also reads the VM's vmProps in the same property retrieval: the
+// read that sees the task done also returns the VM, saving a round trip. Properties a task changes (power
+// state) may be read just before its end; callers derive those from the task's success.
+func (c *client) waitTaskReadingVM(ctx context.Context, kind string, ref types.ManagedObjectReference,
 	vmRef *types.ManagedObjectReference) (*types.TaskInfo, *mo.VirtualMachine, error) {
 	spec := types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: ref}},
@@ -120,7 +153,8 @@ func (c *client) waitTaskReadingVM(ctx context.Context, ref types.ManagedObjectR
 		spec.ObjectSet = append(spec.ObjectSet, types.ObjectSpec{Obj: *vmRef})
 		spec.PropSet = append(spec.PropSet, types.PropertySpec{Type: "VirtualMachine", PathSet: vmProps})
 	}
-	delay := c.pollBase
+	delay := c.firstPoll(kind)
+	backoff := c.pollBase
 	for {
 		timer := time.NewTimer(delay)
 		select {
@@ -150,10 +184,11 @@ func (c *client) waitTaskReadingVM(ctx context.Context, ref types.ManagedObjectR
 		}
 		switch task.Info.State {
 		case types.TaskInfoStateSuccess:
+			c.learn(kind, &task.Info)
 			return &task.Info, vm, nil
 		case types.TaskInfoStateError:
 			return &task.Info, vm, taskError(&task.Info)
 		}
-		delay = min(delay*2, time.Second)
+		delay, backoff = backoff, min(backoff*2, time.Second)
 	}
 }

@@ -234,14 +234,15 @@ func newClient(ctx context.Context, creds Credentials, opts SessionOptions) (*cl
 	}
 	keep := keepalive.NewHandlerSOAP(inner, opts.KeepAlive, nil)
 	c := &client{
-		vim:      vc,
-		soap:     sc,
-		creds:    creds,
-		log:      opts.Logger.WithValues("server", sc.URL().Host, "user", creds.Username),
-		keep:     keep,
-		pollBase: opts.TaskPollInterval,
-		dcs:      map[string]*dcCache{},
-		tagIDs:   map[string]string{},
+		vim:       vc,
+		soap:      sc,
+		creds:     creds,
+		log:       opts.Logger.WithValues("server", sc.URL().Host, "user", creds.Username),
+		keep:      keep,
+		pollBase:  opts.TaskPollInterval,
+		dcs:       map[string]*dcCache{},
+		taskTimes: map[string]time.Duration{},
+		tagIDs:    map[string]string{},
 	}
 	c.sessions = session.NewManager(vc)
 	c.relogin = &reloginRoundTripper{next: keep, login: c.login}

@@ -199,7 +199,7 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 	if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
 		t, err := obj.PowerOff(ctx)
 		if err == nil {
-			_, err = c.waitTask(ctx, t.Reference())
+			_, err = c.waitTaskOf(ctx, "PowerOff", t.Reference())
 		}
 		if err != nil && !isFault(err, &types.InvalidPowerState{}) {
 			return ignoreNotFound(err)
@@ -207,7 +207,7 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 	}
 	t, err := obj.Destroy(ctx)
 	if err == nil {
-		_, err = c.waitTask(ctx, t.Reference())
+		_, err = c.waitTaskOf(ctx, "Destroy", t.Reference())
 	}
 	if err == nil {
 		c.log.Info("destroyed VM", "vm", vm.Name, "instanceUUID", instanceUUID)

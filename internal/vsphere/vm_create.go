@@ -65,7 +65,7 @@ func (c *client) powerOnAndRead(ctx context.Context, ref types.ManagedObjectRefe
 	t, err := object.NewVirtualMachine(c.vim, ref).PowerOn(ctx)
 	var vm *mo.VirtualMachine
 	if err == nil {
-		_, vm, err = c.waitTaskReadingVM(ctx, t.Reference(), &ref)
+		_, vm, err = c.waitTaskReadingVM(ctx, "PowerOn", t.Reference(), &ref)
 	}
 	if err != nil && !isFault(err, &types.InvalidPowerState{}) {
 		return nil, err
@@ -132,7 +132,7 @@ func (c *client) createFromScratch(ctx context.Context, d *dcCache, spec VMSpec)
 	if err != nil {
 		return nil, createError(err)
 	}
-	info, err := c.waitTask(ctx, t.Reference())
+	info, err := c.waitTaskOf(ctx, "CreateVM", t.Reference())
 	if err != nil {
 		return nil, createError(err)
 	}
