@@ -54,6 +54,10 @@ bundle-verify: $(OPERATOR_SDK) $(OPM) $(KUSTOMIZE) $(CONTROLLER_GEN) ## Fail if 
 	if [ $$drift -ne 0 ]; then echo "bundle-verify: bundle/ or catalog/ drifted from the sources; run 'make bundle catalog' and commit."; exit 1; fi; \
 	echo "bundle-verify: bundle/ and catalog/ match a fresh 'make bundle catalog'"
 
+.PHONY: scorecard
+scorecard: $(OPERATOR_SDK) ## Run the scorecard tests of bundle/ (needs a cluster with OLM in the current kubeconfig).
+	$(OPERATOR_SDK) scorecard ./bundle --wait-time 120s
+
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image (needs a container engine).
 	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
