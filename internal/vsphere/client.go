@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -32,6 +33,7 @@ type client struct {
 	relogin  *reloginRoundTripper
 	sessions *session.Manager
 	pollBase time.Duration
+	closed   atomic.Bool
 
 	mu        sync.Mutex
 	dcs       map[string]*dcCache
@@ -45,6 +47,10 @@ type client struct {
 var _ Client = (*client)(nil)
 
 func (c *client) login(ctx context.Context) error {
+	if c.closed.Load() {
+		// Closed (cache Close) or retired (rotated credentials): holders must Get a new client.
+		return NewError(ClassAuth, "Login", "session was closed; get a new client from the session cache")
+	}
 	err := c.sessions.Login(ctx, url.UserPassword(c.creds.Username, c.creds.Password))
 	if err != nil {
 		// The error names the fault (InvalidLogin), never the password.
@@ -55,6 +61,7 @@ func (c *client) login(ctx context.Context) error {
 }
 
 func (c *client) logout(ctx context.Context) {
+	c.closed.Store(true)
 	c.restMu.Lock()
 	if c.rest != nil {
 		_ = c.rest.Logout(ctx)

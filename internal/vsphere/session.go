@@ -82,18 +82,21 @@ func (s *SessionCache) Get(ctx context.Context, creds Credentials) (Client, erro
 	if !ok {
 		e = &sessionEntry{ready: make(chan struct{})}
 		s.sessions[key] = e
-		retired := s.retireLocked(creds, key)
 		s.mu.Unlock()
-		for _, old := range retired {
-			go old.logout(context.Background()) // rotated credentials: the old session is not needed any more
-		}
 		e.client, e.err = newClient(ctx, creds, s.opts)
+		s.mu.Lock()
+		var retired []*client
 		if e.err != nil {
-			s.mu.Lock()
 			delete(s.sessions, key)
-			s.mu.Unlock()
+		} else {
+			retired = s.retireLocked(creds, key)
 		}
+		s.mu.Unlock()
 		close(e.ready)
+		for _, old := range retired {
+			// Rotated credentials logged in: the old session is not needed any more.
+			go old.logout(context.WithoutCancel(ctx))
+		}
 	} else {
 		s.mu.Unlock()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi/vim25/mo"
 
@@ -127,4 +128,34 @@ func TestExpiredSessionIsRenewedTransparently(t *testing.T) {
 	if calls["Login"] != 2 {
 		t.Fatalf("logins = %d, want 2 (initial + one renewal)", calls["Login"])
 	}
+}
+
+func TestKeepAliveAndUseAfterClose(t *testing.T) {
+	env, err := vcsim.Start(vcsim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	ctx := testContext(t)
+	calls := &callCounter{byMethod: map[string]int{}}
+	sessions := vsphere.NewSessions(vsphere.SessionOptions{KeepAlive: 10 * time.Millisecond, WrapRoundTripper: calls.wrap})
+	c, err := sessions.Get(ctx, env.Credentials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An idle session pings vCenter (bounded wait for the keep-alive goroutine).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, byMethod := calls.snapshot(); byMethod["CurrentTime"] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no keep-alive call on an idle session")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sessions.Close(ctx)
+	// A holder of the closed client gets an auth error instead of a new, untracked session.
+	_, err = c.FindVM(ctx, vcsim.Datacenter, "x", "")
+	wantClass(t, err, vsphere.ClassAuth)
 }
