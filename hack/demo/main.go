@@ -1,0 +1,147 @@
+// Command demo runs the whole operator loop on loopback: an embedded kube-apiserver + etcd, the vCenter
+// simulator, a discovery-ISO server, a world driver playing HyperShift/CAPI/assisted-service, and the
+// real manager binary. It plays the autoscaler (NodePool 0 → 3 → 5 → 2 by default), shows a live
+// table, checks invariants and ends with one summary line; exit code 1 when an invariant failed.
+//
+// Env: DEMO_SCALE=<peak replicas> (default 5), DEMO_KEEP=1 (keep running until Ctrl-C and print a
+// kubeconfig), DEMO_REQUIRE_EJECT=1 (missing ISO ejection is a violation even if no VM started ejecting).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/internal/testenv"
+)
+
+// outDir holds the manager binary, its log and the kept kubeconfig (relative to the repo root).
+const outDir = "bin/demo"
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	ctrllog.SetLogger(logr.Discard()) // our own clients' logs would garble the live table
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg, err := configFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 2
+	}
+	v := newView(os.Stdout)
+	t := newTracker()
+	d := &demo{cfg: cfg, v: v, t: t}
+	runErr := d.run(ctx)
+	interrupted := ctx.Err() != nil
+	if runErr != nil && !interrupted {
+		t.violate("scenario failed: %v", runErr)
+	}
+	if d.h != nil {
+		v.println("stopping: manager process, world driver, ISO server, vCenter simulator, kube-apiserver + etcd")
+		if err := d.h.Close(); err != nil {
+			v.println("cleanup: %v", err)
+		}
+	}
+	v.clear()
+	for _, msg := range t.violations {
+		fmt.Fprintln(os.Stdout, "VIOLATION:", msg)
+	}
+	if interrupted {
+		fmt.Fprintln(os.Stdout, "interrupted")
+	}
+	fmt.Fprintln(os.Stdout, t.summary())
+	switch {
+	case len(t.violations) > 0:
+		return 1
+	case interrupted && !cfg.keep:
+		return 130
+	}
+	return 0
+}
+
+type config struct {
+	peak, first, final int
+	keep, requireEject bool
+}
+
+func configFromEnv() (config, error) {
+	c := config{peak: 5}
+	if s := os.Getenv("DEMO_SCALE"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 200 {
+			return c, fmt.Errorf("DEMO_SCALE=%q: want an integer 1..200", s)
+		}
+		c.peak = n
+	}
+	c.first = max(1, (c.peak*3+2)/5)
+	c.final = max(1, (c.peak*2+2)/5)
+	if c.final >= c.peak {
+		c.final = c.peak - 1
+	}
+	c.keep = os.Getenv("DEMO_KEEP") == "1"
+	c.requireEject = os.Getenv("DEMO_REQUIRE_EJECT") == "1"
+	return c, nil
+}
+
+type demo struct {
+	cfg config
+	v   *view
+	t   *tracker
+	h   *harness.Harness
+	sc  *scene
+}
+
+func (d *demo) run(ctx context.Context) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	begin := time.Now()
+	d.v.println("agent-forge demo: NodePool 0 → %d → %d → %d on an embedded API server and vCenter simulator", d.cfg.first, d.cfg.peak, d.cfg.final)
+	d.v.println("==> building the manager binary (go build ./cmd -> %s/manager)", outDir)
+	bin, err := harness.BuildManager(ctx, filepath.Join(outDir, "manager"))
+	if err != nil {
+		return err
+	}
+	d.h, err = harness.Start(ctx, harness.Options{Progress: func(msg string) { d.v.println("==> %s", msg) }})
+	if err != nil {
+		return err
+	}
+	if d.sc, err = setupScene(ctx, d, filepath.Join(root, outDir), bin); err != nil {
+		return err
+	}
+	d.v.println("==> ready after %.0fs; playing the autoscaler", time.Since(begin).Seconds())
+	if err := d.scenario(ctx); err != nil {
+		return err
+	}
+	d.v.println("==> scenario done in %.0fs (%.0fs including startup)", time.Since(d.sc.started).Seconds(), time.Since(begin).Seconds())
+	if d.cfg.keep {
+		kc, err := d.h.WriteKubeconfig(filepath.Join(root, outDir, "kubeconfig"))
+		if err != nil {
+			return err
+		}
+		d.v.println("DEMO_KEEP=1: everything keeps running until Ctrl-C. Browse with:")
+		d.v.println("  kubectl --kubeconfig %s get vap,va -A", kc)
+		d.v.println("  kubectl --kubeconfig %s get agents,machines,agentmachines -A", kc)
+		d.v.println("  manager log: %s", filepath.Join(root, outDir, "manager.log"))
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// errStopped wraps a wait aborted by Ctrl-C.
+var errStopped = errors.New("stopped")

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+)
+
+const (
+	isoCacheTimeout = 60 * time.Second
+	installTimeout  = 60 * time.Second
+	// ejectGrace is how long the demo waits for a first sign of ejection from a build that may not
+	// eject at all; ejectTimeout bounds the wait once ejection has started (or is required).
+	ejectGrace   = 10 * time.Second
+	ejectTimeout = 60 * time.Second
+	holdWindow   = 2 * time.Second
+)
+
+// plateauTimeout grows with the number of VMs to create or clean up.
+func plateauTimeout(n int) time.Duration { return 60*time.Second + time.Duration(n)*3*time.Second }
+
+// scenario plays the autoscaler and checks the invariants at each plateau.
+func (d *demo) scenario(ctx context.Context) error {
+	if _, ok, err := d.waitFor(ctx, "waiting for the operator to cache the discovery ISO on the datastore", isoCacheTimeout,
+		func(s *harness.Snapshot) bool { return s.Pool.Status.ISO != nil && s.Pool.Status.ISO.Path != "" }); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("the discovery ISO was not cached within %s (see the pool's ISOReady condition)", isoCacheTimeout)
+	}
+	s := d.t.last
+	d.v.println("==> discovery ISO cached at %s", s.Pool.Status.ISO.Path)
+
+	plateaus := []int{d.cfg.first, d.cfg.peak}
+	if d.cfg.first == d.cfg.peak {
+		plateaus = plateaus[1:]
+	}
+	prev := 0
+	for _, n := range plateaus {
+		if err := d.scaleUp(ctx, prev, n); err != nil {
+			return err
+		}
+		prev = n
+	}
+	if err := d.installAndEject(ctx); err != nil {
+		return err
+	}
+	if err := d.scaleDown(ctx, d.cfg.peak, d.cfg.final); err != nil {
+		return err
+	}
+	for _, name := range d.t.destroyedUnderDemand {
+		d.t.violate("VM %s was destroyed while AgentMachines were still waiting (capacity released under demand, then created again)", name)
+	}
+	if c := d.t.created(); c > d.cfg.peak {
+		d.t.violate("%d VMs were created for a NodePool that never asked for more than %d (no VM failed to register)", c, d.cfg.peak)
+	}
+	if d.t.maxVMs > d.cfg.peak {
+		d.t.violate("at some instant the simulator held %d VMs with the pool's marker; the NodePool never asked for more than %d", d.t.maxVMs, d.cfg.peak)
+	}
+	return nil
+}
+
+func (d *demo) setReplicas(ctx context.Context, from, to int) error {
+	d.v.println("==> autoscaler: NodePool %s replicas %d -> %d", d.sc.nodePool, from, to)
+	return d.sc.world.SetReplicas(ctx, d.sc.nodePool, to)
+}
+
+func (d *demo) scaleUp(ctx context.Context, from, n int) error {
+	start := time.Now()
+	if err := d.setReplicas(ctx, from, n); err != nil {
+		return err
+	}
+	stage := fmt.Sprintf("scale %d -> %d: waiting for %d VMs, %d bound Agents, no waiting AgentMachine", from, n, n, n)
+	s, ok, err := d.waitFor(ctx, stage, plateauTimeout(n-from), func(s *harness.Snapshot) bool {
+		return liveMachines(s) == n && s.WaitingMachines() == 0 && s.BoundAgents() == n && len(s.VMs) == n && len(s.VAs) == n
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		d.t.violate("plateau %d: after %s the simulator has %d VMs (want %d), %d bound Agents, %d VsphereAgents, %d waiting AgentMachines",
+			n, plateauTimeout(n-from), len(s.VMs), n, s.BoundAgents(), len(s.VAs), s.WaitingMachines())
+		return nil
+	}
+	d.v.println("==> plateau %d reached in %.1fs: %d VMs in the simulator, %d Agents bound", n, time.Since(start).Seconds(), len(s.VMs), s.BoundAgents())
+	return d.hold(ctx, fmt.Sprintf("plateau %d: checking the VM count stays at %d", n, n), n, holdWindow)
+}
+
+// installAndEject waits for the workers to install, then for the operator to eject their ISOs.
+// Ejection is an invariant only when this build ejects (some VM reached EjectionInProgress/Ejected)
+// or DEMO_REQUIRE_EJECT=1; a build without ejection reports 0 ejected honestly and does not fail.
+func (d *demo) installAndEject(ctx context.Context) error {
+	n := d.cfg.peak
+	start := time.Now()
+	s, ok, err := d.waitFor(ctx, fmt.Sprintf("waiting for %d workers to install (Agent Installed=True)", n), installTimeout, func(s *harness.Snapshot) bool {
+		return installed(s) == n
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		d.t.violate("only %d of %d workers installed within %s", installed(s), n, installTimeout)
+		return nil
+	}
+	d.v.println("==> %d workers installed in %.1fs; the pool opted in to ISO ejection", n, time.Since(start).Seconds())
+
+	start = time.Now()
+	required := func() bool { return d.cfg.requireEject || d.t.ejectStarted }
+	for {
+		timeout := ejectGrace
+		if required() {
+			timeout = ejectTimeout
+		}
+		s, ok, err = d.waitFor(ctx, fmt.Sprintf("waiting for the operator to eject %d ISOs", n), timeout-time.Since(start), func(s *harness.Snapshot) bool {
+			return ejectedNow(s) == n || (!required() && d.t.ejectStarted)
+		})
+		if err != nil {
+			return err
+		}
+		if ok && ejectedNow(s) < n { // ejection just started: wait on with the longer bound
+			continue
+		}
+		break
+	}
+	switch {
+	case ejectedNow(s) == n:
+		d.v.println("==> %d ISOs ejected in %.1fs (ISOEjected=True/Ejected, CD-ROMs disconnected in the simulator)", n, time.Since(start).Seconds())
+	case required():
+		d.t.violate("ISO ejection missing: %d of %d VMs ejected within %s (%s)", ejectedNow(s), n, ejectTimeout, ejectionReasons(s))
+	default:
+		d.v.println("==> no VM started ejecting within %s (%s): this operator build does not eject ISOs yet; reported as 0 ejected, not a violation (DEMO_REQUIRE_EJECT=1 makes it one)",
+			ejectGrace, ejectionReasons(s))
+	}
+	for i := range s.VAs {
+		va := &s.VAs[i]
+		if vm := s.VMByInstanceUUID(string(va.UID)); vm != nil && harness.EjectionReason(va) == afv1.ReasonEjected && harness.ISOAttached(vm) {
+			d.t.violate("VsphereAgent %s reports ISOEjected=Ejected but VM %s still has the ISO connected", va.Name, vm.Name)
+		}
+	}
+	return nil
+}
+
+func (d *demo) scaleDown(ctx context.Context, from, n int) error {
+	start := time.Now()
+	if err := d.setReplicas(ctx, from, n); err != nil {
+		return err
+	}
+	stage := fmt.Sprintf("scale %d -> %d: waiting for %d surplus VMs and Agents to be cleaned up", from, n, from-n)
+	s, ok, err := d.waitFor(ctx, stage, plateauTimeout(from-n), func(s *harness.Snapshot) bool {
+		return liveMachines(s) == n && len(s.Machines) == n && len(s.VMs) == n && len(s.VAs) == n && len(s.Agents) == n && s.BoundAgents() == n
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		d.t.violate("after scale-down to %d and %s: %d VMs in the simulator (want %d), %d VsphereAgents, %d Agents (%d bound), %d Machines",
+			n, plateauTimeout(from-n), len(s.VMs), n, len(s.VAs), len(s.Agents), s.BoundAgents(), len(s.Machines))
+	} else {
+		d.v.println("==> scale-down done in %.1fs: %d VMs destroyed, %d Agents deleted, %d workers kept", time.Since(start).Seconds(), from-len(s.VMs), from-len(s.Agents), n)
+	}
+	if err := d.hold(ctx, fmt.Sprintf("after scale-down: checking the VM count stays at %d", n), n, holdWindow); err != nil {
+		return err
+	}
+	s = d.t.last
+	for _, leak := range s.Leaks() {
+		d.t.violate("leaked VM: %s", leak)
+	}
+	for _, m := range s.Machines {
+		if m.Agent == "" {
+			d.t.violate("Machine %s lost its Agent after scale-down", m.Name)
+		}
+	}
+	return nil
+}
+
+func installed(s *harness.Snapshot) int {
+	n := 0
+	for _, a := range s.Agents {
+		if a.Installed {
+			n++
+		}
+	}
+	return n
+}
+
+// ejectedNow counts VMs whose VsphereAgent reports Ejected and whose simulator CD-ROM is disconnected.
+func ejectedNow(s *harness.Snapshot) int {
+	n := 0
+	for i := range s.VAs {
+		va := &s.VAs[i]
+		if vm := s.VMByInstanceUUID(string(va.UID)); vm != nil && harness.EjectionReason(va) == afv1.ReasonEjected && !harness.ISOAttached(vm) {
+			n++
+		}
+	}
+	return n
+}
+
+func ejectionReasons(s *harness.Snapshot) string {
+	counts := map[string]int{}
+	for i := range s.VAs {
+		r := harness.EjectionReason(&s.VAs[i])
+		if r == "" {
+			r = "no ISOEjected condition"
+		}
+		counts[r]++
+	}
+	var parts []string
+	for r, c := range counts {
+		parts = append(parts, fmt.Sprintf("%d× %s", c, r))
+	}
+	return "ISOEjected: " + strings.Join(parts, ", ")
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+)
+
+// World timings: long enough to watch each step, short enough for a ~2 minute demo.
+const (
+	worldInterval     = 250 * time.Millisecond
+	registrationDelay = 2 * time.Second
+	validationDelay   = time.Second
+	installDelay      = 5 * time.Second
+	observeInterval   = 500 * time.Millisecond
+)
+
+// scene is the hub, world and operator of the demo.
+type scene struct {
+	pool     types.NamespacedName
+	nodePool types.NamespacedName
+	world    *world.Driver
+	manager  *harness.ManagerProcess
+	started  time.Time
+}
+
+func setupScene(ctx context.Context, d *demo, outDir, managerBin string) (*scene, error) {
+	pool, err := harness.LoadSamplePool()
+	if err != nil {
+		return nil, err
+	}
+	d.v.println("==> loaded %s (pool %s/%s for NodePool %s)", harness.SamplePoolPath, pool.Namespace, pool.Name, pool.Spec.NodePoolRef.Name)
+	changes, err := d.h.AdaptToSimulator(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		d.v.println("    adjusted for the simulator: %s", c)
+	}
+	if len(changes) == 0 {
+		d.v.println("    no field needed adjusting for the simulator")
+	}
+
+	s, err := d.h.Scenario(ctx, world.SetupOptions{
+		Namespace: pool.Namespace, HostedCluster: pool.Spec.HostedClusterRef.Name, NodePool: pool.Spec.NodePoolRef.Name,
+		InfraEnv: pool.Spec.InfraEnvRef.Name, AgentLabels: pool.Spec.Agent.LabelSet(), SecretName: pool.Spec.VSphere.CredentialsSecretRef.Name,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pool.Spec.ControlPlaneNamespace != s.ControlPlaneNamespace {
+		d.v.println("    adjusted: spec.controlPlaneNamespace %q -> %q (HyperShift's <namespace>-<hostedcluster>)", pool.Spec.ControlPlaneNamespace, s.ControlPlaneNamespace)
+		pool.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
+	}
+	d.v.println("==> hub: namespaces %v, HostedCluster %s, NodePool %s (replicas 0, agentLabelSelector %v), InfraEnv %s (ISO URL on loopback)",
+		s.Namespaces(), s.HostedCluster.Name, s.NodePool.Name, s.AgentLabels, s.InfraEnv.Name)
+	d.v.println("    Secret %s points at the simulator (server %s, insecure \"true\": acceptable for a loopback simulator only; use caBundle/thumbprint for a real vCenter)",
+		s.Secret, d.h.VC.URL.Host)
+
+	ie := s.InfraEnv
+	w, err := d.h.StartWorld(world.Options{
+		Namespaces: s.Namespaces(), InfraEnv: &ie,
+		RegistrationDelay: registrationDelay, ValidationDelay: validationDelay, InstallDelay: installDelay,
+	}, worldInterval)
+	if err != nil {
+		return nil, err
+	}
+	d.v.println("==> world driver running: plays HyperShift/CAPI (Machines, AgentMachines), assisted-service (Agents register %s after a VM boots the ISO, install %s after binding) and the Agent CAPI provider (binding)",
+		registrationDelay, installDelay)
+
+	d.v.println("==> starting the real manager binary (logs: %s)", filepath.Join(outDir, "manager.log"))
+	m, err := d.h.StartManagerProcess(ctx, harness.ProcessOptions{
+		Binary: managerBin, LogPath: filepath.Join(outDir, "manager.log"), KubeconfigPath: filepath.Join(d.h.TempDir(), "manager.kubeconfig"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.v.println("    manager pid %d is ready (/readyz), leader election off, kubeconfig for the embedded API server", m.PID)
+
+	if err := d.h.Client.Create(ctx, pool); err != nil {
+		return nil, fmt.Errorf("creating the pool: %w", err)
+	}
+	d.v.println("==> created VsphereAgentPool %s/%s (cleanupPolicy %s, iso.ejectAfterInstall %t)", pool.Namespace, pool.Name, pool.Spec.CleanupPolicy, pool.Spec.ISO.EjectAfterInstall)
+	return &scene{pool: types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, nodePool: s.NodePool, world: w, manager: m, started: time.Now()}, nil
+}
+
+// waitFor observes and redraws until cond holds on a snapshot, ctx ends or timeout passes.
+// It returns the last snapshot and whether cond held.
+func (d *demo) waitFor(ctx context.Context, stage string, timeout time.Duration, cond func(*harness.Snapshot) bool) (*harness.Snapshot, bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		s, err := d.observe(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		d.v.render(stage, s, d.t)
+		if cond(s) {
+			return s, true, nil
+		}
+		if exited, werr := d.sc.manager.Exited(); exited {
+			return s, false, fmt.Errorf("the manager process exited (%v); see bin/demo/manager.log:\n%s", werr, d.sc.manager.LogTail(15))
+		}
+		if time.Now().After(deadline) {
+			return s, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s, false, errStopped
+		case <-time.After(observeInterval):
+		}
+	}
+}
+
+func (d *demo) observe(ctx context.Context) (*harness.Snapshot, error) {
+	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	s, err := d.h.Observe(octx, d.sc.pool, d.sc.world, d.sc.nodePool)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errStopped
+		}
+		return nil, err
+	}
+	d.t.observe(s)
+	return s, nil
+}
+
+// hold keeps observing for a while and flags any moment the pool's VM count leaves want.
+func (d *demo) hold(ctx context.Context, stage string, want int, dur time.Duration) error {
+	_, _, err := d.waitFor(ctx, stage, dur, func(s *harness.Snapshot) bool {
+		if len(s.VMs) != want {
+			d.t.violate("%s: the simulator had %d VMs with the pool's marker, want %d", stage, len(s.VMs), want)
+			return true
+		}
+		return false
+	})
+	return err
+}
