@@ -19,8 +19,8 @@ type tracker struct {
 	// destroyedUnderDemand are VMs that vanished while AgentMachines were waiting (churn: the
 	// operator released capacity the NodePool still needed, and will create it again).
 	destroyedUnderDemand []string
-	violations   []string
-	last         *harness.Snapshot
+	violations           []string
+	last                 *harness.Snapshot
 }
 
 func newTracker() *tracker {
