@@ -43,12 +43,12 @@ func run() int {
 		return 2
 	}
 	v := newView(os.Stdout)
-	t := newTracker()
+	t := harness.NewTracker()
 	d := &demo{cfg: cfg, v: v, t: t}
 	runErr := d.run(ctx)
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
-		t.violate("scenario failed: %v", runErr)
+		t.Violate("scenario failed: %v", runErr)
 	}
 	if d.h != nil {
 		v.println("stopping: manager process, world driver, ISO server, vCenter simulator, kube-apiserver + etcd")
@@ -57,15 +57,15 @@ func run() int {
 		}
 	}
 	v.clear()
-	for _, msg := range t.violations {
+	for _, msg := range t.Violations() {
 		fmt.Fprintln(os.Stdout, "VIOLATION:", msg)
 	}
 	if interrupted {
 		fmt.Fprintln(os.Stdout, "interrupted")
 	}
-	fmt.Fprintln(os.Stdout, t.summary())
+	fmt.Fprintln(os.Stdout, t.Summary("demo"))
 	switch {
-	case len(t.violations) > 0:
+	case len(t.Violations()) > 0:
 		return 1
 	case interrupted && !cfg.keep:
 		return 130
@@ -100,7 +100,7 @@ func configFromEnv() (config, error) {
 type demo struct {
 	cfg config
 	v   *view
-	t   *tracker
+	t   *harness.Tracker
 	h   *harness.Harness
 	sc  *scene
 }

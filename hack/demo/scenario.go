@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
 )
 
@@ -31,7 +29,7 @@ func (d *demo) scenario(ctx context.Context) error {
 	} else if !ok {
 		return fmt.Errorf("the discovery ISO was not cached within %s (see the pool's ISOReady condition)", isoCacheTimeout)
 	}
-	s := d.t.last
+	s := d.t.Last()
 	d.v.println("==> discovery ISO cached at %s", s.Pool.Status.ISO.Path)
 
 	plateaus := []int{d.cfg.first, d.cfg.peak}
@@ -51,14 +49,14 @@ func (d *demo) scenario(ctx context.Context) error {
 	if err := d.scaleDown(ctx, d.cfg.peak, d.cfg.final); err != nil {
 		return err
 	}
-	for _, name := range d.t.destroyedUnderDemand {
-		d.t.violate("VM %s was destroyed while AgentMachines were still waiting (capacity released under demand, then created again)", name)
+	for _, name := range d.t.DestroyedUnderDemand() {
+		d.t.Violate("VM %s was destroyed while AgentMachines were still waiting (capacity released under demand, then created again)", name)
 	}
-	if c := d.t.created(); c > d.cfg.peak {
-		d.t.violate("%d VMs were created for a NodePool that never asked for more than %d (no VM failed to register)", c, d.cfg.peak)
+	if c := d.t.Created(); c > d.cfg.peak {
+		d.t.Violate("%d VMs were created for a NodePool that never asked for more than %d (no VM failed to register)", c, d.cfg.peak)
 	}
-	if d.t.maxVMs > d.cfg.peak {
-		d.t.violate("at some instant the simulator held %d VMs with the pool's marker; the NodePool never asked for more than %d", d.t.maxVMs, d.cfg.peak)
+	if d.t.MaxVMs() > d.cfg.peak {
+		d.t.Violate("at some instant the simulator held %d VMs with the pool's marker; the NodePool never asked for more than %d", d.t.MaxVMs(), d.cfg.peak)
 	}
 	return nil
 }
@@ -75,13 +73,13 @@ func (d *demo) scaleUp(ctx context.Context, from, n int) error {
 	}
 	stage := fmt.Sprintf("scale %d -> %d: waiting for %d VMs, %d bound Agents, no waiting AgentMachine", from, n, n, n)
 	s, ok, err := d.waitFor(ctx, stage, plateauTimeout(n-from), func(s *harness.Snapshot) bool {
-		return liveMachines(s) == n && s.WaitingMachines() == 0 && s.BoundAgents() == n && len(s.VMs) == n && len(s.VAs) == n
+		return s.ScaledUp(n)
 	})
 	if err != nil {
 		return err
 	}
 	if !ok {
-		d.t.violate("plateau %d: after %s the simulator has %d VMs (want %d), %d bound Agents, %d VsphereAgents, %d waiting AgentMachines",
+		d.t.Violate("plateau %d: after %s the simulator has %d VMs (want %d), %d bound Agents, %d VsphereAgents, %d waiting AgentMachines",
 			n, plateauTimeout(n-from), len(s.VMs), n, s.BoundAgents(), len(s.VAs), s.WaitingMachines())
 		return nil
 	}
@@ -96,49 +94,46 @@ func (d *demo) installAndEject(ctx context.Context) error {
 	n := d.cfg.peak
 	start := time.Now()
 	s, ok, err := d.waitFor(ctx, fmt.Sprintf("waiting for %d workers to install (Agent Installed=True)", n), installTimeout, func(s *harness.Snapshot) bool {
-		return installed(s) == n
+		return s.Installed() == n
 	})
 	if err != nil {
 		return err
 	}
 	if !ok {
-		d.t.violate("only %d of %d workers installed within %s", installed(s), n, installTimeout)
+		d.t.Violate("only %d of %d workers installed within %s", s.Installed(), n, installTimeout)
 		return nil
 	}
 	d.v.println("==> %d workers installed in %.1fs; the pool opted in to ISO ejection", n, time.Since(start).Seconds())
 
 	start = time.Now()
-	required := func() bool { return d.cfg.requireEject || d.t.ejectStarted }
+	required := func() bool { return d.cfg.requireEject || d.t.EjectStarted() }
 	for {
 		timeout := ejectGrace
 		if required() {
 			timeout = ejectTimeout
 		}
 		s, ok, err = d.waitFor(ctx, fmt.Sprintf("waiting for the operator to eject %d ISOs", n), timeout-time.Since(start), func(s *harness.Snapshot) bool {
-			return ejectedNow(s) == n || (!required() && d.t.ejectStarted)
+			return s.EjectedNow() == n || (!required() && d.t.EjectStarted())
 		})
 		if err != nil {
 			return err
 		}
-		if ok && ejectedNow(s) < n { // ejection just started: wait on with the longer bound
+		if ok && s.EjectedNow() < n { // ejection just started: wait on with the longer bound
 			continue
 		}
 		break
 	}
 	switch {
-	case ejectedNow(s) == n:
+	case s.EjectedNow() == n:
 		d.v.println("==> %d ISOs ejected in %.1fs (ISOEjected=True/Ejected, CD-ROMs disconnected in the simulator)", n, time.Since(start).Seconds())
 	case required():
-		d.t.violate("ISO ejection missing: %d of %d VMs ejected within %s (%s)", ejectedNow(s), n, ejectTimeout, ejectionReasons(s))
+		d.t.Violate("ISO ejection missing: %d of %d VMs ejected within %s (%s)", s.EjectedNow(), n, ejectTimeout, s.EjectionReasons())
 	default:
 		d.v.println("==> no VM started ejecting within %s (%s): this operator build does not eject ISOs yet; reported as 0 ejected, not a violation (DEMO_REQUIRE_EJECT=1 makes it one)",
-			ejectGrace, ejectionReasons(s))
+			ejectGrace, s.EjectionReasons())
 	}
-	for i := range s.VAs {
-		va := &s.VAs[i]
-		if vm := s.VMByInstanceUUID(string(va.UID)); vm != nil && harness.EjectionReason(va) == afv1.ReasonEjected && harness.ISOAttached(vm) {
-			d.t.violate("VsphereAgent %s reports ISOEjected=Ejected but VM %s still has the ISO connected", va.Name, vm.Name)
-		}
+	for _, name := range s.EjectedButAttached() {
+		d.t.Violate("VsphereAgent %s reports ISOEjected=Ejected but its VM still has the ISO connected in the simulator", name)
 	}
 	return nil
 }
@@ -150,13 +145,13 @@ func (d *demo) scaleDown(ctx context.Context, from, n int) error {
 	}
 	stage := fmt.Sprintf("scale %d -> %d: waiting for %d surplus VMs and Agents to be cleaned up", from, n, from-n)
 	s, ok, err := d.waitFor(ctx, stage, plateauTimeout(from-n), func(s *harness.Snapshot) bool {
-		return liveMachines(s) == n && len(s.Machines) == n && len(s.VMs) == n && len(s.VAs) == n && len(s.Agents) == n && s.BoundAgents() == n
+		return s.ScaledDown(n)
 	})
 	if err != nil {
 		return err
 	}
 	if !ok {
-		d.t.violate("after scale-down to %d and %s: %d VMs in the simulator (want %d), %d VsphereAgents, %d Agents (%d bound), %d Machines",
+		d.t.Violate("after scale-down to %d and %s: %d VMs in the simulator (want %d), %d VsphereAgents, %d Agents (%d bound), %d Machines",
 			n, plateauTimeout(from-n), len(s.VMs), n, len(s.VAs), len(s.Agents), s.BoundAgents(), len(s.Machines))
 	} else {
 		d.v.println("==> scale-down done in %.1fs: %d VMs destroyed, %d Agents deleted, %d workers kept", time.Since(start).Seconds(), from-len(s.VMs), from-len(s.Agents), n)
@@ -164,52 +159,14 @@ func (d *demo) scaleDown(ctx context.Context, from, n int) error {
 	if err := d.hold(ctx, fmt.Sprintf("after scale-down: checking the VM count stays at %d", n), n, holdWindow); err != nil {
 		return err
 	}
-	s = d.t.last
+	s = d.t.Last()
 	for _, leak := range s.Leaks() {
-		d.t.violate("leaked VM: %s", leak)
+		d.t.Violate("leaked VM: %s", leak)
 	}
 	for _, m := range s.Machines {
 		if m.Agent == "" {
-			d.t.violate("Machine %s lost its Agent after scale-down", m.Name)
+			d.t.Violate("Machine %s lost its Agent after scale-down", m.Name)
 		}
 	}
 	return nil
-}
-
-func installed(s *harness.Snapshot) int {
-	n := 0
-	for _, a := range s.Agents {
-		if a.Installed {
-			n++
-		}
-	}
-	return n
-}
-
-// ejectedNow counts VMs whose VsphereAgent reports Ejected and whose simulator CD-ROM is disconnected.
-func ejectedNow(s *harness.Snapshot) int {
-	n := 0
-	for i := range s.VAs {
-		va := &s.VAs[i]
-		if vm := s.VMByInstanceUUID(string(va.UID)); vm != nil && harness.EjectionReason(va) == afv1.ReasonEjected && !harness.ISOAttached(vm) {
-			n++
-		}
-	}
-	return n
-}
-
-func ejectionReasons(s *harness.Snapshot) string {
-	counts := map[string]int{}
-	for i := range s.VAs {
-		r := harness.EjectionReason(&s.VAs[i])
-		if r == "" {
-			r = "no ISOEjected condition"
-		}
-		counts[r]++
-	}
-	var parts []string
-	for r, c := range counts {
-		parts = append(parts, fmt.Sprintf("%d× %s", c, r))
-	}
-	return "ISOEjected: " + strings.Join(parts, ", ")
 }

@@ -127,7 +127,7 @@ func (d *demo) observe(ctx context.Context) (*harness.Snapshot, error) {
 		}
 		return nil, err
 	}
-	d.t.observe(s)
+	d.t.Observe(s)
 	return s, nil
 }
 
@@ -135,7 +135,7 @@ func (d *demo) observe(ctx context.Context) (*harness.Snapshot, error) {
 func (d *demo) hold(ctx context.Context, stage string, want int, dur time.Duration) error {
 	_, _, err := d.waitFor(ctx, stage, dur, func(s *harness.Snapshot) bool {
 		if len(s.VMs) != want {
-			d.t.violate("%s: the simulator had %d VMs with the pool's marker, want %d", stage, len(s.VMs), want)
+			d.t.Violate("%s: the simulator had %d VMs with the pool's marker, want %d", stage, len(s.VMs), want)
 			return true
 		}
 		return false

@@ -56,7 +56,7 @@ func (v *view) clear() {
 }
 
 // render draws one frame for a snapshot; stage names what the scenario waits for.
-func (v *view) render(stage string, s *harness.Snapshot, t *tracker) {
+func (v *view) render(stage string, s *harness.Snapshot, t *harness.Tracker) {
 	body := frame(s, t, v.width)
 	if v.tty {
 		v.clear()
@@ -75,7 +75,7 @@ func (v *view) render(stage string, s *harness.Snapshot, t *tracker) {
 	fmt.Fprintf(v.out, "── t+%.0fs  %s\n%s\n", time.Since(v.start).Seconds(), stage, text)
 }
 
-func frame(s *harness.Snapshot, t *tracker, width int) []string {
+func frame(s *harness.Snapshot, t *harness.Tracker, width int) []string {
 	p := s.Pool
 	ready := "?"
 	for _, c := range p.Status.Conditions {
@@ -87,7 +87,7 @@ func frame(s *harness.Snapshot, t *tracker, width int) []string {
 		fmt.Sprintf("pool %s/%s   waiting %d   desired %d   agents %d   VMs %d   ready %s",
 			p.Namespace, p.Name, p.Status.WaitingAgentMachines, p.Status.DesiredReplicas, p.Status.MatchingAgents, p.Status.VMs, ready),
 		fmt.Sprintf("simulator: %d VMs with the pool's marker   machines %d (%d waiting)   agents bound %d   (run totals: %d VMs created, %d ISOs ejected)",
-			len(s.VMs), liveMachines(s), s.WaitingMachines(), s.BoundAgents(), t.created(), len(t.ejected)),
+			len(s.VMs), s.LiveMachines(), s.WaitingMachines(), s.BoundAgents(), t.Created(), t.Ejected()),
 		fmt.Sprintf("  %-22s %-13s %-10s %-24s %s", "VM", "PHASE", "AGENT", "MACHINE", "ISO"),
 	}
 	for i := range s.VAs {
@@ -121,16 +121,6 @@ func frame(s *harness.Snapshot, t *tracker, width int) []string {
 		lines[i] = fit(lines[i], width-1)
 	}
 	return lines
-}
-
-func liveMachines(s *harness.Snapshot) int {
-	n := 0
-	for _, m := range s.Machines {
-		if !m.Deleting {
-			n++
-		}
-	}
-	return n
 }
 
 // isoState is the simulator's truth (CD-ROM connected or not) plus the operator's ISOEjected reason.

@@ -1,0 +1,114 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+)
+
+// Tracker accumulates what a scenario saw across snapshots: the counts are the union over the whole
+// run (a VM destroyed on scale-down was still created), taken from the simulator and the API.
+// Not safe for concurrent use.
+type Tracker struct {
+	vmsSeen      map[string]string // instance UUID -> VM name, every VM ever seen with the pool's marker
+	agentsBound  map[string]bool   // Agent names ever seen bound to an AgentMachine
+	ejected      map[string]bool   // VsphereAgent names ever seen with ISOEjected reason Ejected
+	ejectStarted bool              // some VsphereAgent reached EjectionInProgress or Ejected: the build ejects
+	maxVMs       int
+	// destroyedUnderDemand are VMs that vanished while AgentMachines were waiting (churn: the
+	// operator released capacity the NodePool still needed, and will create it again).
+	destroyedUnderDemand []string
+	violations           []string
+	last                 *Snapshot
+}
+
+// NewTracker returns an empty Tracker.
+func NewTracker() *Tracker {
+	return &Tracker{vmsSeen: map[string]string{}, agentsBound: map[string]bool{}, ejected: map[string]bool{}}
+}
+
+// Observe records a snapshot.
+func (t *Tracker) Observe(s *Snapshot) {
+	if prev := t.last; prev != nil && (prev.WaitingMachines() > 0 || s.WaitingMachines() > 0) {
+		for _, vm := range prev.VMs {
+			if s.VMByInstanceUUID(vm.InstanceUUID) == nil {
+				t.destroyedUnderDemand = append(t.destroyedUnderDemand, vm.Name)
+			}
+		}
+	}
+	t.last = s
+	for _, vm := range s.VMs {
+		t.vmsSeen[strings.ToLower(vm.InstanceUUID)] = vm.Name
+	}
+	if len(s.VMs) > t.maxVMs {
+		t.maxVMs = len(s.VMs)
+	}
+	for _, a := range s.Agents {
+		if a.AgentMachine != "" {
+			t.agentsBound[a.Name] = true
+		}
+	}
+	for i := range s.VAs {
+		switch EjectionReason(&s.VAs[i]) {
+		case afv1.ReasonEjected:
+			t.ejected[s.VAs[i].Name] = true
+			t.ejectStarted = true
+		case afv1.ReasonEjectionInProgress:
+			t.ejectStarted = true
+		}
+	}
+}
+
+// Violate records an invariant violation.
+func (t *Tracker) Violate(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	t.violations = append(t.violations, msg)
+}
+
+// Created counts every VM ever seen with the pool's marker.
+func (t *Tracker) Created() int { return len(t.vmsSeen) }
+
+// CleanedUp counts VMs seen once and no longer in the simulator.
+func (t *Tracker) CleanedUp() int {
+	present := map[string]bool{}
+	if t.last != nil {
+		for _, vm := range t.last.VMs {
+			present[strings.ToLower(vm.InstanceUUID)] = true
+		}
+	}
+	n := 0
+	for uuid := range t.vmsSeen {
+		if !present[uuid] {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary is the one-line result, e.g. "demo: 5 VMs created, ... 0 invariant violations".
+func (t *Tracker) Summary(prefix string) string {
+	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected, %d VMs cleaned up, %d invariant violations",
+		t.Created(), len(t.agentsBound), len(t.ejected), t.CleanedUp(), len(t.violations))
+}
+
+// Last is the latest snapshot (nil before the first).
+func (t *Tracker) Last() *Snapshot { return t.last }
+
+// AgentsBound counts Agents ever seen bound; Ejected VsphereAgents ever seen with ISOEjected=Ejected.
+func (t *Tracker) AgentsBound() int { return len(t.agentsBound) }
+
+// Ejected counts VsphereAgents ever seen with ISOEjected reason Ejected.
+func (t *Tracker) Ejected() int { return len(t.ejected) }
+
+// EjectStarted reports whether any VsphereAgent reached EjectionInProgress or Ejected (the build ejects).
+func (t *Tracker) EjectStarted() bool { return t.ejectStarted }
+
+// MaxVMs is the most VMs with the pool's marker seen at one time.
+func (t *Tracker) MaxVMs() int { return t.maxVMs }
+
+// DestroyedUnderDemand lists VMs that vanished while AgentMachines were waiting.
+func (t *Tracker) DestroyedUnderDemand() []string { return t.destroyedUnderDemand }
+
+// Violations are the recorded invariant violations.
+func (t *Tracker) Violations() []string { return t.violations }

@@ -1,0 +1,207 @@
+// Package e2e runs the demo's loop as a short end-to-end test: envtest + vCenter simulator + ISO server +
+// world driver + the operator's controllers (in-process, so -race covers them), driven by the shipped
+// sample pool, NodePool 0 → 2 → 3 → 1, with the demo's invariants.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+)
+
+const (
+	testTimeout   = 3 * time.Minute
+	plateauWait   = 60 * time.Second
+	pollInterval  = 250 * time.Millisecond
+	ejectGrace    = 5 * time.Second
+	ejectDeadline = 30 * time.Second
+)
+
+type e2e struct {
+	t        *testing.T
+	h        *harness.Harness
+	tr       *harness.Tracker
+	w        *world.Driver
+	pool     types.NamespacedName
+	nodePool types.NamespacedName
+}
+
+func TestScaleUpInstallEjectScaleDown(t *testing.T) {
+	ctrllog.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	start := time.Now()
+
+	h, err := harness.Start(ctx, harness.Options{Progress: func(msg string) { t.Log(msg) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Errorf("harness cleanup: %v", err)
+		}
+	})
+	pool, err := harness.LoadSamplePool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := h.AdaptToSimulator(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sample adapted to the simulator: %v", changes)
+	s, err := h.Scenario(ctx, world.SetupOptions{
+		Namespace: pool.Namespace, HostedCluster: pool.Spec.HostedClusterRef.Name, NodePool: pool.Spec.NodePoolRef.Name,
+		InfraEnv: pool.Spec.InfraEnvRef.Name, AgentLabels: pool.Spec.Agent.LabelSet(), SecretName: pool.Spec.VSphere.CredentialsSecretRef.Name,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
+	ie := s.InfraEnv
+	w, err := h.StartWorld(world.Options{Namespaces: s.Namespaces(), InfraEnv: &ie,
+		RegistrationDelay: 300 * time.Millisecond, ValidationDelay: 200 * time.Millisecond, InstallDelay: time.Second}, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.StartManagerInProcess(harness.InProcessOptions{Controllers: controllers.Options{DebounceIdle: 200 * time.Millisecond, DebounceMax: 2 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Client.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	e := &e2e{t: t, h: h, tr: harness.NewTracker(), w: w, pool: types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, nodePool: s.NodePool}
+	t.Logf("started in %.1fs", time.Since(start).Seconds())
+
+	e.await(ctx, "the discovery ISO cached", plateauWait, func(s *harness.Snapshot) bool { return s.Pool.Status.ISO != nil && s.Pool.Status.ISO.Path != "" })
+	for _, step := range []struct{ from, to int }{{0, 2}, {2, 3}} {
+		e.scale(ctx, step.to)
+		e.await(ctx, fmt.Sprintf("scale %d -> %d", step.from, step.to), plateauWait, func(s *harness.Snapshot) bool { return s.ScaledUp(step.to) })
+		e.hold(ctx, step.to)
+	}
+	e.await(ctx, "3 workers installed", plateauWait, func(s *harness.Snapshot) bool { return s.Installed() == 3 })
+	e.checkEjection(ctx, 3)
+	e.scale(ctx, 1)
+	e.await(ctx, "scale 3 -> 1 cleaned up", plateauWait, func(s *harness.Snapshot) bool { return s.ScaledDown(1) })
+	e.hold(ctx, 1)
+	last := e.tr.Last()
+	for _, leak := range last.Leaks() {
+		e.tr.Violate("leaked VM: %s", leak)
+	}
+	if e.tr.MaxVMs() > 3 {
+		e.tr.Violate("the simulator held %d VMs at one time; the NodePool never asked for more than 3", e.tr.MaxVMs())
+	}
+	for _, name := range e.tr.DestroyedUnderDemand() {
+		e.tr.Violate("VM %s was destroyed while AgentMachines were still waiting", name)
+	}
+	if c := e.tr.Created(); c != 3 {
+		e.tr.Violate("%d VMs were created for a NodePool that peaked at 3", c)
+	}
+	if c := e.tr.CleanedUp(); c != 2 {
+		e.tr.Violate("%d VMs cleaned up after 3 -> 1, want 2", c)
+	}
+	for _, v := range e.tr.Violations() {
+		t.Errorf("invariant violated: %s", v)
+	}
+	t.Log(e.tr.Summary("e2e"))
+	t.Logf("scenario took %.1fs", time.Since(start).Seconds())
+}
+
+func (e *e2e) scale(ctx context.Context, n int) {
+	e.t.Helper()
+	if err := e.w.SetReplicas(ctx, e.nodePool, n); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// await polls snapshots until cond holds; on timeout it fails with the last state and recent events.
+func (e *e2e) await(ctx context.Context, what string, timeout time.Duration, cond func(*harness.Snapshot) bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s, err := e.h.Observe(ctx, e.pool, e.w, e.nodePool)
+		if err != nil {
+			e.t.Fatalf("%s: observing: %v", what, err)
+		}
+		e.tr.Observe(s)
+		if cond(s) {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			e.t.Fatalf("%s: not reached within %s: %s\nrecent events:\n%s", what, timeout, s.Describe(), recentEvents(s, 15))
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// hold observes for a moment and flags the VM count leaving n.
+func (e *e2e) hold(ctx context.Context, n int) {
+	e.t.Helper()
+	until := time.Now().Add(time.Second)
+	for time.Now().Before(until) {
+		s, err := e.h.Observe(ctx, e.pool, e.w, e.nodePool)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.tr.Observe(s)
+		if len(s.VMs) != n {
+			e.tr.Violate("plateau %d: the simulator had %d VMs", n, len(s.VMs))
+			return
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// checkEjection applies the demo's rule: ejection is required once the build shows it ejects
+// (some VM reached EjectionInProgress/Ejected); a build without ejection is not failed for it.
+func (e *e2e) checkEjection(ctx context.Context, n int) {
+	e.t.Helper()
+	deadline, extended := time.Now().Add(ejectGrace), false
+	for {
+		s, err := e.h.Observe(ctx, e.pool, e.w, e.nodePool)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.tr.Observe(s)
+		if s.EjectedNow() == n {
+			break
+		}
+		if e.tr.EjectStarted() && !extended { // the build ejects: give it the full deadline
+			deadline, extended = time.Now().Add(ejectDeadline), true
+		}
+		if time.Now().After(deadline) {
+			if e.tr.EjectStarted() {
+				e.tr.Violate("ISO ejection missing: %d of %d VMs ejected (%s)", s.EjectedNow(), n, s.EjectionReasons())
+			} else {
+				e.t.Logf("no VM started ejecting (%s): this build does not eject yet; not a failure", s.EjectionReasons())
+			}
+			break
+		}
+		time.Sleep(pollInterval)
+	}
+	for _, name := range e.tr.Last().EjectedButAttached() {
+		e.tr.Violate("VsphereAgent %s reports Ejected but its VM still has the ISO connected", name)
+	}
+}
+
+func recentEvents(s *harness.Snapshot, n int) string {
+	evs := s.Events
+	if len(evs) > n {
+		evs = evs[len(evs)-n:]
+	}
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "  %s %s %s: %s\n", ev.Type, ev.Reason, ev.InvolvedObject.Name, ev.Message)
+	}
+	return b.String()
+}
