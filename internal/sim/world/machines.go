@@ -42,7 +42,9 @@ func (d *Driver) MachinesOf(ctx context.Context, nodePool types.NamespacedName) 
 	if err := d.c.Get(ctx, nodePool, np); err != nil {
 		return nil, err
 	}
+	d.mu.Lock() // machinesOf reads the pass cache a concurrent Step writes
 	ms, err := d.machinesOf(ctx, np)
+	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
