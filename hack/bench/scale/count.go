@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vmware/govmomi/vim25/soap"
+)
+
+// apiWrites counts the operator's API writes (every request that is not a GET: create, update,
+// patch, delete; list and watch are GETs) and, while recording, which objects they touched.
+type apiWrites struct {
+	total atomic.Int64
+
+	mu        sync.Mutex
+	recording map[string]int // "PATCH /apis/.../namespaces/ns/vsphereagents/x/status" -> count
+}
+
+// wrap is a rest.Config WrapTransport: every transport built from the config counts into c.
+func (c *apiWrites) wrap(next http.RoundTripper) http.RoundTripper {
+	return countingTransport{next: next, c: c}
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *apiWrites
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.c.count(req)
+	return t.next.RoundTrip(req)
+}
+
+func (c *apiWrites) count(req *http.Request) {
+	if req.Method != http.MethodGet {
+		c.total.Add(1)
+		c.mu.Lock()
+		if c.recording != nil {
+			c.recording[req.Method+" "+req.URL.Path]++
+		}
+		c.mu.Unlock()
+	}
+}
+
+// record starts recording write targets; stop returns them, most frequent first.
+func (c *apiWrites) record() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recording = map[string]int{}
+}
+
+func (c *apiWrites) stop() []target {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]target, 0, len(c.recording))
+	for k, n := range c.recording {
+		out = append(out, target{k, n})
+	}
+	c.recording = nil
+	sort.Slice(out, func(i, j int) bool { return out[i].n > out[j].n || (out[i].n == out[j].n && out[i].what < out[j].what) })
+	return out
+}
+
+type target struct {
+	what string
+	n    int
+}
+
+// kindOf reduces a write target to "METHOD resource[/subresource]" for a per-kind breakdown.
+var pathRE = regexp.MustCompile(`^(\S+) /(?:api/v1|apis/[^/]+/[^/]+)(?:/namespaces/[^/]+)?/([^/]+)(?:/[^/]+)?(/[^/]+)?$`)
+
+func kindOf(what string) string {
+	if m := pathRE.FindStringSubmatch(what); m != nil {
+		return m[1] + " " + m[2] + m[3]
+	}
+	return what
+}
+
+// soapCalls counts SOAP round trips of the operator's vSphere sessions.
+type soapCalls struct {
+	soap.RoundTripper
+	n *atomic.Int64
+}
+
+func (c soapCalls) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
+	c.n.Add(1)
+	return c.RoundTripper.RoundTrip(ctx, req, res)
+}

@@ -1,0 +1,312 @@
+// Command scale provisions 50 pools × 20 waiting AgentMachines (1 000 VMs) against a real API server
+// (envtest) and the vCenter simulator, with the operator's controllers in-process, and measures: time
+// until every AgentMachine has a bound Agent, the operator's API writes per pool, vSphere SOAP calls
+// per VM, and API writes during a 30 s window with nothing changing (target 0). It ends with
+//
+//	scale: <pools> pools, <vms> VMs, demand satisfied in <s> s, <w> API writes/pool, <c> vSphere calls/VM, <idle> writes while idle
+//
+// Flags: -pools, -per-pool, -idle (window), -timeout.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/vim25/soap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+func main() {
+	pools := flag.Int("pools", 50, "number of pools (one HostedCluster namespace pair each)")
+	perPool := flag.Int("per-pool", 20, "waiting AgentMachines per pool")
+	idle := flag.Duration("idle", 30*time.Second, "no-change window in which the operator's writes are counted")
+	timeout := flag.Duration("timeout", 30*time.Minute, "overall bound")
+	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if err := run(ctx, *pools, *perPool, *idle); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// isoNamespace finds the pool namespace in a cached ISO's datastore path "[ds] agent-forge/<ns>/<pool>/<sha>.iso".
+var isoNamespace = regexp.MustCompile(`\] agent-forge/([^/]+)/`)
+
+func run(ctx context.Context, nPools, perPool int, idle time.Duration) error {
+	h, err := harness.Start(ctx, harness.Options{Progress: func(m string) { logf("%s", m) }, ISOSize: 64 << 10})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		logf("stopping everything")
+		if err := h.Close(); err != nil {
+			logf("cleanup: %v", err)
+		}
+	}()
+
+	sample, err := harness.LoadSamplePool()
+	if err != nil {
+		return err
+	}
+	if _, err := h.AdaptToSimulator(ctx, sample); err != nil {
+		return err
+	}
+	logf("creating %d hub scenarios (namespace pair, HostedCluster, NodePool, InfraEnv, Secret each)", nPools)
+	var scenarios []*world.Scenario
+	var namespaces []string
+	for i := 0; i < nPools; i++ {
+		ns := fmt.Sprintf("bench-%02d", i)
+		s, err := h.Scenario(ctx, world.SetupOptions{Namespace: ns, HostedCluster: "hc", NodePool: "np", InfraEnv: "ie",
+			AgentLabels: map[string]string{"bench.agent-forge/pool": ns}})
+		if err != nil {
+			return err
+		}
+		scenarios = append(scenarios, s)
+		namespaces = append(namespaces, s.Namespaces()...)
+	}
+	w, err := h.StartWorld(world.Options{Namespaces: namespaces, InstallDelay: time.Second,
+		InfraEnvFor: func(vm world.VM) (types.NamespacedName, bool) {
+			m := isoNamespace.FindStringSubmatch(vm.ISOPath)
+			if m == nil {
+				return types.NamespacedName{}, false
+			}
+			return types.NamespacedName{Namespace: m[1], Name: "ie"}, true
+		}}, 500*time.Millisecond)
+	if err != nil {
+		return err
+	}
+
+	writes := &apiWrites{}
+	var soapN atomic.Int64
+	sessions := vsphere.NewSessions(vsphere.SessionOptions{WrapRoundTripper: func(rt soap.RoundTripper) soap.RoundTripper {
+		return soapCalls{RoundTripper: rt, n: &soapN}
+	}})
+	if _, err := h.StartManagerInProcess(harness.InProcessOptions{
+		Controllers: controllers.Options{Sessions: sessions},
+		WrapConfig: func(c *rest.Config) {
+			c.QPS = -1 // as the manager binary: no client-side throttling, the API server's fairness decides
+			c.WrapTransport = writes.wrap
+		},
+	}); err != nil {
+		return err
+	}
+
+	for _, s := range scenarios {
+		p := sample.DeepCopy()
+		p.Namespace, p.Name = s.Namespace, "workers"
+		p.Spec.HostedClusterRef.Name, p.Spec.NodePoolRef.Name, p.Spec.InfraEnvRef.Name = s.HostedCluster.Name, s.NodePool.Name, s.InfraEnv.Name
+		p.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
+		p.Spec.VSphere.CredentialsSecretRef.Name = s.Secret.Name
+		p.Spec.VSphere.Folder = "agent-forge/" + s.Namespace
+		p.Spec.Agent.Labels = map[string]afv1.LabelValue{"bench.agent-forge/pool": afv1.LabelValue(s.Namespace)}
+		p.Spec.Template = afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20}
+		if err := h.Client.Create(ctx, p); err != nil {
+			return fmt.Errorf("creating pool %s: %w", s.Namespace, err)
+		}
+	}
+	logf("created %d pools; waiting for every pool to cache its discovery ISO", nPools)
+	if err := poll(ctx, 5*time.Minute, func() (bool, string, error) {
+		var list afv1.VsphereAgentPoolList
+		if err := h.Client.List(ctx, &list); err != nil {
+			return false, "", err
+		}
+		n := 0
+		for _, p := range list.Items {
+			if p.Status.ISO != nil && p.Status.ISO.Path != "" {
+				n++
+			}
+		}
+		return n == nPools, fmt.Sprintf("%d/%d pools have their ISO cached", n, nPools), nil
+	}); err != nil {
+		return err
+	}
+
+	writesBefore, soapBefore := writes.total.Load(), soapN.Load()
+	logf("autoscaler: %d NodePools 0 -> %d at once", nPools, perPool)
+	start := time.Now()
+	for _, s := range scenarios {
+		if err := w.SetReplicas(ctx, s.NodePool, perPool); err != nil {
+			return err
+		}
+	}
+	want := nPools * perPool
+	if err := poll(ctx, 25*time.Minute, func() (bool, string, error) {
+		bound, err := boundAgents(ctx, h.Client)
+		if err != nil {
+			return false, "", err
+		}
+		return bound == want, fmt.Sprintf("%d/%d Agents bound (%.0fs)", bound, want, time.Since(start).Seconds()), nil
+	}); err != nil {
+		return err
+	}
+	satisfied := time.Since(start)
+	logf("demand satisfied in %.1fs; waiting for the world to finish installing and go quiet", satisfied.Seconds())
+
+	vms := 0
+	if err := poll(ctx, 5*time.Minute, func() (bool, string, error) {
+		before := w.Writes()
+		time.Sleep(3 * time.Second)
+		installed, err := installedAgents(ctx, h.Client)
+		if err != nil {
+			return false, "", err
+		}
+		return installed == want && w.Writes() == before, fmt.Sprintf("%d/%d installed, world wrote %d in 3s", installed, want, w.Writes()-before), nil
+	}); err != nil {
+		return err
+	}
+	// Let in-flight reconciles of the last changes finish before the window opens.
+	time.Sleep(5 * time.Second)
+	if vms, err = countVMs(ctx, h, scenarios); err != nil {
+		return err
+	}
+	provisionWrites, provisionSOAP := writes.total.Load()-writesBefore, soapN.Load()-soapBefore
+
+	logf("idle window: %s with nothing changing (world quiet, demand satisfied)", idle)
+	worldBefore := w.Writes()
+	writes.record()
+	idleStart := writes.total.Load()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(idle):
+	}
+	idleWrites := writes.total.Load() - idleStart
+	targets := writes.stop()
+	if wd := w.Writes() - worldBefore; wd != 0 {
+		logf("note: the world wrote %d times during the window (not idle on its side)", wd)
+	}
+	if idleWrites > 0 {
+		logf("operator writes while idle, by kind:")
+		byKind := map[string]int{}
+		for _, t := range targets {
+			byKind[kindOf(t.what)] += t.n
+		}
+		var kinds []string
+		for k, n := range byKind {
+			kinds = append(kinds, fmt.Sprintf("%6d  %s", n, k))
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(kinds)))
+		for _, k := range kinds {
+			logf("  %s", k)
+		}
+		logf("most written objects:")
+		for i, t := range targets {
+			if i == 10 {
+				break
+			}
+			logf("  %6d  %s", t.n, t.what)
+		}
+	}
+	if vms != want {
+		logf("WARNING: %d VMs carry the pools' markers, want %d", vms, want)
+	}
+	fmt.Printf("scale: %d pools, %d VMs, demand satisfied in %.1f s, %.0f API writes/pool, %.1f vSphere calls/VM, %d writes while idle\n",
+		nPools, vms, satisfied.Seconds(), float64(provisionWrites)/float64(nPools), float64(provisionSOAP)/float64(max(vms, 1)), idleWrites)
+	return nil
+}
+
+// poll calls f every 2s (logging its progress line every 10s) until it reports done, errs or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, f func() (bool, string, error)) error {
+	deadline := time.Now().Add(timeout)
+	var lastLog time.Time
+	for {
+		done, progress, err := f()
+		if err != nil {
+			return err
+		}
+		if done {
+			logf("%s", progress)
+			return nil
+		}
+		if time.Since(lastLog) > 10*time.Second {
+			logf("%s", progress)
+			lastLog = time.Now()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s: %s", timeout, progress)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func listAgents(ctx context.Context, c client.Client) ([]unstructured.Unstructured, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(world.AgentGVK.GroupVersion().WithKind("AgentList"))
+	if err := c.List(ctx, l, client.HasLabels{afv1.LabelPool}); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func boundAgents(ctx context.Context, c client.Client) (int, error) {
+	agents, err := listAgents(ctx, c)
+	n := 0
+	for _, a := range agents {
+		if a.GetLabels()[world.LabelAgentMachineRef] != "" {
+			n++
+		}
+	}
+	return n, err
+}
+
+func installedAgents(ctx context.Context, c client.Client) (int, error) {
+	agents, err := listAgents(ctx, c)
+	n := 0
+	for _, a := range agents {
+		conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
+		for _, cd := range conds {
+			if m, _ := cd.(map[string]any); m["type"] == world.CondInstalled && m["status"] == "True" {
+				n++
+			}
+		}
+	}
+	return n, err
+}
+
+// countVMs counts the simulator VMs carrying each pool's ownership marker.
+func countVMs(ctx context.Context, h *harness.Harness, scenarios []*world.Scenario) (int, error) {
+	n := 0
+	for _, s := range scenarios {
+		snap, err := h.Observe(ctx, types.NamespacedName{Namespace: s.Namespace, Name: "workers"}, nil, types.NamespacedName{})
+		if err != nil {
+			return 0, err
+		}
+		n += len(snap.VMs)
+		if leaks := snap.Leaks(); len(leaks) > 0 {
+			logf("%s: %s", s.Namespace, strings.Join(leaks, "; "))
+		}
+	}
+	return n, nil
+}
