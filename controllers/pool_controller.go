@@ -323,10 +323,21 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 			in.ForeignAvailable++
 		}
 	}
+	// The Agents' own state is fresher than the VsphereAgents' status: a VM whose Agent is already
+	// reserved is in use even if its VsphereAgent has not caught up yet.
+	agentOfVM := map[string]agents.Agent{}
+	for _, a := range s.matching {
+		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" {
+			agentOfVM[name] = a
+		}
+	}
 	now := r.Opts.Clock.Now()
 	var expired []afv1.VsphereAgent
 	for _, va := range s.vas {
 		st := vmStateOf(&va, deleting[va.Name])
+		if a, ok := agentOfVM[va.Name]; ok && a.IsBound() && !st.Releasing {
+			st.InUse, st.InFlight, st.Available, st.Released = true, false, false, false
+		}
 		in.VMs = append(in.VMs, st)
 		if va.Status.VM.Phase == afv1.VMPhaseFailed && va.DeletionTimestamp.IsZero() &&
 			va.Status.VM.LastTransitionTime != nil && now.Sub(va.Status.VM.LastTransitionTime.Time) > r.Opts.FailedRetention {

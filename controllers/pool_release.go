@@ -28,7 +28,7 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 	if va == nil || !va.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	agent, err := freshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentRef)
+	agent, err := freshAgentOfVM(ctx, r.APIReader, va)
 	if err != nil {
 		return err
 	}

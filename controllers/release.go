@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
@@ -29,6 +30,23 @@ func freshAgent(ctx context.Context, reader client.Reader, namespace, name strin
 		return nil, err
 	}
 	a := agents.AgentFrom(u)
+	return &a, nil
+}
+
+// freshAgentOfVM reads live the Agent of a VsphereAgent: by the recorded name, else by the label the
+// operator puts on the Agents it prepares (its status may not have caught up yet).
+func freshAgentOfVM(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent) (*agents.Agent, error) {
+	if va.Status.VM.AgentRef != "" {
+		return freshAgent(ctx, reader, va.Namespace, va.Status.VM.AgentRef)
+	}
+	list := agents.NewList(agents.AgentGVK)
+	if err := reader.List(ctx, list, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelVsphereAgent: va.Name}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	a := agents.AgentFrom(&list.Items[0])
 	return &a, nil
 }
 

@@ -141,8 +141,9 @@ func startWorld(s *world.Scenario, o world.Options) *world.Driver {
 	o.Client, o.VSphere, o.Datacenter = k8s, gc.Client, vcsim.Datacenter
 	o.Namespaces = s.Namespaces()
 	if o.InfraEnv == nil && o.InfraEnvFor == nil {
+		// One simulator serves every test: only VMs in this scenario's folder (see newPool) register here.
 		ie := s.InfraEnv
-		o.InfraEnv = &ie
+		o.InfraEnvFor = func(vm world.VM) (types.NamespacedName, bool) { return ie, vm.Folder == s.Namespace }
 	}
 	d, err := world.New(o)
 	Expect(err).NotTo(HaveOccurred())
