@@ -33,7 +33,9 @@ func (t *Tracker) Observe(s *Snapshot) {
 	if prev := t.last; prev != nil && (prev.WaitingMachines() > 0 || s.WaitingMachines() > 0) {
 		for _, vm := range prev.VMs {
 			if s.VMByInstanceUUID(vm.InstanceUUID) == nil {
-				t.destroyedUnderDemand = append(t.destroyedUnderDemand, vm.Name)
+				t.destroyedUnderDemand = append(t.destroyedUnderDemand, fmt.Sprintf("%s (before: %d AgentMachines waiting, pool status waiting=%d available=%d bound=%d vms=%d; after: %d waiting; %s)",
+					vm.Name, prev.WaitingMachines(), prev.Pool.Status.WaitingAgentMachines, prev.Pool.Status.AvailableAgents, prev.Pool.Status.BoundAgents,
+					prev.Pool.Status.VMs, s.WaitingMachines(), releaseEvent(s, vm.Name)))
 			}
 		}
 	}
@@ -112,3 +114,13 @@ func (t *Tracker) DestroyedUnderDemand() []string { return t.destroyedUnderDeman
 
 // Violations are the recorded invariant violations.
 func (t *Tracker) Violations() []string { return t.violations }
+
+// releaseEvent quotes the operator's VMReleased Event for a VM, if any.
+func releaseEvent(s *Snapshot, vm string) string {
+	for i := len(s.Events) - 1; i >= 0; i-- {
+		if e := &s.Events[i]; e.Reason == "VMReleased" && strings.Contains(e.Message, vm) {
+			return fmt.Sprintf("event VMReleased %q at %s", e.Message, EventTime(e).Format("15:04:05"))
+		}
+	}
+	return "no VMReleased event"
+}
