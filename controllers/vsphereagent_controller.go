@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,6 +36,11 @@ type VsphereAgentReconciler struct {
 	APIReader client.Reader
 	Recorder  record.EventRecorder
 	Opts      Options
+
+	crdCheckMu   sync.Mutex
+	crdCheckedAt time.Time
+	crdOK        bool
+	crdMsg       string
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
