@@ -150,10 +150,11 @@ func run(ctx context.Context, nPools, perPool int, idle time.Duration) error {
 	}
 
 	writesBefore, soapBefore := writes.total.Load(), soapN.Load()
+	writes.record()
 	logf("autoscaler: %d NodePools 0 -> %d at once", nPools, perPool)
 	start := time.Now()
-	for _, s := range scenarios {
-		if err := w.SetReplicas(ctx, s.NodePool, perPool); err != nil {
+	for _, s := range scenarios { // the world renders the Machines on its next pass, as HyperShift would
+		if err := setReplicas(ctx, h.Client, s.NodePool, perPool); err != nil {
 			return err
 		}
 	}
@@ -184,11 +185,13 @@ func run(ctx context.Context, nPools, perPool int, idle time.Duration) error {
 	}
 	// Let in-flight reconciles of the last changes finish before the window opens.
 	time.Sleep(5 * time.Second)
-	if vms, err = countVMs(ctx, h, scenarios); err != nil {
+	if vms, err = countVMs(ctx, h, scenarios, perPool); err != nil {
 		return err
 	}
 	provisionWrites, provisionSOAP := writes.total.Load()-writesBefore, soapN.Load()-soapBefore
 
+	logf("operator API writes while provisioning, by kind:")
+	logByKind(writes.stop())
 	logf("idle window: %s with nothing changing (world quiet, demand satisfied)", idle)
 	worldBefore := w.Writes()
 	writes.record()
@@ -205,18 +208,7 @@ func run(ctx context.Context, nPools, perPool int, idle time.Duration) error {
 	}
 	if idleWrites > 0 {
 		logf("operator writes while idle, by kind:")
-		byKind := map[string]int{}
-		for _, t := range targets {
-			byKind[kindOf(t.what)] += t.n
-		}
-		var kinds []string
-		for k, n := range byKind {
-			kinds = append(kinds, fmt.Sprintf("%6d  %s", n, k))
-		}
-		sort.Sort(sort.Reverse(sort.StringSlice(kinds)))
-		for _, k := range kinds {
-			logf("  %s", k)
-		}
+		logByKind(targets)
 		logf("most written objects:")
 		for i, t := range targets {
 			if i == 10 {
@@ -296,7 +288,7 @@ func installedAgents(ctx context.Context, c client.Client) (int, error) {
 }
 
 // countVMs counts the simulator VMs carrying each pool's ownership marker.
-func countVMs(ctx context.Context, h *harness.Harness, scenarios []*world.Scenario) (int, error) {
+func countVMs(ctx context.Context, h *harness.Harness, scenarios []*world.Scenario, want int) (int, error) {
 	n := 0
 	for _, s := range scenarios {
 		snap, err := h.Observe(ctx, types.NamespacedName{Namespace: s.Namespace, Name: "workers"}, nil, types.NamespacedName{})
@@ -304,9 +296,43 @@ func countVMs(ctx context.Context, h *harness.Harness, scenarios []*world.Scenar
 			return 0, err
 		}
 		n += len(snap.VMs)
+		if len(snap.VMs) != want {
+			phases := map[afv1.VMPhase]int{}
+			for _, va := range snap.VAs {
+				phases[va.Status.VM.Phase]++
+			}
+			logf("%s: %d VMs for %d AgentMachines (VsphereAgent phases %v, pool status waiting=%d available=%d bound=%d, planned %v)",
+				s.Namespace, len(snap.VMs), want, phases, snap.Pool.Status.WaitingAgentMachines, snap.Pool.Status.AvailableAgents,
+				snap.Pool.Status.BoundAgents, snap.Pool.Status.PlannedActions)
+		}
 		if leaks := snap.Leaks(); len(leaks) > 0 {
 			logf("%s: %s", s.Namespace, strings.Join(leaks, "; "))
 		}
 	}
 	return n, nil
+}
+
+// setReplicas patches a NodePool's spec.replicas, as the cluster autoscaler does.
+func setReplicas(ctx context.Context, c client.Client, key types.NamespacedName, n int) error {
+	np := &unstructured.Unstructured{}
+	np.SetGroupVersionKind(world.NodePoolGVK)
+	np.SetNamespace(key.Namespace)
+	np.SetName(key.Name)
+	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+	return c.Patch(ctx, np, client.RawPatch(types.MergePatchType, patch))
+}
+
+func logByKind(targets []target) {
+	byKind := map[string]int{}
+	for _, t := range targets {
+		byKind[kindOf(t.what)] += t.n
+	}
+	var kinds []string
+	for k, n := range byKind {
+		kinds = append(kinds, fmt.Sprintf("%6d  %s", n, k))
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(kinds)))
+	for _, k := range kinds {
+		logf("  %s", k)
+	}
 }
