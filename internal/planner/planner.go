@@ -136,27 +136,13 @@ func Compute(in Input) Plan {
 				Message: fmt.Sprintf("%d VM(s) needed, creation stopped", deficit)})
 			create = 0
 		}
-		if in.MaxVMs != nil && create > 0 {
-			room := int(*in.MaxVMs) - total
-			if room < 0 {
-				room = 0
-			}
-			if room < create {
-				p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonMaxVMs,
-					Message: fmt.Sprintf("%d VM(s) needed, limits.maxVMs %d allows %d more", deficit, *in.MaxVMs, room)})
-				create = room
-			}
+		if in.MaxVMs != nil {
+			create = p.capBy(create, int(*in.MaxVMs), total, ReasonMaxVMs,
+				fmt.Sprintf("%d VM(s) needed, limits.maxVMs %d", deficit, *in.MaxVMs))
 		}
-		if in.MaxConcurrentProvisioning != nil && create > 0 {
-			room := int(*in.MaxConcurrentProvisioning) - inFlight
-			if room < 0 {
-				room = 0
-			}
-			if room < create {
-				p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonMaxConcurrent,
-					Message: fmt.Sprintf("%d VM(s) in flight, limits.maxConcurrentProvisioning %d allows %d more", inFlight, *in.MaxConcurrentProvisioning, room)})
-				create = room
-			}
+		if in.MaxConcurrentProvisioning != nil {
+			create = p.capBy(create, int(*in.MaxConcurrentProvisioning), inFlight, ReasonMaxConcurrent,
+				fmt.Sprintf("%d VM(s) in flight, limits.maxConcurrentProvisioning %d", inFlight, *in.MaxConcurrentProvisioning))
 		}
 		p.Create = create
 		if create > 0 {
@@ -188,6 +174,22 @@ func Compute(in Input) Plan {
 			Message: "no AgentMachine waits for this VM's Agent"})
 	}
 	return p
+}
+
+// capBy limits create to the room a limit leaves (limit − used, floor 0), recording why when it bites.
+func (p *Plan) capBy(create, limit, used int, reason, situation string) int {
+	if create == 0 {
+		return 0
+	}
+	room := limit - used
+	if room < 0 {
+		room = 0
+	}
+	if room >= create {
+		return create
+	}
+	p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: reason, Message: fmt.Sprintf("%s allows %d more", situation, room)})
+	return room
 }
 
 // pickSurplus chooses which VMs to release: in-flight ones before registered ones (a registered,
