@@ -134,7 +134,7 @@ func Start(ctx context.Context, o Options) (h *Harness, err error) {
 	return h, nil
 }
 
-// startEnv starts envtest, bounded by ctx (envtest itself has per-process start timeouts).
+// startEnv starts envtest; a cancelled ctx stops it as soon as it is up.
 func startEnv(ctx context.Context) (*testenv.Env, error) {
 	type result struct {
 		env *testenv.Env
@@ -149,11 +149,10 @@ func startEnv(ctx context.Context) (*testenv.Env, error) {
 	case r := <-ch:
 		return r.env, r.err
 	case <-ctx.Done():
-		go func() { // stop it once it is up, so nothing leaks
-			if r := <-ch; r.err == nil {
-				_ = r.env.Stop()
-			}
-		}()
+		// Wait for the start to finish (envtest bounds it) and stop it, so no process outlives us.
+		if r := <-ch; r.err == nil {
+			_ = r.env.Stop()
+		}
 		return nil, ctx.Err()
 	}
 }
