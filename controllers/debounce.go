@@ -83,3 +83,36 @@ func (l *lastRun) due(key string, now time.Time, every time.Duration) bool {
 	l.at[key] = now
 	return true
 }
+
+// writeBatcher spaces status writes that only move counters, so a burst of VM phase changes becomes a
+// few writes instead of one per change. It is a write rate limit, like client-go's, so it uses
+// the real clock rather than the injected one (which tests freeze).
+type writeBatcher struct {
+	clock    clock.PassiveClock
+	interval time.Duration
+	mu       sync.Mutex
+	last     map[string]time.Time
+}
+
+func newWriteBatcher(interval time.Duration) *writeBatcher {
+	return &writeBatcher{clock: clock.RealClock{}, interval: interval, last: map[string]time.Time{}}
+}
+
+// delay returns how long an inventory-only write should wait (0: write now).
+func (b *writeBatcher) delay(key string, inventoryOnly bool) time.Duration {
+	if !inventoryOnly || b.interval <= 0 {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.interval - b.clock.Since(b.last[key]); w > 0 {
+		return w
+	}
+	return 0
+}
+
+func (b *writeBatcher) wrote(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last[key] = b.clock.Now()
+}

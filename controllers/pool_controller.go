@@ -50,6 +50,7 @@ type PoolReconciler struct {
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
+	statusWrites *writeBatcher
 }
 
 // poolScope is what one pass observed and decided; phases fill it in order.
@@ -139,14 +140,39 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	}
 	r.setStatus(s, len(errs) == 0)
 	if !equality.Semantic.DeepEqual(before, &pool.Status) {
-		if err := r.Status().Update(ctx, pool); err != nil {
+		if wait := r.statusWrites.delay(req.String(), inventoryOnly(before, &pool.Status)); wait > 0 {
+			// Only counters and the VM list moved: batch them (a burst of VM phase changes is one write).
+			s.requeueAfter(wait)
+		} else if err := r.Status().Update(ctx, pool); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, nil // a newer pool arrived: the next pass sees it
+			}
 			errs = append(errs, err)
+		} else {
+			r.statusWrites.wrote(req.String())
 		}
 	}
 	if len(errs) > 0 {
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// inventoryOnly reports whether two statuses differ only in counters, the VM list, planned actions and
+// condition messages (not in a condition's status or reason, ISO state or observedGeneration).
+func inventoryOnly(before, after *afv1.VsphereAgentPoolStatus) bool {
+	b := before.DeepCopy()
+	b.DesiredReplicas, b.AgentMachines, b.WaitingAgentMachines = after.DesiredReplicas, after.AgentMachines, after.WaitingAgentMachines
+	b.UnreadyAgentMachines, b.AgentMachinesWithoutAgent = after.UnreadyAgentMachines, after.AgentMachinesWithoutAgent
+	b.MatchingAgents, b.BoundAgents, b.AvailableAgents, b.VMs = after.MatchingAgents, after.BoundAgents, after.AvailableAgents, after.VMs
+	b.OwnedVMs, b.PlannedActions = after.OwnedVMs, after.PlannedActions
+	// Condition messages carry counts too; a change of status or reason is never batched.
+	for i := range b.Conditions {
+		if c := findCondition(after.Conditions, b.Conditions[i].Type); c != nil && c.Status == b.Conditions[i].Status && c.Reason == b.Conditions[i].Reason {
+			b.Conditions[i].Message = c.Message
+		}
+	}
+	return equality.Semantic.DeepEqual(b, after)
 }
 
 // errStop ends a pass early without an error (e.g. the NodePool is claimed by another pool).

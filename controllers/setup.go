@@ -41,6 +41,11 @@ type Options struct {
 	RegistrationFailureThreshold int
 	// CRDPollInterval is how often the manager checks for missing external CRDs (default 30s).
 	CRDPollInterval time.Duration
+	// PoolWorkers and VMWorkers are the controllers' concurrent reconciles (defaults 4 and 16): vCenter
+	// calls take seconds, so VMs are created in parallel.
+	PoolWorkers, VMWorkers int
+	// StatusBatchInterval spaces pool status writes that only move counters (default 1s; negative disables).
+	StatusBatchInterval time.Duration
 	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its unapprove patch.
 	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
 }
@@ -66,6 +71,15 @@ func (o *Options) defaults() {
 	}
 	if o.RegistrationFailureThreshold == 0 {
 		o.RegistrationFailureThreshold = 3
+	}
+	if o.PoolWorkers == 0 {
+		o.PoolWorkers = 4
+	}
+	if o.VMWorkers == 0 {
+		o.VMWorkers = 16
+	}
+	if o.StatusBatchInterval == 0 {
+		o.StatusBatchInterval = time.Second
 	}
 	if o.CRDPollInterval == 0 {
 		o.CRDPollInterval = 30 * time.Second

@@ -70,7 +70,9 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	before := va.Status.DeepCopy()
 	defer func() {
 		if !equality.Semantic.DeepEqual(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
-			if err := r.Status().Update(ctx, va); err != nil && !apierrors.IsNotFound(err) {
+			if err := r.Status().Update(ctx, va); apierrors.IsConflict(err) {
+				res = ctrl.Result{Requeue: true} // a newer object arrived: the next pass sees it
+			} else if err != nil && !apierrors.IsNotFound(err) {
 				retErr = errors.Join(retErr, err)
 			}
 		}

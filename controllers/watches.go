@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,12 +26,14 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
 	r.orphanScans = newLastRun()
+	r.statusWrites = newWriteBatcher(r.Opts.StatusBatchInterval)
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.isoEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.isoEvents, &handler.EnqueueRequestForObject{}))
 	}
 	return b.
 		Named("vsphereagentpool").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.PoolWorkers}).
 		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
@@ -89,6 +92,7 @@ func (r *PoolReconciler) listPools(ctx context.Context, ns, index, value string)
 func (r *VsphereAgentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vsphereagent").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers}).
 		For(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgent)).
 		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgentMachine)).
