@@ -22,7 +22,7 @@ func TestALMExamplesAreValid(t *testing.T) {
 		kinds[o.Kind] = false
 	}
 
-	c := startAPIServer(t, b.crdFiles)
+	c := startAPIServerWith(t, b.crds)
 	ctx := t.Context()
 	for _, ex := range examples {
 		obj := &unstructured.Unstructured{Object: ex}

@@ -58,10 +58,9 @@ type descriptor struct {
 
 // bundle is an unpacked registry+v1 bundle directory.
 type bundle struct {
-	dir      string
-	csv      csv
-	crds     map[string]*apiextensionsv1.CustomResourceDefinition // by CRD name
-	crdFiles []string
+	dir  string
+	csv  csv
+	crds map[string]*apiextensionsv1.CustomResourceDefinition // by CRD name
 }
 
 // repoPath joins elements onto the repository root.
@@ -104,7 +103,6 @@ func loadBundle(dir string) (*bundle, error) {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
 			b.crds[crd.Name] = crd
-			b.crdFiles = append(b.crdFiles, f)
 		}
 	}
 	if csvs != 1 {

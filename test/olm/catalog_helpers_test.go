@@ -69,10 +69,9 @@ func loadCatalog(dir string) ([]fbcObject, error) {
 }
 
 // catalogBundleCRDs extracts the CRDs that a catalog's olm.bundle entry carries as olm.bundle.object
-// properties (what OLM installs for that version) and writes them into dir as files for envtest.
-func catalogBundleCRDs(objs []fbcObject, bundleName, dir string) (map[string]*apiextensionsv1.CustomResourceDefinition, []string, error) {
+// properties (what OLM installs for that version).
+func catalogBundleCRDs(objs []fbcObject, bundleName string) (map[string]*apiextensionsv1.CustomResourceDefinition, error) {
 	crds := map[string]*apiextensionsv1.CustomResourceDefinition{}
-	var files []string
 	for _, o := range objs {
 		if o.Schema != "olm.bundle" || o.Name != bundleName {
 			continue
@@ -85,26 +84,21 @@ func catalogBundleCRDs(objs []fbcObject, bundleName, dir string) (map[string]*ap
 				Data string `json:"data"`
 			}
 			if err := json.Unmarshal(p.Value, &v); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			raw, err := base64.StdEncoding.DecodeString(v.Data)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := json.Unmarshal(raw, crd); err != nil || crd.Kind != "CustomResourceDefinition" {
 				continue
 			}
-			f := filepath.Join(dir, crd.Name+".json")
-			if err := os.WriteFile(f, raw, 0o600); err != nil {
-				return nil, nil, err
-			}
 			crds[crd.Name] = crd
-			files = append(files, f)
 		}
 	}
 	if len(crds) == 0 {
-		return nil, nil, fmt.Errorf("catalog bundle %s carries no CRDs (olm.bundle.object)", bundleName)
+		return nil, fmt.Errorf("catalog bundle %s carries no CRDs (olm.bundle.object)", bundleName)
 	}
-	return crds, files, nil
+	return crds, nil
 }

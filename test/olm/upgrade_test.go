@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,14 +24,14 @@ func TestUpgradeKeepsISOEjectionRecord(t *testing.T) {
 	next := loadCurrentBundle(t)
 	objs := loadCurrentCatalog(t)
 	previous := previousCatalogBundle(t, objs, next.csv.Metadata.Name)
-	prevCRDs, prevFiles, err := catalogBundleCRDs(objs, previous, t.TempDir())
+	prevCRDs, err := catalogBundleCRDs(objs, previous)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := prevCRDs["vsphereagents.agent-forge.containeroo.ch"]; !ok {
 		t.Fatalf("catalog bundle %s has no VsphereAgent CRD", previous)
 	}
-	c := startAPIServer(t, prevFiles)
+	c := startAPIServerWith(t, prevCRDs)
 	ctx := t.Context()
 	ensureNamespace(ctx, t, c, "clusters")
 
@@ -111,18 +112,22 @@ func upgradeCRDs(ctx context.Context, t *testing.T, c client.Client, b *bundle) 
 
 // newSchemaServed says whether the API server serves the new VsphereAgent schema: a dry-run status write
 // carrying status.vm.createdAt (added after the previous version) keeps the field instead of pruning it.
+// Unstructured, so the answer is exactly what the server returned (a typed decode merges into the request).
 func newSchemaServed(ctx context.Context, t *testing.T, c client.Client, va *afv1.VsphereAgent) bool {
 	t.Helper()
-	probe := &afv1.VsphereAgent{}
+	probe := &unstructured.Unstructured{}
+	probe.SetGroupVersionKind(afv1.GroupVersion.WithKind("VsphereAgent"))
 	if err := c.Get(ctx, client.ObjectKeyFromObject(va), probe); err != nil {
 		t.Fatal(err)
 	}
-	stamp := metav1.NewTime(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	probe.Status.VM.CreatedAt = &stamp
+	if err := unstructured.SetNestedField(probe.Object, "2026-06-01T00:00:00Z", "status", "vm", "createdAt"); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Status().Update(ctx, probe, client.DryRunAll); err != nil {
 		return false // a conflict or a schema in transition: ask again
 	}
-	return probe.Status.VM.CreatedAt != nil
+	_, found, err := unstructured.NestedString(probe.Object, "status", "vm", "createdAt")
+	return err == nil && found
 }
 
 func assertRecord(ctx context.Context, t *testing.T, c client.Client, va *afv1.VsphereAgent, want *afv1.ISOEjectionRecord, when string) *afv1.VsphereAgent {
