@@ -117,7 +117,7 @@ func (r *PoolReconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphe
 		r.Recorder.Eventf(s.pool, "Warning", "OrphanFound", "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
 		return nil
 	}
-	agent, err := freshAgentByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress)
+	agent, err := freshAgentByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress, vm.BIOSUUID)
 	if err != nil {
 		return err
 	}

@@ -50,8 +50,8 @@ func freshAgentOfVM(ctx context.Context, reader client.Reader, va *afv1.VsphereA
 	return &a, nil
 }
 
-// freshAgentByMAC finds an Agent live by the MAC of its VM (nil when absent).
-func freshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac string) (*agents.Agent, error) {
+// freshAgentByMAC finds live the Agent registered by the VM with that MAC and BIOS UUID (nil when absent).
+func freshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, biosUUID string) (*agents.Agent, error) {
 	if mac == "" {
 		return nil, nil
 	}
@@ -61,7 +61,7 @@ func freshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac s
 	}
 	for i := range list.Items {
 		a := agents.AgentFrom(&list.Items[i])
-		if a.HasMAC(mac) {
+		if a.IsHostOf(mac, biosUUID) {
 			return &a, nil
 		}
 	}

@@ -55,7 +55,7 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 		return ctrl.Result{}, err
 	}
 	if agent == nil {
-		if agent, err = freshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress); err != nil {
+		if agent, err = freshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -244,9 +244,15 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 			return false, err
 		}
 		for i := range list.Items {
-			if list.Items[i].GetDeletionTimestamp() == nil {
-				found = append(found, agents.AgentFrom(&list.Items[i]))
+			a := agents.AgentFrom(&list.Items[i])
+			if list.Items[i].GetDeletionTimestamp() != nil {
+				continue
 			}
+			// By MAC, the serial must agree; by serial, it is the key itself.
+			if _, byMAC := q[indexAgentMAC]; byMAC && !a.IsHostOf(va.Status.VM.MACAddress, va.Status.VM.BIOSUUID) {
+				continue
+			}
+			found = append(found, a)
 		}
 		if len(found) > 0 {
 			break

@@ -88,6 +88,17 @@ func (a Agent) HasMAC(mac string) bool {
 	return false
 }
 
+// IsHostOf reports whether this Agent was registered by the VM with that MAC and BIOS UUID: the MAC
+// must match, and a reported serial number must match the BIOS UUID (two VMs can share a MAC after a
+// misconfiguration; the hardware serial tells them apart).
+func (a Agent) IsHostOf(mac, biosUUID string) bool {
+	if !a.HasMAC(mac) {
+		return false
+	}
+	want, got := NormalizeUUID(biosUUID), NormalizeUUID(a.Serial)
+	return want == "" || got == "" || want == got
+}
+
 // NormalizeMAC lower-cases a MAC address and uses colons.
 func NormalizeMAC(mac string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(mac)), "-", ":")

@@ -41,13 +41,14 @@ func main() {
 	perPool := flag.Int("per-pool", 20, "waiting AgentMachines per pool")
 	idle := flag.Duration("idle", 30*time.Second, "no-change window in which the operator's writes are counted")
 	timeout := flag.Duration("timeout", 30*time.Minute, "overall bound")
+	bindTimeout := flag.Duration("bind-timeout", 25*time.Minute, "bound on the time until every Agent is bound")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := run(ctx, *pools, *perPool, *idle); err != nil {
+	if err := run(ctx, *pools, *perPool, *idle, *bindTimeout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
 	}
@@ -60,7 +61,7 @@ func logf(format string, args ...any) {
 // isoNamespace finds the pool namespace in a cached ISO's datastore path "[ds] agent-forge/<ns>/<pool>/<sha>.iso".
 var isoNamespace = regexp.MustCompile(`\] agent-forge/([^/]+)/`)
 
-func run(ctx context.Context, nPools, perPool int, idle time.Duration) error {
+func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Duration) error {
 	h, err := harness.Start(ctx, harness.Options{Progress: func(m string) { logf("%s", m) }, ISOSize: 64 << 10})
 	if err != nil {
 		return err
@@ -159,13 +160,14 @@ func run(ctx context.Context, nPools, perPool int, idle time.Duration) error {
 		}
 	}
 	want := nPools * perPool
-	if err := poll(ctx, 25*time.Minute, func() (bool, string, error) {
+	if err := poll(ctx, bindTimeout, func() (bool, string, error) {
 		bound, err := boundAgents(ctx, h.Client)
 		if err != nil {
 			return false, "", err
 		}
 		return bound == want, fmt.Sprintf("%d/%d Agents bound (%.0fs)", bound, want, time.Since(start).Seconds()), nil
 	}); err != nil {
+		explainStall(ctx, h.Client, perPool)
 		return err
 	}
 	satisfied := time.Since(start)
@@ -334,5 +336,41 @@ func logByKind(targets []target) {
 	sort.Sort(sort.Reverse(sort.StringSlice(kinds)))
 	for _, k := range kinds {
 		logf("  %s", k)
+	}
+}
+
+// explainStall prints, for each pool short of its demand, its counters, conditions and VMs by phase.
+func explainStall(ctx context.Context, c client.Client, perPool int) {
+	var pools afv1.VsphereAgentPoolList
+	if err := c.List(ctx, &pools); err != nil {
+		logf("stall: listing pools: %v", err)
+		return
+	}
+	for _, p := range pools.Items {
+		if p.Status.BoundAgents >= int32(perPool) {
+			continue
+		}
+		logf("stall: pool %s/%s waiting=%d bound=%d available=%d vms=%d", p.Namespace, p.Name,
+			p.Status.WaitingAgentMachines, p.Status.BoundAgents, p.Status.AvailableAgents, p.Status.VMs)
+		for _, cond := range p.Status.Conditions {
+			logf("stall:   condition %s=%s %s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+		var vas afv1.VsphereAgentList
+		if err := c.List(ctx, &vas, client.InNamespace(p.Namespace)); err != nil {
+			continue
+		}
+		for _, va := range vas.Items {
+			if va.Status.VM.Phase == afv1.VMPhaseBound {
+				continue
+			}
+			msg := ""
+			for _, cond := range va.Status.Conditions {
+				if cond.Status != "True" {
+					msg += fmt.Sprintf(" %s=%s(%s: %s)", cond.Type, cond.Status, cond.Reason, cond.Message)
+				}
+			}
+			logf("stall:   vm %s phase=%s reason=%s agent=%s deleting=%t%s", va.Name, va.Status.VM.Phase, va.Status.VM.Reason,
+				va.Status.VM.AgentRef, !va.DeletionTimestamp.IsZero(), msg)
+		}
 	}
 }
