@@ -79,12 +79,17 @@ func (d *Driver) registerAgents(ctx context.Context) error {
 	return nil
 }
 
-// agentOf finds an Agent reporting the VM's MAC or serial.
+// agentOf finds the Agent this VM registered: assisted-service keys a host by its hardware identity, so
+// an Agent reporting a serial is this VM's only if the serial matches (the simulator derives MACs from
+// 3 hex digits of the BIOS UUID, so MACs collide at scale); the MAC decides only when no serial is known.
 func agentOf(agents []*unstructured.Unstructured, vm VM) *unstructured.Unstructured {
 	serial := SerialFromBIOSUUID(vm.BIOSUUID)
 	for _, a := range agents {
-		if s, _, _ := unstructured.NestedString(a.Object, "status", "inventory", "systemVendor", "serialNumber"); s != "" && s == serial {
-			return a
+		if s, _, _ := unstructured.NestedString(a.Object, "status", "inventory", "systemVendor", "serialNumber"); s != "" {
+			if s == serial {
+				return a
+			}
+			continue
 		}
 		ifaces, _, _ := unstructured.NestedSlice(a.Object, "status", "inventory", "interfaces")
 		for _, i := range ifaces {
