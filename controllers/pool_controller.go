@@ -375,9 +375,9 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 	case s.blocked != "":
 		in.CreateBlocked, in.BlockReason = true, s.blocked
 	case s.vs == nil:
-		in.CreateBlocked, in.BlockReason = true, "VSphereUnreachable"
+		in.CreateBlocked, in.BlockReason = true, ReasonWaitingForCredentials
 	case s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "":
-		in.CreateBlocked, in.BlockReason = true, "ISONotReady"
+		in.CreateBlocked, in.BlockReason = true, ReasonWaitingForISO
 	}
 	s.plan = planner.Compute(in)
 	if s.pool.Spec.Paused {
