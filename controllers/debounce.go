@@ -52,13 +52,6 @@ func (d *debouncer) wait(key string, waiting int) time.Duration {
 	return w
 }
 
-// observe records demand that needs no creation, so the next burst starts a fresh window.
-func (d *debouncer) observe(key string, waiting int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.state, key)
-}
-
 func (d *debouncer) forget(key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

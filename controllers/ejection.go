@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -115,11 +114,7 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 		metrics.ObserveISOOperation(metrics.ISOOpEject, "failure")
 		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, fmt.Sprintf("attempt %d: %v; retrying in %s", rec.Attempts, err, delay), va.Generation)
 		r.Recorder.Eventf(va, "Warning", "ISOEjectionFailed", "ejecting %s: %v", rec.ISOPath, err)
-		s.requeueAfter(delay)
-		var vErr *vsphere.Error
-		if errors.As(err, &vErr) && (vErr.Class == vsphere.ClassRefused || vErr.Class == vsphere.ClassOwnership) {
-			return nil // a guard refused: retried with backoff, never forced
-		}
+		s.requeueAfter(delay) // guard refusals (media changed, another question) included: retried, never forced
 		return nil
 	}
 	rec.RetryAfter, rec.LastError = nil, ""

@@ -68,15 +68,13 @@ type poolScope struct {
 	matching  []agents.Agent
 	ourAgents map[string]bool
 
-	creds    vsphere.Credentials
-	vs       vsphere.Client
-	vsErr    error
-	isoCond  *conditionUpdate
-	plan     planner.Plan
-	blocked  string
-	requeue  time.Duration
-	orphans  int
-	released int
+	creds   vsphere.Credentials
+	vs      vsphere.Client
+	vsErr   error
+	isoCond *conditionUpdate
+	plan    planner.Plan
+	blocked string
+	requeue time.Duration
 }
 
 type conditionUpdate struct {
@@ -191,7 +189,7 @@ func (r *PoolReconciler) checkClaim(ctx context.Context, s *poolScope) error {
 		}
 		if olderThan(other, s.pool) {
 			s.claimErr = fmt.Sprintf("NodePool %s is already served by VsphereAgentPool %s; this pool takes no action", s.pool.Spec.NodePoolRef.Name, other.Name)
-			r.eventOnce(s.pool, "Warning", "NodePoolAlreadyClaimed", s.claimErr)
+			r.Recorder.Event(s.pool, "Warning", "NodePoolAlreadyClaimed", s.claimErr)
 			return errStop
 		}
 	}
@@ -392,7 +390,7 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 			errs = append(errs, err)
 		}
 	} else {
-		r.debounce.observe(poolKey, s.waiting)
+		r.debounce.forget(poolKey) // no creation needed: the next burst starts a fresh window
 	}
 	for _, name := range s.plan.Release {
 		if err := r.release(ctx, s, poolKey, name); err != nil {

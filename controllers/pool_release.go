@@ -62,7 +62,6 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 		return err
 	}
 	r.expectations.expectDelete(poolKey, va.Name)
-	s.released++
 	metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "release").Inc()
 	r.Recorder.Eventf(s.pool, "Normal", "VMReleased", "releasing VM %s: %s", va.Name, releaseReason(s, name))
 	return nil
@@ -99,12 +98,10 @@ func (r *PoolReconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 	for _, va := range list.Items {
 		known[string(va.UID)] = true
 	}
-	s.orphans = 0
 	for _, vm := range vms {
 		if known[vm.Ownership.OwnerUID] || vm.Ownership.PoolUID != string(s.pool.UID) {
 			continue
 		}
-		s.orphans++
 		if err := r.cleanOrphan(ctx, s, vm); err != nil {
 			r.Recorder.Eventf(s.pool, "Warning", "OrphanCleanupFailed", "orphan VM %s: %v", vm.Name, err)
 		}
@@ -198,8 +195,4 @@ func policyOf(pool *afv1.VsphereAgentPool) afv1.CleanupPolicy {
 		return afv1.CleanupPolicyDelete
 	}
 	return pool.Spec.CleanupPolicy
-}
-
-func (r *PoolReconciler) eventOnce(obj client.Object, eventType, reason, msg string) {
-	r.Recorder.Event(obj, eventType, reason, msg)
 }

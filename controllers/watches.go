@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,7 +48,7 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // deletionPredicate passes updates that start a deletion (finalizer work), which do not bump generation.
 func deletionPredicate() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e eventUpdate) bool {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectNew.GetDeletionTimestamp() != nil
 	}}
 }
@@ -113,8 +115,8 @@ func (r *VsphereAgentReconciler) vmsForAgent(ctx context.Context, o client.Objec
 
 func (r *VsphereAgentReconciler) vmsForAgentMachine(ctx context.Context, o client.Object) []reconcile.Request {
 	u := asUnstructured(o)
-	name, _, _ := nestedString(u.Object, "status", "agentRef", "name")
-	ns, _, _ := nestedString(u.Object, "status", "agentRef", "namespace")
+	name, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "name")
+	ns, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "namespace")
 	if name == "" || ns == "" {
 		return nil
 	}
