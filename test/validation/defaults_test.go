@@ -186,6 +186,8 @@ func createAndRead(t *testing.T, obj *unstructured.Unstructured) *unstructured.U
 	if err := k8s.Create(ctx, obj.DeepCopy()); err != nil {
 		t.Fatalf("creating %s: %v", obj.GetName(), err)
 	}
+	// Deleted afterwards so the test can run again on the same API server (go test -count=N).
+	t.Cleanup(func() { _ = k8s.Delete(ctx, obj.DeepCopy()) })
 	stored := &unstructured.Unstructured{}
 	stored.SetGroupVersionKind(obj.GroupVersionKind())
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), stored); err != nil {
