@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
@@ -97,6 +98,9 @@ func ClientOptions() client.Options {
 // controllers once they appear, instead of crash-looping.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.defaults()
+	if err := metrics.Register(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		opts.Sessions.Close(context.Background())

@@ -272,7 +272,16 @@ func scenarioNotAnISO(t *testing.T, b backend) {
 	if h.cond.Reason != afv1.ReasonISONotAnISO || h.status().Path != "" {
 		t.Fatalf("condition %+v status %+v", h.cond, h.status())
 	}
-	h.expectOnly()
+	// Nothing cached. The simulator may finish writing the aborted upload's temporary file after the
+	// client deleted it; once the source serves an ISO again, the next check caches it and Prune
+	// removes the stale leftover.
+	h.expectCached()
+	iso := makeISO(testISOSize, 17)
+	h.server.set(iso, "")
+	h.clock.Step(7 * time.Hour)
+	_, rr = h.pass()
+	h.expectOutcome(rr, OutcomeUploaded)
+	h.expectOnly(sha(iso) + ".iso")
 }
 
 func scenarioPruneInUse(t *testing.T, b backend) {

@@ -1,4 +1,5 @@
-// Package metrics holds the operator's Prometheus metrics, registered with controller-runtime's
-// registry so the manager's secure metrics endpoint serves them. Every name starts with agent_forge_.
-// Label values never carry secrets or URL tokens.
+// Package metrics holds the operator's Prometheus metrics. Every name starts with agent_forge_, and
+// label values never carry secrets or URL tokens. The package registers nothing by itself: the
+// manager calls Register with controller-runtime's registry, so its secure metrics endpoint serves
+// them, while the domain packages (vsphere, iso) stay free of controller-runtime.
 package metrics

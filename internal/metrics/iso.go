@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // ISO operations counted by ISOOperations.
@@ -42,10 +41,6 @@ var (
 		Help: "Discovery ISO bytes transferred, by direction (download, upload).",
 	}, []string{"direction"})
 )
-
-func init() {
-	ctrlmetrics.Registry.MustRegister(ISOOperations, ISOBytesTransferred)
-}
 
 // ObserveISOOperation counts one ISO operation.
 func ObserveISOOperation(operation, result string) {

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var (
@@ -39,7 +38,3 @@ var (
 		Help: "External kinds (Agent, InfraEnv, AgentMachine, Machine, NodePool, HostedCluster) not served; controllers wait for them.",
 	})
 )
-
-func init() {
-	metrics.Registry.MustRegister(PoolCapacity, PoolWaiting, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing)
-}
