@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,12 +46,17 @@ func main() {
 	flag.BoolVar(&crossNamespaceSecrets, "allow-cross-namespace-secrets", false, "Allow a pool to read a credentials Secret outside its own namespace.")
 	var crdPoll time.Duration
 	flag.DurationVar(&crdPoll, "external-crd-poll-interval", 30*time.Second, "How often to check for missing HyperShift/CAPI/Assisted Installer CRDs before starting the controllers.")
+	var metricsCertPath, metricsCertName, metricsCertKey string
+	flag.StringVar(&metricsCertPath, "metrics-cert-path", "", "Directory holding the metrics serving certificate and key (e.g. an OpenShift service-ca Secret), picked up when they appear and reloaded when they change; until then (or when empty) a self-signed certificate.")
+	flag.StringVar(&metricsCertName, "metrics-cert-name", "tls.crt", "Certificate file name in --metrics-cert-path.")
+	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "Key file name in --metrics-cert-path.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server (off: CVE-2023-44487 / rapid reset).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	setupLog := ctrl.Log.WithName("setup")
+	ctx := ctrl.SetupSignalHandler()
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
@@ -59,6 +65,14 @@ func main() {
 	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
 	if secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		if metricsCertPath != "" {
+			cert, err := newMetricsCertificate(ctx, setupLog, metricsCertPath, metricsCertName, metricsCertKey)
+			if err != nil {
+				setupLog.Error(err, "unable to set up the metrics serving certificate")
+				os.Exit(1)
+			}
+			metricsOpts.TLSOpts = append(slices.Clone(tlsOpts), func(c *tls.Config) { c.GetCertificate = cert.GetCertificate })
+		}
 	}
 
 	cacheOpts := cache.Options{}
@@ -100,7 +114,7 @@ func main() {
 	}
 
 	setupLog.Info("starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "problem running manager")
 		os.Exit(1)
 	}

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -22,10 +25,17 @@ const ejectionGraceOnDelete = 2 * time.Minute
 // (optimistic lock), the VM destroyed by instance UUID after its ownership is verified, and the Agent
 // deleted (UID precondition) only once the VM is confirmed gone.
 func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Result, error) {
-	va, pool := s.va, s.pool
+	va := s.va
 	if !controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent) {
 		return ctrl.Result{}, nil
 	}
+	// The pool's cleanupPolicy decides whether a VM is destroyed: read it fresh, never from a cache
+	// that may not have seen the user's last change (e.g. Retain set just before the delete).
+	pool, err := freshPool(ctx, r.APIReader, va)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.pool = pool
 	if pool != nil && pool.Spec.Paused {
 		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
 		return ctrl.Result{}, nil
@@ -130,4 +140,16 @@ func mustJSON(v any) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// freshPool reads a VsphereAgent's pool from the API server (nil when it is gone).
+func freshPool(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent) (*afv1.VsphereAgentPool, error) {
+	pool := &afv1.VsphereAgentPool{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return pool, nil
 }
