@@ -97,6 +97,19 @@ func poolEvents(ctx context.Context, p *afv1.VsphereAgentPool) []corev1.Event {
 	return out
 }
 
+// objectEventReasons lists the reasons of the Events about one object.
+func objectEventReasons(ctx context.Context, namespace, kind, name string) []string {
+	var list corev1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
 func poolEventReasons(ctx context.Context, p *afv1.VsphereAgentPool) []string {
 	var out []string
 	for _, e := range poolEvents(ctx, p) {

@@ -51,6 +51,9 @@ var _ = Describe("Crash recovery and orphans", func() {
 		}, 30*time.Second, 250*time.Millisecond).Should(Equal(created.InstanceUUID))
 		Expect(va.Status.VM.BIOSUUID).To(Equal(created.BIOSUUID))
 		Expect(vc.CountVMsNamed(va.Name)).To(Equal(1))
+		Eventually(func() []string { return objectEventReasons(ctx, va.Namespace, "VsphereAgent", va.Name) }, 10*time.Second, 250*time.Millisecond).
+			Should(ContainElement("VMAdopted"))
+		Expect(objectEventReasons(ctx, va.Namespace, "VsphereAgent", va.Name)).NotTo(ContainElement("VMCreated"))
 
 		By("deleting it under Delete: the VM is destroyed by instance UUID")
 		setPool(pool, func(p *afv1.VsphereAgentPool) { p.Spec.CleanupPolicy = afv1.CleanupPolicyDelete })

@@ -208,7 +208,11 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	}
 	r.setPhase(va, afv1.VMPhaseProvisioning, ReasonAwaitingRegistration)
 	setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
-	r.Recorder.Eventf(va, "Normal", "VMCreated", "created and powered on VM %s (instance UUID %s)", info.Name, info.InstanceUUID)
+	if info.Adopted {
+		r.Recorder.Eventf(va, "Normal", "VMAdopted", "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
+	} else {
+		r.Recorder.Eventf(va, "Normal", "VMCreated", "created and powered on VM %s (instance UUID %s)", info.Name, info.InstanceUUID)
+	}
 	return true, nil
 }
 

@@ -70,6 +70,9 @@ type VMInfo struct {
 	MemoryMiB    int64
 	DiskGiB      int32
 	Question     *Question
+	// Adopted is set by CreateVM when it found the VM of an earlier attempt (a crash between create and
+	// status write) instead of creating one.
+	Adopted bool
 }
 
 // CDROM is one CD-ROM device of a VM.

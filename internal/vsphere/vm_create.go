@@ -53,10 +53,14 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 	if err := verifyOwnership("CreateVM", info.Name, info.Ownership, spec.Ownership); err != nil {
 		return nil, err
 	}
-	if info.PoweredOn {
-		return info, nil
+	c.log.Info("found the VM of an earlier attempt; adopting it", "vm", info.Name, "instanceUUID", spec.Ownership.OwnerUID)
+	if !info.PoweredOn {
+		if info, err = c.powerOnAndRead(ctx, ref); err != nil {
+			return nil, err
+		}
 	}
-	return c.powerOnAndRead(ctx, ref)
+	info.Adopted = true
+	return info, nil
 }
 
 // powerOnAndRead powers on (already on is success) and reads identity in the same retrieval that sees

@@ -147,9 +147,12 @@ func TestCreateVMIsIdempotentAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if first.Adopted {
+		t.Fatalf("a freshly created VM is reported as adopted")
+	}
 	for _, got := range []*vsphere.VMInfo{again, third} {
-		if got.BIOSUUID != first.BIOSUUID || got.MACAddress != first.MACAddress {
-			t.Fatalf("retry returned another VM: %+v vs %+v", got, first)
+		if got.BIOSUUID != first.BIOSUUID || got.MACAddress != first.MACAddress || !got.Adopted {
+			t.Fatalf("retry returned another VM, or did not say it adopted one: %+v vs %+v", got, first)
 		}
 	}
 	if n := h.env.CountVMsNamed("hc1-worker-b"); n != 1 {
