@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -156,6 +157,45 @@ var _ = Describe("Registration liveness", func() {
 		Eventually(func() int { return len(poolVMs(pool)) }, 30*time.Second, 250*time.Millisecond).Should(BeZero())
 		Consistently(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) + phaseCount(pool, afv1.VMPhasePending) }, 3*time.Second, 250*time.Millisecond).Should(BeZero())
 		Expect(conditionReason(getPool(pool), afv1.ConditionReady)).To(Equal("RegistrationFailing"))
+	})
+})
+
+var _ = Describe("Registration seen late by the cache", func() {
+	It("confirms with a live read before destroying a VM at registrationTimeout, and keeps it", func(ctx context.Context) {
+		hide := &atomic.Bool{}
+		op := startOperator(operatorOptions{hideAgents: hide})
+		DeferCleanup(op.stop)
+		s := newScenario()
+		d := startWorld(s, world.Options{})
+		d.SetRegistrationFilter(func(world.VM) bool { return false })
+		pool := createPool(newPool(s, "workers"))
+		DeferCleanup(deletePoolAndWait, pool)
+		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
+		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+		first := vmNames(pool)
+
+		By("the host registers, but the operator's cache has not seen the Agent yet")
+		hide.Store(true)
+		d.SetRegistrationFilter(nil)
+		Eventually(func() int {
+			list := newAgentList()
+			Expect(k8s.List(ctx, list, client.InNamespace(s.Namespace))).To(Succeed())
+			return len(list.Items)
+		}, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+
+		By("stepping the clock past the registration timeout: the live read finds the Agent, the VM stays")
+		op.clock.Step(21 * time.Minute)
+		pokeVsphereAgents(pool)
+		Consistently(func() []string { return vmNames(pool) }, 3*time.Second, 250*time.Millisecond).Should(Equal(first))
+		Expect(phaseCount(pool, afv1.VMPhaseFailed)).To(BeZero())
+
+		By("the cache catches up: the same VM's Agent is prepared")
+		hide.Store(false)
+		pokeVsphereAgents(pool)
+		Eventually(func() int {
+			return phaseCount(pool, afv1.VMPhaseAvailable) + phaseCount(pool, afv1.VMPhaseBound)
+		}, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+		Expect(vmNames(pool)).To(Equal(first))
 	})
 })
 

@@ -10,8 +10,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -84,6 +88,32 @@ type operator struct {
 type operatorOptions struct {
 	beforeUnapprove func(ctx context.Context, ns, name string)
 	orphanScan      time.Duration
+	// hideAgents, while true, makes the operator's cached reads miss every Agent: a cache that has not
+	// seen a registration yet. Its live reads (APIReader) are unaffected.
+	hideAgents *atomic.Bool
+}
+
+// laggingCache is the operator's cached client with Agents hidden while hide is set.
+type laggingCache struct {
+	client.Client
+	hide *atomic.Bool
+}
+
+func (c laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if c.hide.Load() && obj.GetObjectKind().GroupVersionKind().Kind == "Agent" {
+		return apierrors.NewNotFound(schema.GroupResource{Group: "agent-install.openshift.io", Resource: "agents"}, key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c laggingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if u, ok := list.(*unstructured.UnstructuredList); ok && c.hide.Load() && u.GetKind() == "AgentList" {
+		u.Items = nil
+	}
+	return nil
 }
 
 // startOperator runs the real controllers in a manager against envtest and the simulator, with a fake
@@ -96,6 +126,13 @@ func startOperator(o operatorOptions) *operator {
 		HealthProbeBindAddress: "0",
 		Client:                 controllers.ClientOptions(),
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+			c, err := client.New(cfg, opts)
+			if err != nil || o.hideAgents == nil {
+				return c, err
+			}
+			return laggingCache{Client: c, hide: o.hideAgents}, nil
+		},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	if o.orphanScan == 0 {

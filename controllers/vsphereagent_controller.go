@@ -400,6 +400,14 @@ func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) 
 		s.requeueAfter(left)
 		return true, nil
 	}
+	// The cache may not have seen a registration of the last moments: confirm with a fresh read
+	// before destroying; the Agent's event brings the next reconcile.
+	if agent, err := freshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
+		return false, err
+	} else if agent != nil && agent.Obj.GetDeletionTimestamp() == nil {
+		s.requeueAfter(time.Second)
+		return true, nil
+	}
 	vs, err := r.client(ctx, s)
 	if err != nil {
 		return false, err
