@@ -128,15 +128,7 @@ var _ = Describe("Workers are never destroyed while their Machine exists", func(
 
 var _ = Describe("Registration liveness", func() {
 	It("replaces a VM that never registers after registrationTimeout, and stops a pool whose VMs all fail", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		d.SetRegistrationFilter(func(world.VM) bool { return false })
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
-		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
-		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
+		op, _, _, pool := provisionUnregistered(ctx, operatorOptions{}, 2)
 		first := vmNames(pool)
 
 		By("stepping the clock past the registration timeout")
@@ -158,20 +150,10 @@ var _ = Describe("Registration liveness", func() {
 		Consistently(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) + phaseCount(pool, afv1.VMPhasePending) }, 3*time.Second, 250*time.Millisecond).Should(BeZero())
 		Expect(conditionReason(getPool(pool), afv1.ConditionReady)).To(Equal("RegistrationFailing"))
 	})
-})
 
-var _ = Describe("Registration seen late by the cache", func() {
-	It("confirms with a live read before destroying a VM at registrationTimeout, and keeps it", func(ctx context.Context) {
+	It("confirms a registration the cache has not seen yet with a live read, and keeps the VM", func(ctx context.Context) {
 		hide := &atomic.Bool{}
-		op := startOperator(operatorOptions{hideAgents: hide})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		d.SetRegistrationFilter(func(world.VM) bool { return false })
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
-		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
-		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+		op, s, d, pool := provisionUnregistered(ctx, operatorOptions{hideAgents: hide}, 1)
 		first := vmNames(pool)
 
 		By("the host registers, but the operator's cache has not seen the Agent yet")
@@ -361,4 +343,20 @@ func pokeVsphereAgents(p *afv1.VsphereAgentPool) {
 		va.Annotations["test.agent-forge/poke"] = time.Now().Format(time.RFC3339Nano)
 		Expect(client.IgnoreNotFound(k8s.Patch(context.Background(), &va, patch))).To(Succeed())
 	}
+}
+
+// provisionUnregistered starts the operator and a world whose hosts do not call home, creates a pool and
+// waits until n of its VMs are provisioning.
+func provisionUnregistered(ctx context.Context, o operatorOptions, n int) (*operator, *world.Scenario, *world.Driver, *afv1.VsphereAgentPool) {
+	GinkgoHelper()
+	op := startOperator(o)
+	DeferCleanup(op.stop)
+	s := newScenario()
+	d := startWorld(s, world.Options{})
+	d.SetRegistrationFilter(func(world.VM) bool { return false })
+	pool := createPool(newPool(s, "workers"))
+	DeferCleanup(deletePoolAndWait, pool)
+	Expect(d.SetReplicas(ctx, s.NodePool, n)).To(Succeed())
+	Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 30*time.Second, 250*time.Millisecond).Should(Equal(n))
+	return op, s, d, pool
 }

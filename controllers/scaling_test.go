@@ -44,15 +44,19 @@ var _ = Describe("Scaling a NodePool", func() {
 			g.Expect(p.Status.BoundAgents).To(BeEquivalentTo(5))
 			g.Expect(p.Status.VMs).To(BeEquivalentTo(5))
 			g.Expect(p.Status.AgentMachines).To(BeEquivalentTo(5))
+			g.Expect(p.Status.UnreadyAgentMachines).To(BeZero(), "installed workers make their AgentMachines ready")
+			g.Expect(p.Status.AgentMachinesWithoutAgent).To(BeZero())
 			g.Expect(phaseCount(pool, afv1.VMPhaseBound)).To(Equal(5))
 		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
 
 		By("leaving status unwritten on a no-change resync")
-		Eventually(func() string {
-			rv := getPool(pool).ResourceVersion
-			time.Sleep(time.Second) // settle: the world finishes installing; a real-time quiet window, not a timing assertion
-			return rv
-		}, 30*time.Second).Should(Equal(getPool(pool).ResourceVersion))
+		// Settle: wait for a real-time quiet window (not a timing assertion): the pool's resourceVersion
+		// unchanged for 2 s, longer than the 1 s batching of counter-only status writes.
+		Eventually(func() bool {
+			before := getPool(pool).ResourceVersion
+			time.Sleep(2 * time.Second)
+			return getPool(pool).ResourceVersion == before
+		}, 30*time.Second).Should(BeTrue())
 		poked := pokePool(pool) // an annotation change triggers a reconcile that observes nothing new
 		Consistently(func() string { return getPool(pool).ResourceVersion }, 3*time.Second, 250*time.Millisecond).Should(Equal(poked))
 
