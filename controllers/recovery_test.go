@@ -63,6 +63,8 @@ var _ = Describe("Crash recovery and orphans", func() {
 
 	It("reports and, under Delete, destroys an orphan VM carrying the pool's marker", func(ctx context.Context) {
 		s := newScenario()
+		orphanFolder := "agent-forge/" + s.Namespace + "-orphans" // not the world's folder: its VMs never register
+		Expect(vc.EnsureFolder(ctx, orphanFolder)).To(Succeed())
 		startWorld(s, world.Options{})
 		op := startOperator(operatorOptions{orphanScan: time.Minute})
 		DeferCleanup(op.stop)
@@ -71,7 +73,7 @@ var _ = Describe("Crash recovery and orphans", func() {
 		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 		fresh := getPool(pool)
 		spec := vc.VMSpec("orphan-"+s.Namespace, vsphere.Ownership{OwnerUID: string(uuid.NewUUID()), PoolUID: string(fresh.UID)})
-		spec.Folder = "agent-forge/" + s.Namespace + "-orphans" // not in the world's folder: it never registers
+		spec.Folder = orphanFolder
 		_, err := vs.CreateVM(ctx, spec)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(vc.CountVMsNamed(spec.Name)).To(Equal(1))

@@ -168,6 +168,8 @@ func newScenario() *world.Scenario {
 		ISOURL:      isoServer.URL(), VCenter: &u,
 	})
 	Expect(err).NotTo(HaveOccurred())
+	// The pools' VM folder exists before the operator and the world run (see vcsim.EnsureFolder).
+	Expect(vc.EnsureFolder(context.Background(), "agent-forge/"+s.Namespace)).To(Succeed())
 	return s
 }
 

@@ -36,7 +36,8 @@ func LoadSamplePool() (*afv1.VsphereAgentPool, error) {
 }
 
 // AdaptToSimulator changes only the vSphere inventory fields of pool that do not exist in the
-// simulator to the simulator's equivalents, and returns one human-readable line per change.
+// simulator to the simulator's equivalents, and returns one human-readable line per change. It also
+// prepares the pool's VM folder before anything runs (see vcsim.EnsureFolder for why).
 func (h *Harness) AdaptToSimulator(ctx context.Context, pool *afv1.VsphereAgentPool) ([]string, error) {
 	var changes []string
 	set := func(field string, v *string, replacement string, ok bool) {
@@ -73,6 +74,13 @@ func (h *Harness) AdaptToSimulator(ctx context.Context, pool *afv1.VsphereAgentP
 		}
 		changes = append(changes, fmt.Sprintf("spec.vsphere.vmTags: %v -> %v (simulator tags: %v in category %q)", vs.VMTags, tags, vcsim.Tags, vcsim.TagCategory))
 		vs.VMTags = tags
+	}
+	folder := vs.Folder
+	if folder == "" {
+		folder = pool.Spec.HostedClusterRef.Name
+	}
+	if err := h.VC.EnsureFolder(ctx, folder); err != nil {
+		return nil, err
 	}
 	return changes, nil
 }

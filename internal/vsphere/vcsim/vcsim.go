@@ -21,6 +21,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/url"
+	"path"
+	"strings"
 	"sync"
 
 	"github.com/vmware/govmomi"
@@ -268,4 +270,39 @@ func asVM(obj mo.Reference) *simulator.VirtualMachine {
 // NewObjectVM returns a govmomi VM handle for ref on client c.
 func NewObjectVM(c *govmomi.Client, ref types.ManagedObjectReference) *object.VirtualMachine {
 	return object.NewVirtualMachine(c.Client, ref)
+}
+
+// EnsureFolder creates the VM folder at inventoryPath (relative to the datacenter's VM folder, e.g.
+// "agent-forge/ns") unless it exists. Test setups call it before the operator runs: the simulator's
+// container views walk folder children without its object locks, so creating a folder while a view is
+// walked is a data race inside govmomi's simulator (seen under -race); a real vCenter has no such race.
+func (e *Env) EnsureFolder(ctx context.Context, inventoryPath string) error {
+	c, err := e.Login(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Logout(ctx) }()
+	finder := find.NewFinder(c.Client, false)
+	dc, err := finder.Datacenter(ctx, Datacenter)
+	if err != nil {
+		return err
+	}
+	finder.SetDatacenter(dc)
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	parent := folders.VmFolder
+	for _, name := range strings.Split(strings.Trim(inventoryPath, "/"), "/") {
+		p := path.Join(parent.InventoryPath, name)
+		f, err := finder.Folder(ctx, p)
+		if err != nil {
+			if f, err = parent.CreateFolder(ctx, name); err != nil {
+				return fmt.Errorf("create folder %s: %w", p, err)
+			}
+			f.InventoryPath = p
+		}
+		parent = f
+	}
+	return nil
 }
