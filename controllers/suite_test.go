@@ -139,7 +139,12 @@ func startOperator(o operatorOptions) *operator {
 		o.orphanScan = time.Hour
 	}
 	Expect(controllers.Setup(mgr, controllers.Options{
-		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
+		// One VM worker: govmomi's simulator races with itself when two VM create/destroy tasks touch one
+		// datastore at once (a destroy's disk deletion copies the Datastore while another task edits its
+		// VM list), which -race reports. The pool logic under test is unchanged; the demo and
+		// bench-scale run the default 16 workers without -race.
+		VMWorkers: 1,
+		Clock:     clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
