@@ -101,17 +101,17 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 	}
 	res, err := vs.EjectISO(ctx, req)
 	if err != nil {
-		rec.Attempts++
-		rec.LastError = err.Error()
-		delay := backoffDelay(rec.Attempts)
-		t := metav1.NewTime(now.Add(delay))
-		rec.RetryAfter = &t
 		if vsphere.IsNotFound(err) {
 			// The VM is gone: nothing left to eject.
 			va.Status.ISOEjection = nil
 			return nil
 		}
-		metrics.ObserveISOOperation(metrics.ISOOpEject, "failure")
+		rec.Attempts++
+		rec.LastError = err.Error()
+		delay := backoffDelay(rec.Attempts)
+		t := metav1.NewTime(now.Add(delay))
+		rec.RetryAfter = &t
+		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultFailure)
 		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, fmt.Sprintf("attempt %d: %v; retrying in %s", rec.Attempts, err, delay), va.Generation)
 		r.Recorder.Eventf(va, "Warning", "ISOEjectionFailed", "ejecting %s: %v", rec.ISOPath, err)
 		s.requeueAfter(delay) // guard refusals (media changed, another question) included: retried, never forced
@@ -121,9 +121,9 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 	switch res.State {
 	case vsphere.EjectDone:
 		if rec.QuestionID != "" {
-			metrics.ObserveISOOperation(metrics.ISOOpAnswer, "success")
+			metrics.ObserveISOOperation(metrics.ISOOpAnswer, metrics.ResultSuccess)
 		}
-		metrics.ObserveISOOperation(metrics.ISOOpEject, "success")
+		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultSuccess)
 		r.Recorder.Eventf(va, "Normal", "ISOEjected", "ejected discovery ISO %s from VM %s", rec.ISOPath, va.Status.VM.Name)
 		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, "discovery ISO "+rec.ISOPath+" ejected", va.Generation)
 		va.Status.ISOEjection = nil

@@ -249,7 +249,7 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 		}
 		for i := range list.Items {
 			a := agents.AgentFrom(&list.Items[i])
-			if list.Items[i].GetDeletionTimestamp() != nil {
+			if a.Deleting {
 				continue
 			}
 			// By MAC, the serial must agree; by serial, it is the key itself.
@@ -404,7 +404,7 @@ func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) 
 	// before destroying; the Agent's event brings the next reconcile.
 	if agent, err := freshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
 		return false, err
-	} else if agent != nil && agent.Obj.GetDeletionTimestamp() == nil {
+	} else if agent != nil && !agent.Deleting {
 		s.requeueAfter(time.Second)
 		return true, nil
 	}
