@@ -9,19 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
 )
 
 var _ = Describe("Discovery ISO ejection", func() {
 	It("ejects after installation, answering only the recorded CD-ROM lock question, and includes existing workers when enabled", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		pool := createPool(newPool(s, "workers")) // ejectAfterInstall defaults to false
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenario(operatorOptions{}, nil) // ejectAfterInstall defaults to false
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
 		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseBound) }, 60*time.Second, 250*time.Millisecond).Should(Equal(2))
 		Eventually(func() []string { return ejectReasons(pool) }, 30*time.Second, 250*time.Millisecond).Should(ConsistOf(afv1.ReasonEjectionDisabled, afv1.ReasonEjectionDisabled))
@@ -49,12 +43,7 @@ var _ = Describe("Discovery ISO ejection", func() {
 	})
 
 	It("never answers a different pending question, and refuses changed media", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
 		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseBound) }, 60*time.Second, 250*time.Millisecond).Should(Equal(2))
 		vas := vsphereAgents(pool)

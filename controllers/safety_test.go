@@ -76,12 +76,7 @@ var _ = Describe("Isolation", func() {
 
 var _ = Describe("Workers are never destroyed while their Machine exists", func() {
 	It("keeps a bound worker whose Agent lost the pool labels, or was deleted", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
 		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseBound) }, 60*time.Second, 250*time.Millisecond).Should(Equal(2))
 		Eventually(func() int { return machineRefs(pool) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
@@ -349,13 +344,8 @@ func pokeVsphereAgents(p *afv1.VsphereAgentPool) {
 // waits until n of its VMs are provisioning.
 func provisionUnregistered(ctx context.Context, o operatorOptions, n int) (*operator, *world.Scenario, *world.Driver, *afv1.VsphereAgentPool) {
 	GinkgoHelper()
-	op := startOperator(o)
-	DeferCleanup(op.stop)
-	s := newScenario()
-	d := startWorld(s, world.Options{})
-	d.SetRegistrationFilter(func(world.VM) bool { return false })
-	pool := createPool(newPool(s, "workers"))
-	DeferCleanup(deletePoolAndWait, pool)
+	op, s, d, pool := startPoolScenario(o, nil)
+	d.SetRegistrationFilter(func(world.VM) bool { return false }) // before any VM exists
 	Expect(d.SetReplicas(ctx, s.NodePool, n)).To(Succeed())
 	Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 30*time.Second, 250*time.Millisecond).Should(Equal(n))
 	return op, s, d, pool

@@ -71,14 +71,7 @@ var _ = Describe("Scaling a NodePool", func() {
 
 var _ = Describe("Cleanup policy Retain", func() {
 	It("scales 3 → 1 without deleting anything external", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		p := newPool(s, "workers")
-		p.Spec.CleanupPolicy = afv1.CleanupPolicyRetain
-		pool := createPool(p)
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) { p.Spec.CleanupPolicy = afv1.CleanupPolicyRetain })
 		Expect(d.SetReplicas(ctx, s.NodePool, 3)).To(Succeed())
 		Eventually(func() int { return boundAgentsOf(pool) }, 60*time.Second, 250*time.Millisecond).Should(Equal(3))
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
@@ -92,12 +85,7 @@ var _ = Describe("Cleanup policy Retain", func() {
 
 var _ = Describe("A burst of demand", func() {
 	It("never has more VMs than waiting AgentMachines while 20 arrive over 2 s", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
 		Eventually(func() string { p := getPool(pool); return isoPath(p) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 
 		var maxVAs, maxVMs atomic.Int32
@@ -131,15 +119,10 @@ var _ = Describe("A burst of demand", func() {
 
 var _ = Describe("Limits and pause", func() {
 	It("honours maxConcurrentProvisioning and maxVMs, and paused stops all actions", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		d.SetRegistrationFilter(func(world.VM) bool { return false })
-		p := newPool(s, "workers")
-		p.Spec.Limits = &afv1.LimitsSpec{MaxVMs: ptr.To[int32](3), MaxConcurrentProvisioning: ptr.To[int32](2)}
-		pool := createPool(p)
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) {
+			p.Spec.Limits = &afv1.LimitsSpec{MaxVMs: ptr.To[int32](3), MaxConcurrentProvisioning: ptr.To[int32](2)}
+		})
+		d.SetRegistrationFilter(func(world.VM) bool { return false }) // before any VM exists
 		Expect(d.SetReplicas(ctx, s.NodePool, 5)).To(Succeed())
 		Eventually(func() int { return len(poolVMs(pool)) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
 		Consistently(func() int { return len(vsphereAgents(pool)) }, 2*time.Second, 250*time.Millisecond).Should(Equal(2))

@@ -286,6 +286,24 @@ func agentsOf(p *afv1.VsphereAgentPool) int {
 	return len(list.Items)
 }
 
+// startPoolScenario starts the operator and a world for a new hub scenario and creates the pool
+// "workers" (changed by customize, when given); after the spec the pool is deleted, then the operator
+// stopped.
+func startPoolScenario(o operatorOptions, customize func(*afv1.VsphereAgentPool)) (*operator, *world.Scenario, *world.Driver, *afv1.VsphereAgentPool) {
+	GinkgoHelper()
+	op := startOperator(o)
+	DeferCleanup(op.stop)
+	s := newScenario()
+	d := startWorld(s, world.Options{})
+	p := newPool(s, "workers")
+	if customize != nil {
+		customize(p)
+	}
+	pool := createPool(p)
+	DeferCleanup(deletePoolAndWait, pool)
+	return op, s, d, pool
+}
+
 // deletePoolAndWait deletes a pool (tests end clean) and waits for it to go.
 func deletePoolAndWait(p *afv1.VsphereAgentPool) {
 	ctx := context.Background()

@@ -144,24 +144,34 @@ func (e *Env) VMSpec(name string, owner vsphere.Ownership) vsphere.VMSpec {
 	}
 }
 
-// prepare builds the datastore cluster and the tags.
-func (e *Env) prepare(ctx context.Context) error {
+// adminSession logs in as the admin and resolves the datacenter: a finder scoped to it and its
+// folders. The caller logs the client out.
+func (e *Env) adminSession(ctx context.Context) (*govmomi.Client, *find.Finder, *object.DatacenterFolders, error) {
 	c, err := e.Login(ctx)
 	if err != nil {
-		return fmt.Errorf("login to simulator: %w", err)
+		return nil, nil, nil, fmt.Errorf("login to simulator: %w", err)
+	}
+	finder := find.NewFinder(c.Client, false)
+	dc, err := finder.Datacenter(ctx, Datacenter)
+	if err == nil {
+		finder.SetDatacenter(dc)
+		var folders *object.DatacenterFolders
+		if folders, err = dc.Folders(ctx); err == nil {
+			return c, finder, folders, nil
+		}
+	}
+	_ = c.Logout(ctx)
+	return nil, nil, nil, err
+}
+
+// prepare builds the datastore cluster and the tags.
+func (e *Env) prepare(ctx context.Context) error {
+	c, finder, folders, err := e.adminSession(ctx)
+	if err != nil {
+		return err
 	}
 	defer func() { _ = c.Logout(ctx) }()
 
-	finder := find.NewFinder(c.Client, false)
-	dc, err := finder.Datacenter(ctx, Datacenter)
-	if err != nil {
-		return err
-	}
-	finder.SetDatacenter(dc)
-	folders, err := dc.Folders(ctx)
-	if err != nil {
-		return err
-	}
 	pod, err := folders.DatastoreFolder.CreateStoragePod(ctx, DatastoreCluster)
 	if err != nil {
 		return fmt.Errorf("create datastore cluster: %w", err)
@@ -277,21 +287,11 @@ func NewObjectVM(c *govmomi.Client, ref types.ManagedObjectReference) *object.Vi
 // container views walk folder children without its object locks, so creating a folder while a view is
 // walked is a data race inside govmomi's simulator (seen under -race); a real vCenter has no such race.
 func (e *Env) EnsureFolder(ctx context.Context, inventoryPath string) error {
-	c, err := e.Login(ctx)
+	c, finder, folders, err := e.adminSession(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Logout(ctx) }()
-	finder := find.NewFinder(c.Client, false)
-	dc, err := finder.Datacenter(ctx, Datacenter)
-	if err != nil {
-		return err
-	}
-	finder.SetDatacenter(dc)
-	folders, err := dc.Folders(ctx)
-	if err != nil {
-		return err
-	}
 	parent := folders.VmFolder
 	for _, name := range strings.Split(strings.Trim(inventoryPath, "/"), "/") {
 		p := path.Join(parent.InventoryPath, name)
