@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/vmware/govmomi/object"
@@ -25,77 +26,145 @@ const CDROMLockedMessageID = "msg.cdromdisconnect.locked"
 // checkpointed it). Any other question is never answered and the call is refused; a device now backed by
 // something other than ExpectedISOPath is refused too.
 func (c *client) EjectISO(ctx context.Context, req EjectRequest) (*EjectResult, error) {
-	res, err := c.ejectISO(ctx, req)
-	op := "eject"
-	if err == nil && res.State == EjectInProgress && req.ConfirmQuestionID != "" && res.QuestionID == req.ConfirmQuestionID {
-		op = "answer"
+	res, answering, err := c.ejectISO(ctx, req)
+	op := OpEject
+	if answering {
+		op = OpAnswer
 	}
 	return res, observe(op, err)
 }
 
-func (c *client) ejectISO(ctx context.Context, req EjectRequest) (*EjectResult, error) {
+// Operations of EjectISO as counted in metrics and named in its errors: a failed or refused answer to
+// the lock question is an "answer" error, everything else an "eject" error.
+const (
+	OpEject  = "eject"
+	OpAnswer = "answer"
+)
+
+// IsAnswerError reports whether err came from answering (or refusing to answer) the CD-ROM lock question.
+func IsAnswerError(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Op == OpAnswer
+}
+
+// taskFailedError marks an error from a recorded reconfigure task that ended in error: the caller
+// forgets that task (and its question) and starts afresh on its next attempt.
+type taskFailedError struct{ error }
+
+func (e *taskFailedError) Unwrap() error { return e.error }
+
+// IsEjectTaskFailed reports whether the recorded reconfigure task of an ejection ended in error.
+func IsEjectTaskFailed(err error) bool {
+	var t *taskFailedError
+	return errors.As(err, &t)
+}
+
+// ejectProps are vmProps plus the VM's recent tasks (to find a reconfigure started before a crash).
+var ejectProps = append(append([]string(nil), vmProps...), "recentTask")
+
+// ejectISO runs one step; answering says whether this step tried to answer the lock question.
+func (c *client) ejectISO(ctx context.Context, req EjectRequest) (*EjectResult, bool, error) {
 	if req.ExpectedISOPath == "" {
-		return nil, NewError(ClassInvalid, "EjectISO", "expected ISO path is required")
+		return nil, false, NewError(ClassInvalid, OpEject, "expected ISO path is required")
 	}
 	d, err := c.datacenter(ctx, req.Datacenter)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ref, err := c.findRef(ctx, d, req.InstanceUUID, true)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if ref == nil {
-		return nil, NewError(ClassNotFound, "EjectISO", "no VM with instance UUID %q", req.InstanceUUID)
+		return nil, false, NewError(ClassNotFound, OpEject, "no VM with instance UUID %q", req.InstanceUUID)
 	}
-	vm, err := c.readVM(ctx, *ref)
-	if err != nil {
-		return nil, err
+	var vm mo.VirtualMachine
+	if err := c.pc().RetrieveOne(ctx, *ref, ejectProps, &vm); err != nil {
+		return nil, false, err
 	}
-	cd, err := guardEject(vm, req)
+	cd, err := guardEject(&vm, req)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ejected := isoPathOf(cd) == "" && (cd.Connectable == nil || !cd.Connectable.Connected)
 	if req.TaskRef != "" {
-		return c.resumeEject(ctx, *ref, vm, cd, ejected, req)
+		return c.resumeEject(ctx, *ref, &vm, cd, ejected, req)
 	}
 	if ejected {
-		return &EjectResult{State: EjectDone}, nil
+		return &EjectResult{State: EjectDone}, false, nil
 	}
 	if isoPathOf(cd) != req.ExpectedISOPath {
-		return nil, NewError(ClassRefused, "EjectISO", "CD-ROM %d holds %q, not %q: media changed",
+		return nil, false, NewError(ClassRefused, OpEject, "CD-ROM %d holds %q, not %q: media changed",
 			req.DeviceKey, isoPathOf(cd), req.ExpectedISOPath)
 	}
+	// No task recorded: a reconfigure may still have been started before a crash that lost its task
+	// reference. Never start a second one while one runs: take it over instead.
+	running, err := c.runningReconfigure(ctx, vm.RecentTask)
+	if err != nil {
+		return nil, false, err
+	}
 	if q := vm.Runtime.Question; q != nil {
-		// A lock question without a recorded task: our reconfigure started but its TaskRef was not
-		// checkpointed (crash). Handle the question the same way; anything else is refused.
-		return c.handleQuestion(ctx, *ref, q, req, "")
+		res, answering, err := c.handleQuestion(ctx, *ref, q, req, running)
+		if res != nil {
+			res.Adopted = running != ""
+		}
+		return res, answering, err
+	}
+	if running != "" {
+		c.log.Info("found a running reconfigure of an earlier attempt; tracking it instead of starting another",
+			"vm", vm.Name, "device", req.DeviceKey, "task", running)
+		return &EjectResult{State: EjectInProgress, TaskRef: running, Adopted: true}, false, nil
 	}
 	t, err := object.NewVirtualMachine(c.vim, *ref).Reconfigure(ctx, ejectSpec(cd))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c.log.Info("started CD-ROM ejection", "vm", vm.Name, "device", req.DeviceKey, "task", t.Reference().Value)
-	return &EjectResult{State: EjectInProgress, TaskRef: t.Reference().Value}, nil
+	return &EjectResult{State: EjectInProgress, TaskRef: t.Reference().Value}, false, nil
+}
+
+// runningReconfigure returns the first queued or running reconfigure task among a VM's recent tasks.
+func (c *client) runningReconfigure(ctx context.Context, recent []types.ManagedObjectReference) (string, error) {
+	if len(recent) == 0 {
+		return "", nil
+	}
+	var tasks []mo.Task
+	if err := c.pc().Retrieve(ctx, recent, []string{"info"}, &tasks); err != nil {
+		if IsNotFound(classify(OpEject, err)) {
+			return "", nil // a task expired between the two reads: it is not running
+		}
+		return "", err
+	}
+	for _, t := range tasks {
+		if isReconfigureTask(&t.Info) && (t.Info.State == types.TaskInfoStateQueued || t.Info.State == types.TaskInfoStateRunning) {
+			return t.Self.Value, nil
+		}
+	}
+	return "", nil
+}
+
+// isReconfigureTask: vCenter names it ReconfigVM_Task (description VirtualMachine.reconfigure).
+func isReconfigureTask(info *types.TaskInfo) bool {
+	return strings.EqualFold(info.Name, "ReconfigVM_Task") || strings.EqualFold(info.DescriptionId, "VirtualMachine.reconfigure") ||
+		strings.EqualFold(info.DescriptionId, "VirtualMachine.reconfigVm")
 }
 
 // guardEject verifies ownership, hardware identity and the device.
 func guardEject(vm *mo.VirtualMachine, req EjectRequest) (*types.VirtualCdrom, error) {
 	if vm.Config == nil {
-		return nil, NewError(ClassTransient, "EjectISO", "VM %q has no configuration yet", vm.Name)
+		return nil, NewError(ClassTransient, OpEject, "VM %q has no configuration yet", vm.Name)
 	}
-	if err := verifyOwnership("EjectISO", vm.Name, ownershipOf(vm.Config.ExtraConfig), req.Ownership); err != nil {
+	if err := verifyOwnership(OpEject, vm.Name, ownershipOf(vm.Config.ExtraConfig), req.Ownership); err != nil {
 		return nil, err
 	}
 	if req.BIOSUUID != "" && !strings.EqualFold(vm.Config.Uuid, req.BIOSUUID) {
-		return nil, NewError(ClassOwnership, "EjectISO", "VM %q has BIOS UUID %s, not the recorded %s",
+		return nil, NewError(ClassOwnership, OpEject, "VM %q has BIOS UUID %s, not the recorded %s",
 			vm.Name, vm.Config.Uuid, req.BIOSUUID)
 	}
 	dev := object.VirtualDeviceList(vm.Config.Hardware.Device).FindByKey(req.DeviceKey)
 	cd, ok := dev.(*types.VirtualCdrom)
 	if !ok {
-		return nil, NewError(ClassRefused, "EjectISO", "VM %q has no CD-ROM with key %d", vm.Name, req.DeviceKey)
+		return nil, NewError(ClassRefused, OpEject, "VM %q has no CD-ROM with key %d", vm.Name, req.DeviceKey)
 	}
 	return cd, nil
 }
@@ -120,62 +189,56 @@ func ejectSpec(cd *types.VirtualCdrom) types.VirtualMachineConfigSpec {
 
 // resumeEject checks a recorded reconfigure task.
 func (c *client) resumeEject(ctx context.Context, ref types.ManagedObjectReference, vm *mo.VirtualMachine,
-	cd *types.VirtualCdrom, ejected bool, req EjectRequest) (*EjectResult, error) {
+	cd *types.VirtualCdrom, ejected bool, req EjectRequest) (*EjectResult, bool, error) {
 	info, err := c.taskInfo(ctx, types.ManagedObjectReference{Type: "Task", Value: req.TaskRef})
 	if err != nil {
-		if IsNotFound(classify("", err)) && ejected {
-			return &EjectResult{State: EjectDone}, nil // task expired from vCenter's memory after success
+		if IsNotFound(classify(OpEject, err)) && ejected {
+			return &EjectResult{State: EjectDone}, false, nil // task expired from vCenter's memory after success
 		}
-		return nil, err
+		return nil, false, err
 	}
 	switch info.State {
 	case types.TaskInfoStateSuccess:
 		if ejected {
-			return &EjectResult{State: EjectDone}, nil
+			return &EjectResult{State: EjectDone}, false, nil
 		}
-		return nil, NewError(ClassRefused, "EjectISO", "CD-ROM %d holds %q after the ejection: media changed",
+		return nil, false, NewError(ClassRefused, OpEject, "CD-ROM %d holds %q after the ejection: media changed",
 			req.DeviceKey, isoPathOf(cd))
 	case types.TaskInfoStateError:
-		return nil, taskError(info)
+		return nil, false, &taskFailedError{classify(OpEject, taskError(info))}
 	}
 	if !ejected && isoPathOf(cd) != req.ExpectedISOPath {
-		return nil, NewError(ClassRefused, "EjectISO", "CD-ROM %d holds %q, not %q: media changed",
+		return nil, false, NewError(ClassRefused, OpEject, "CD-ROM %d holds %q, not %q: media changed",
 			req.DeviceKey, isoPathOf(cd), req.ExpectedISOPath)
 	}
 	if q := vm.Runtime.Question; q != nil {
 		return c.handleQuestion(ctx, ref, q, req, req.TaskRef)
 	}
-	return &EjectResult{State: EjectInProgress, TaskRef: req.TaskRef}, nil
+	return &EjectResult{State: EjectInProgress, TaskRef: req.TaskRef}, false, nil
 }
 
 // handleQuestion reports the CD-ROM lock question, answers it "Yes" when the caller confirmed exactly this
-// question, and refuses any other question.
+// question (checkpointed its ID), and refuses any other question.
 func (c *client) handleQuestion(ctx context.Context, ref types.ManagedObjectReference,
-	q *types.VirtualMachineQuestionInfo, req EjectRequest, taskRef string) (*EjectResult, error) {
+	q *types.VirtualMachineQuestionInfo, req EjectRequest, taskRef string) (*EjectResult, bool, error) {
 	question := toQuestion(q)
 	if question.MessageID != CDROMLockedMessageID {
-		return nil, NewError(ClassRefused, "EjectISO", "VM has a different question pending (%s, id %s); not answering it",
+		return nil, false, NewError(ClassRefused, OpEject, "VM has a different question pending (%s, id %s); not answering it",
 			question.MessageID, question.ID)
 	}
 	if req.QuestionID != "" && req.QuestionID != question.ID {
-		return nil, NewError(ClassRefused, "EjectISO", "question %s is pending, not the recorded %s", question.ID, req.QuestionID)
+		return nil, false, NewError(ClassRefused, OpEject, "question %s is pending, not the recorded %s", question.ID, req.QuestionID)
 	}
 	if req.ConfirmQuestionID == "" || req.ConfirmQuestionID != question.ID {
-		return &EjectResult{State: EjectQuestionPending, TaskRef: taskRef, QuestionID: question.ID}, nil
+		return &EjectResult{State: EjectQuestionPending, TaskRef: taskRef, QuestionID: question.ID}, false, nil
 	}
-	yes := ""
-	for _, ch := range question.Choices {
-		if strings.EqualFold(strings.TrimSpace(ch.Label), "yes") {
-			yes = ch.Key
-			break
-		}
+	key, err := ChooseLockAnswer(question)
+	if err != nil {
+		return nil, true, err
 	}
-	if yes == "" {
-		return nil, NewError(ClassRefused, "EjectISO", "question %s offers no \"Yes\" choice", question.ID)
+	if err := object.NewVirtualMachine(c.vim, ref).Answer(ctx, question.ID, key); err != nil {
+		return nil, true, classify(OpAnswer, err)
 	}
-	if err := object.NewVirtualMachine(c.vim, ref).Answer(ctx, question.ID, yes); err != nil {
-		return nil, err
-	}
-	c.log.Info("answered CD-ROM lock question", "question", question.ID, "task", taskRef)
-	return &EjectResult{State: EjectInProgress, TaskRef: taskRef, QuestionID: question.ID}, nil
+	c.log.Info("answered CD-ROM lock question", "question", question.ID, "choice", key, "task", taskRef)
+	return &EjectResult{State: EjectInProgress, TaskRef: taskRef, QuestionID: question.ID, Answered: true}, true, nil
 }

@@ -100,8 +100,11 @@ func TestEjectAnswersTheConfirmedLockQuestion(t *testing.T) {
 	req.ConfirmQuestionID = pending.QuestionID
 	f.pollUntil(t, req, vsphere.EjectDone)
 	answers := f.vm.Answers()
-	if len(answers) != 1 || answers[0].QuestionID != pending.QuestionID || answers[0].Label != "Yes" {
-		t.Fatalf("answers = %+v, want one Yes to %s", answers, pending.QuestionID)
+	if len(answers) != 1 || answers[0].QuestionID != pending.QuestionID || !answers[0].Yes || answers[0].Label != "button.yes" {
+		t.Fatalf("answers = %+v, want one button.yes to %s", answers, pending.QuestionID)
+	}
+	if f.vm.Reconfigures() != 1 {
+		t.Fatalf("%d reconfigures, want 1", f.vm.Reconfigures())
 	}
 	if cd := f.cdrom(t); cd.ISOPath != "" || cd.Connected {
 		t.Fatalf("device after ejection: %+v", cd)

@@ -90,10 +90,13 @@ type Question struct {
 	Choices   []Choice
 }
 
-// Choice is one answer of a Question.
+// Choice is one answer of a Question. On a real vCenter Label is a message key ("button.yes") and
+// Summary the display text ("Yes", or a localized word such as "Ja"); Key ("0", "1", ...) has no
+// fixed meaning.
 type Choice struct {
-	Key   string
-	Label string
+	Key     string
+	Label   string
+	Summary string
 }
 
 // FileInfo describes a datastore file.
@@ -137,6 +140,11 @@ type EjectResult struct {
 	State      EjectState
 	TaskRef    string
 	QuestionID string
+	// Answered is set when this call answered the confirmed CD-ROM lock question.
+	Answered bool
+	// Adopted is set when a reconfigure found running on the VM (started before a crash, its task
+	// never checkpointed) was taken over instead of starting a second one.
+	Adopted bool
 }
 
 // Client is one logged-in vCenter session. Implementations are safe for concurrent use.

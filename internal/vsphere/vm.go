@@ -137,7 +137,7 @@ func toQuestion(q *types.VirtualMachineQuestionInfo) *Question {
 	}
 	for _, ch := range q.Choice.ChoiceInfo {
 		d := ch.GetElementDescription()
-		out.Choices = append(out.Choices, Choice{Key: d.Key, Label: d.Label})
+		out.Choices = append(out.Choices, Choice{Key: d.Key, Label: d.Label, Summary: d.Summary})
 	}
 	return out
 }

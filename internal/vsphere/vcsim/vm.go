@@ -19,9 +19,12 @@ const CDROMLockedMessageID = "msg.cdromdisconnect.locked"
 // VM is a simulator VM with behaviour the stock simulator lacks:
 //   - a guest that locks the CD-ROM door: while DoorLocked (the default), disconnecting an ISO-backed,
 //     connected CD-ROM of a powered-on VM leaves the reconfigure task running and raises the
-//     msg.cdromdisconnect.locked question; AnswerVM with the "Yes" choice applies the change and ends the
-//     task, "No" fails it. The question's choices are "No" (key "0") then "Yes" (key "1"), so a client
-//     must pick by label. The task never blocks inside the simulator (no goroutine holds the VM lock).
+//     msg.cdromdisconnect.locked question in a real vCenter's shape: choiceInfo keys "0" and "1", the
+//     message key in label (button.yes, button.no) and the display text in summary (Yes, No); see
+//     SetLockQuestionChoices for other shapes. AnswerVM with the "Yes" choice applies the change and ends
+//     the task, any other choice fails it. The task is named like vCenter's (ReconfigVM_Task) and shows in
+//     the VM's recentTask. It never blocks inside the simulator (no goroutine holds the VM lock).
+//   - a count of reconfigures that disconnect an ISO (Reconfigures), to prove a crash never starts two.
 //   - AnswerVM for any question (RaiseQuestion sets an unrelated one), recorded in Answers.
 //   - one-shot task faults (FailNextTask): a task that is accepted and then ends in error.
 //
@@ -36,6 +39,8 @@ type VM struct {
 	pending    *pendingDisconnect
 	taskFaults map[string]types.BaseMethodFault
 	answers    []Answer
+	choices    []LockChoice
+	ejects     int
 }
 
 // Answer is one AnswerVM call the simulator accepted.
@@ -43,12 +48,28 @@ type Answer struct {
 	QuestionID string
 	ChoiceKey  string
 	Label      string
+	Summary    string
+	// Yes: the choice meant "Yes" (it applied the disconnect).
+	Yes bool
+}
+
+// LockChoice is one choice of the lock question; Yes marks the one that overrides the lock.
+type LockChoice struct {
+	Key, Label, Summary string
+	Yes                 bool
+}
+
+// RealLockChoices is the lock question's choiceInfo as a real vCenter sends it.
+var RealLockChoices = []LockChoice{
+	{Key: "0", Label: "button.yes", Summary: "Yes", Yes: true},
+	{Key: "1", Label: "button.no", Summary: "No"},
 }
 
 type pendingDisconnect struct {
 	task       *simulator.Task
 	req        types.ReconfigVM_Task
 	questionID string
+	choices    []LockChoice
 }
 
 var (
@@ -65,7 +86,7 @@ func (e *Env) WrapVM(instanceUUID string) (*VM, error) {
 	if w, ok := e.Map().Get(base.Self).(*VM); ok {
 		return w, nil
 	}
-	w := &VM{VirtualMachine: base, taskFaults: map[string]types.BaseMethodFault{}}
+	w := &VM{VirtualMachine: base, taskFaults: map[string]types.BaseMethodFault{}, choices: RealLockChoices}
 	e.Map().Put(w)
 	return w, nil
 }
@@ -75,6 +96,32 @@ func (v *VM) SetDoorLocked(locked bool) {
 	v.mu.Lock()
 	v.doorOpen = !locked
 	v.mu.Unlock()
+}
+
+// SetLockQuestionChoices changes the choices of later lock questions (e.g. reversed or localized).
+func (v *VM) SetLockQuestionChoices(choices []LockChoice) {
+	v.mu.Lock()
+	v.choices = append([]LockChoice(nil), choices...)
+	v.mu.Unlock()
+}
+
+// Reconfigures counts reconfigure calls that disconnect an ISO-backed CD-ROM (accepted or waiting on
+// the lock question), whoever made them.
+func (v *VM) Reconfigures() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.ejects
+}
+
+// QuestionPending reports the ID of the pending question, if any.
+func (e *Env) QuestionPending(v *VM) string {
+	id := ""
+	e.withLock(v, func() {
+		if q := v.Runtime.Question; q != nil {
+			id = q.Id
+		}
+	})
+	return id
 }
 
 // FailNextTask makes the next task of method ("ReconfigVM_Task", "PowerOnVM_Task", "PowerOffVM_Task",
@@ -98,7 +145,7 @@ func (e *Env) RaiseQuestion(v *VM, messageID, text string) string {
 	id := fmt.Sprintf("_vmx%d", questionCounter.Add(1))
 	ctx := e.lockContext()
 	e.Map().WithLock(ctx, v, func() {
-		ctx.Update(v, []types.PropertyChange{{Name: "runtime.question", Val: question(id, messageID, text)}})
+		ctx.Update(v, []types.PropertyChange{{Name: "runtime.question", Val: question(id, messageID, text, RealLockChoices)}})
 	})
 	return id
 }
@@ -123,17 +170,22 @@ func (e *Env) lockContext() *simulator.Context {
 	return &simulator.Context{Context: context.Background(), Map: e.Map(), Session: e.Model.Service.Context.Session}
 }
 
-func question(id, messageID, text string) *types.VirtualMachineQuestionInfo {
+func question(id, messageID, text string, choices []LockChoice) *types.VirtualMachineQuestionInfo {
+	info := make([]types.BaseElementDescription, 0, len(choices))
+	def := int32(0)
+	for i, c := range choices {
+		info = append(info, &types.ElementDescription{Description: types.Description{Label: c.Label, Summary: c.Summary}, Key: c.Key})
+		if !c.Yes {
+			def = int32(i) // vCenter defaults to the safe answer
+		}
+	}
 	return &types.VirtualMachineQuestionInfo{
 		Id:   id,
 		Text: text,
 		Choice: types.ChoiceOption{
-			OptionType: types.OptionType{ValueIsReadonly: types.NewBool(false)},
-			ChoiceInfo: []types.BaseElementDescription{
-				&types.ElementDescription{Description: types.Description{Label: "No", Summary: "No"}, Key: "0"},
-				&types.ElementDescription{Description: types.Description{Label: "Yes", Summary: "Yes"}, Key: "1"},
-			},
-			DefaultIndex: 0,
+			OptionType:   types.OptionType{ValueIsReadonly: types.NewBool(false)},
+			ChoiceInfo:   info,
+			DefaultIndex: def,
 		},
 		Message: []types.VirtualMachineMessage{{Id: messageID, Text: text}},
 	}
@@ -183,18 +235,25 @@ func (v *VM) ReconfigVMTask(ctx *simulator.Context, req *types.ReconfigVM_Task) 
 	if f := v.takeFault("ReconfigVM_Task"); f != nil {
 		return &methods.ReconfigVM_TaskBody{Res: &types.ReconfigVM_TaskResponse{Returnval: v.failedTask(ctx, "reconfigVm", f)}}
 	}
+	disconnects := v.disconnectsISO(&req.Spec)
 	v.mu.Lock()
-	locked, busy := !v.doorOpen, v.pending != nil
+	locked, busy, choices := !v.doorOpen, v.pending != nil, v.choices
+	if disconnects && !busy {
+		v.ejects++
+	}
 	v.mu.Unlock()
 	if busy {
 		return &methods.ReconfigVM_TaskBody{Fault_: simulator.Fault("another reconfigure waits on a question", &types.TaskInProgress{})}
 	}
-	if !locked || v.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || !v.disconnectsISO(&req.Spec) {
+	if !locked || v.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || !disconnects {
 		return v.VirtualMachine.ReconfigVMTask(ctx, req)
 	}
 
-	// A running task without an executor: it ends only when AnswerVM finishes it.
+	// A running task without an executor: it ends only when AnswerVM finishes it. Named as vCenter names
+	// it, so a client looking for a running reconfigure among the VM's recent tasks finds it.
 	task := simulator.CreateTask(v.Self, "reconfigVm", nil)
+	task.Info.Name = "ReconfigVM_Task"
+	task.Info.DescriptionId = "VirtualMachine.reconfigure"
 	task.Self = types.ManagedObjectReference{Type: "Task", Value: fmt.Sprintf("task-cdlock-%d", taskCounter.Add(1))}
 	task.Info.Key = task.Self.Value
 	task.Info.Task = task.Self
@@ -207,9 +266,9 @@ func (v *VM) ReconfigVMTask(ctx *simulator.Context, req *types.ReconfigVM_Task) 
 	ctx.Update(v, []types.PropertyChange{{Name: "runtime.question", Val: question(id, CDROMLockedMessageID,
 		"The guest operating system has locked the CD-ROM door and is probably using the CD-ROM, which can "+
 			"prevent the guest from recognizing media changes. If possible, eject the CD-ROM from inside the "+
-			"guest before disconnecting. Disconnect anyway and override the lock?")}})
+			"guest before disconnecting. Disconnect anyway and override the lock?", choices)}})
 	v.mu.Lock()
-	v.pending = &pendingDisconnect{task: task, req: *req, questionID: id}
+	v.pending = &pendingDisconnect{task: task, req: *req, questionID: id, choices: choices}
 	v.mu.Unlock()
 	return &methods.ReconfigVM_TaskBody{Res: &types.ReconfigVM_TaskResponse{Returnval: task.Self}}
 }
@@ -248,19 +307,29 @@ func (v *VM) AnswerVM(ctx *simulator.Context, req *types.AnswerVM) soap.HasFault
 		body.Fault_ = simulator.Fault("no such question", &types.InvalidArgument{InvalidProperty: "questionId"})
 		return body
 	}
-	label := ""
+	var chosen *types.ElementDescription
 	for _, ch := range q.Choice.ChoiceInfo {
 		if d := ch.GetElementDescription(); d.Key == req.AnswerChoice {
-			label = d.Label
+			chosen = d
 		}
 	}
-	if label == "" {
+	if chosen == nil {
 		body.Fault_ = simulator.Fault("no such choice", &types.InvalidArgument{InvalidProperty: "answerChoice"})
 		return body
 	}
 	v.Runtime.Question = nil // we hold the VM's lock (the simulator locks the handler for the call)
 	v.mu.Lock()
-	v.answers = append(v.answers, Answer{QuestionID: req.QuestionId, ChoiceKey: req.AnswerChoice, Label: label})
+	asked := v.choices
+	if v.pending != nil && v.pending.questionID == req.QuestionId {
+		asked = v.pending.choices
+	}
+	yes := false
+	for _, c := range asked {
+		if c.Key == chosen.Key && c.Yes {
+			yes = true
+		}
+	}
+	v.answers = append(v.answers, Answer{QuestionID: req.QuestionId, ChoiceKey: req.AnswerChoice, Label: chosen.Label, Summary: chosen.Summary, Yes: yes})
 	p := v.pending
 	if p != nil && p.questionID == req.QuestionId {
 		v.pending = nil
@@ -272,7 +341,7 @@ func (v *VM) AnswerVM(ctx *simulator.Context, req *types.AnswerVM) soap.HasFault
 	if p == nil {
 		return body
 	}
-	if label != "Yes" {
+	if !yes {
 		v.finish(ctx, p.task, &types.GenericVmConfigFault{Reason: "the guest holds the CD-ROM door locked"})
 		return body
 	}
