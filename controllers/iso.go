@@ -83,7 +83,7 @@ func (c *managedISOCache) Reconcile(ctx context.Context, req ISORequest) ISOUpda
 		Object: view, Client: req.Client, Need: need, RetainVersions: retain,
 		Refresh: iso.RefreshRequest{
 			Datacenter: pool.Spec.VSphere.Datacenter, Datastore: pool.Spec.VSphere.ISODatastore, Prefix: iso.PathPrefix(pool),
-			Source: src, ForceToken: pool.Annotations[afv1.AnnotationForceISORefresh], Conditional: need.Conditional,
+			Source: src, ForceToken: pool.Annotations[afv1.AnnotationForceISORefresh], Conditional: need.Conditional, Revalidate: need.Revalidate,
 			Status: status, PreviousReady: findCondition(pool.Status.Conditions, afv1.ConditionISOReady),
 		},
 	}

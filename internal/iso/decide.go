@@ -19,6 +19,7 @@ const (
 	NeedInfraEnvNotReady = "InfraEnvNotReady" // no isoDownloadURL yet: nothing to do
 	NeedNothingCached    = "NothingCached"
 	NeedURLChanged       = "URLChanged"
+	NeedURLRenewed       = "URLRenewed"      // only the URL's token changed: revalidate, download only if the image changed
 	NeedSourceRecreated  = "SourceRecreated" // InfraEnv createdTime changed
 	NeedLocationChanged  = "LocationChanged" // isoDatastore or pathPrefix changed
 	NeedForceRefresh     = "ForceRefresh"
@@ -33,6 +34,10 @@ type RefreshNeed struct {
 	// Conditional: only revalidate (If-None-Match/If-Modified-Since, keep the cached file when the
 	// content is unchanged). False means download unconditionally.
 	Conditional bool
+	// Revalidate: the URL changed but neither the image's version (createdTime) nor the rest of the
+	// URL did; ask the server (HEAD) whether the image changed and record the new URL without a
+	// download when it did not. Conditional is set too.
+	Revalidate bool
 	// Reason is one of the Need* constants.
 	Reason string
 	// RequeueAfter is when Decide will next say Needed if nothing else changes (0 when Needed or when
@@ -64,10 +69,11 @@ func Decide(now time.Time, pool *afv1.VsphereAgentPool, src Source) RefreshNeed 
 	}
 	prefix, datastore := PathPrefix(pool), pool.Spec.VSphere.ISODatastore
 	force := pool.Annotations[afv1.AnnotationForceISORefresh]
+	urlChanged := st.URLHash != URLHash(src.URL)
 	switch {
 	case st.Path == "" || st.SHA256 == "":
 		return unconditional(NeedNothingCached)
-	case st.URLHash != URLHash(src.URL):
+	case urlChanged && !tokenRenewal(st, src):
 		return unconditional(NeedURLChanged)
 	case !sameTime(st.SourceCreatedTime, src.CreatedTime):
 		return unconditional(NeedSourceRecreated)
@@ -75,6 +81,9 @@ func Decide(now time.Time, pool *afv1.VsphereAgentPool, src Source) RefreshNeed 
 		return unconditional(NeedLocationChanged)
 	case force != "" && force != st.ForceRefreshToken:
 		return unconditional(NeedForceRefresh)
+	case urlChanged:
+		need.Needed, need.Conditional, need.Revalidate, need.Reason = true, true, true, NeedURLRenewed
+		return need
 	}
 	interval := checkInterval(pool)
 	if st.CheckedAt == nil || !now.Before(st.CheckedAt.Add(interval)) {
@@ -84,6 +93,15 @@ func Decide(now time.Time, pool *afv1.VsphereAgentPool, src Source) RefreshNeed 
 	need.Reason = NeedUpToDate
 	need.RequeueAfter = st.CheckedAt.Add(interval).Sub(now)
 	return need
+}
+
+// tokenRenewal reports whether a changed URL may still name the cached image: the InfraEnv gives the
+// same image version (createdTime, set on both sides) and the URL without its secrets (scheme, host,
+// path with token segments redacted) is the same. assisted-service renews the token in
+// isoDownloadURL without regenerating the image; any regeneration bumps createdTime.
+func tokenRenewal(st afv1.ISOStatus, src Source) bool {
+	return st.SourceCreatedTime != nil && !st.SourceCreatedTime.IsZero() && sameTime(st.SourceCreatedTime, src.CreatedTime) &&
+		st.URL != "" && st.URL == RedactURL(src.URL)
 }
 
 func isoStatus(pool *afv1.VsphereAgentPool) afv1.ISOStatus {

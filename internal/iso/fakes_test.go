@@ -27,6 +27,7 @@ type memDatastore struct {
 	attached       map[string][]string // iso path -> VM names
 	deleteFailures int                 // fail this many DeleteFile calls
 	uploads        int
+	moves          int
 	now            func() time.Time
 }
 
@@ -51,9 +52,15 @@ func (m *memDatastore) UploadISO(ctx context.Context, _, finalPath string, r io.
 	return nil
 }
 
+// UploadFile writes exactly finalPath (the in-memory datastore has no partial files to hide).
+func (m *memDatastore) UploadFile(ctx context.Context, dc, p string, r io.Reader, size int64) error {
+	return m.UploadISO(ctx, dc, p, r, size)
+}
+
 func (m *memDatastore) MoveFile(_ context.Context, _, src, dst string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.moves++
 	b, ok := m.files[src]
 	if !ok {
 		return vsphere.NewError(vsphere.ClassNotFound, "MoveFile", "%s not found", src)
@@ -108,15 +115,67 @@ func (m *memDatastore) VMsWithISO(_ context.Context, _, p string) ([]string, err
 // injectable failures.
 type isoServer struct {
 	*httptest.Server
-	mu        sync.Mutex
-	content   []byte
-	modified  time.Time
-	mode      string // "", "404", "500", "slow", "truncate", "noValidators", "ignoreValidators", "bogus304"
-	requests  int
-	condReqs  int
-	release   chan struct{}
-	closeOnce sync.Once
+	mu       sync.Mutex
+	content  []byte
+	modified time.Time
+	mode     string // "", "404", "500", "slow", "truncate", "noValidators", "ignoreValidators", "bogus304"
+	// validators: "" (ETag and Last-Modified, a generic web server), "imageService" (like
+	// assisted-image-service: no ETag, Last-Modified = the image's generation time) or
+	// "perRequest" (older image services: no ETag, Last-Modified = the time of the request).
+	validators string
+	refuseHEAD bool // answer HEAD with 405
+	requests   int
+	condReqs   int
+	heads      int
+	bodies     int   // GETs answered with (part of) the image
+	bodyBytes  int64 // image bytes written
+	release    chan struct{}
+	closeOnce  sync.Once
 }
+
+// counters returns (GETs answered with a body, image bytes written, HEADs).
+func (s *isoServer) counters() (int, int64, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies, s.bodyBytes, s.heads
+}
+
+func (s *isoServer) setValidators(v string, refuseHEAD bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.validators, s.refuseHEAD = v, refuseHEAD
+}
+
+// countingResponse counts GET bodies and their bytes.
+type countingResponse struct {
+	http.ResponseWriter
+	s    *isoServer
+	get  bool
+	seen bool
+}
+
+func (c *countingResponse) WriteHeader(code int) {
+	if !c.seen && c.get && (code == http.StatusOK || code == http.StatusPartialContent) {
+		c.s.mu.Lock()
+		c.s.bodies++
+		c.s.mu.Unlock()
+	}
+	c.seen = true
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingResponse) Write(p []byte) (int, error) {
+	if !c.seen {
+		c.WriteHeader(http.StatusOK)
+	}
+	n, err := c.ResponseWriter.Write(p)
+	c.s.mu.Lock()
+	c.s.bodyBytes += int64(n)
+	c.s.mu.Unlock()
+	return n, err
+}
+
+func (c *countingResponse) Flush() { c.ResponseWriter.(http.Flusher).Flush() }
 
 func newISOServer(t *testing.T, content []byte) *isoServer {
 	s := &isoServer{content: content, modified: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), release: make(chan struct{})}
@@ -144,12 +203,20 @@ func (s *isoServer) url(token string) string {
 
 func (s *isoServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	content, modified, mode := s.content, s.modified, s.mode
+	content, modified, mode, validators, refuseHEAD := s.content, s.modified, s.mode, s.validators, s.refuseHEAD
 	s.requests++
 	if r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "" {
 		s.condReqs++
 	}
+	if r.Method == http.MethodHead {
+		s.heads++
+	}
 	s.mu.Unlock()
+	if r.Method == http.MethodHead && refuseHEAD {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w = &countingResponse{ResponseWriter: w, s: s, get: r.Method == http.MethodGet}
 	switch mode {
 	case "404":
 		http.Error(w, "no such image", http.StatusNotFound)
@@ -175,7 +242,11 @@ func (s *isoServer) serve(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // drops the connection mid-body
 	}
-	if mode != "noValidators" {
+	switch {
+	case validators == "perRequest":
+		modified = time.Now()
+	case validators == "imageService":
+	case mode != "noValidators":
 		w.Header().Set("ETag", fmt.Sprintf(`"%s"`, sha(content)[:16]))
 	}
 	if mode == "ignoreValidators" || mode == "noValidators" {

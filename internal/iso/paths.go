@@ -14,8 +14,9 @@ import (
 var (
 	// cachedName is the only file name Prune ever deletes: a content-addressed ISO.
 	cachedName = regexp.MustCompile(`^[0-9a-f]{64}\.iso$`)
-	// tempName is the name of our in-flight uploads, and of the vSphere client's own temporary file
-	// for it ("<name>.upload-<hex>.tmp"); stale ones are cleaned up by Prune.
+	// tempName is the name of our in-flight uploads (and of the vSphere client's own temporary file
+	// for one, "<name>.upload-<hex>.tmp", which releases before UploadFile wrote); stale ones are
+	// cleaned up by Prune.
 	tempName = regexp.MustCompile(`^incoming-[0-9a-f]{32}\.iso(\.upload-[0-9a-f]+\.tmp)?$`)
 	// datastorePath splits "[ds] dir/file".
 	datastorePath = regexp.MustCompile(`^\[([^\]]+)\] (.+)$`)

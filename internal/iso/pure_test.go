@@ -172,7 +172,7 @@ func TestDecide(t *testing.T) {
 		p.Spec.VSphere.ISODatastore = "iso-ds"
 		p.Spec.ISO.CheckInterval = &metav1.Duration{Duration: time.Hour}
 		checked := metav1.NewTime(now.Add(-20 * time.Minute))
-		p.Status.ISO = &afv1.ISOStatus{URLHash: URLHash(url), Path: CachedISOPath("iso-ds", "agent-forge/ns/pool", digest),
+		p.Status.ISO = &afv1.ISOStatus{URLHash: URLHash(url), URL: RedactURL(url), Path: CachedISOPath("iso-ds", "agent-forge/ns/pool", digest),
 			SHA256: digest, CheckedAt: &checked, SourceCreatedTime: created.DeepCopy()}
 		return p
 	}
@@ -184,7 +184,32 @@ func TestDecide(t *testing.T) {
 	}{
 		{"infraenv without URL waits", func(_ *afv1.VsphereAgentPool, s *Source) { s.URL = "" }, RefreshNeed{Reason: NeedInfraEnvNotReady}},
 		{"nothing cached downloads unconditionally", func(p *afv1.VsphereAgentPool, _ *Source) { p.Status.ISO = nil }, RefreshNeed{Needed: true, Reason: NeedNothingCached}},
-		{"URL change downloads unconditionally", func(_ *afv1.VsphereAgentPool, s *Source) { s.URL += "x" }, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		{"URL change without a recorded redacted URL downloads unconditionally", func(p *afv1.VsphereAgentPool, s *Source) {
+			p.Status.ISO.URL = ""
+			s.URL += "x"
+		}, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		{"token-only change revalidates", func(_ *afv1.VsphereAgentPool, s *Source) { s.URL += "x" },
+			RefreshNeed{Needed: true, Conditional: true, Revalidate: true, Reason: NeedURLRenewed}},
+		{"token-only change in the path revalidates", func(p *afv1.VsphereAgentPool, s *Source) {
+			old := "https://img.example.com/byapikey/" + testToken + "/4.20/x86_64/minimal.iso"
+			p.Status.ISO.URLHash, p.Status.ISO.URL = URLHash(old), RedactURL(old)
+			s.URL = "https://img.example.com/byapikey/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJuZXcifQ.bmV3c2lnbmF0dXJl/4.20/x86_64/minimal.iso"
+		}, RefreshNeed{Needed: true, Conditional: true, Revalidate: true, Reason: NeedURLRenewed}},
+		{"another host or path downloads unconditionally", func(_ *afv1.VsphereAgentPool, s *Source) {
+			s.URL = "https://other.example.com/images/x/minimal.iso?api_key=" + testToken
+		}, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		{"URL and createdTime change download unconditionally", func(_ *afv1.VsphereAgentPool, s *Source) {
+			t := metav1.NewTime(now)
+			s.URL, s.CreatedTime = s.URL+"x", &t
+		}, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		{"URL change without any createdTime downloads unconditionally", func(p *afv1.VsphereAgentPool, s *Source) {
+			p.Status.ISO.SourceCreatedTime, s.CreatedTime = nil, nil
+			s.URL += "x"
+		}, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		{"force token wins over a token renewal", func(p *afv1.VsphereAgentPool, s *Source) {
+			p.Annotations = map[string]string{afv1.AnnotationForceISORefresh: "3"}
+			s.URL += "x"
+		}, RefreshNeed{Needed: true, Reason: NeedForceRefresh}},
 		{"createdTime change downloads unconditionally", func(_ *afv1.VsphereAgentPool, s *Source) {
 			t := metav1.NewTime(now)
 			s.CreatedTime = &t

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,13 +16,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
-
-// FileMover is the datastore move the cache needs beyond vsphere.Client: the final name depends on
-// the digest, known only after the upload, so the bytes go to a temporary name first. The move
-// overwrites an existing destination (content-addressed names make that harmless).
-type FileMover interface {
-	MoveFile(ctx context.Context, datacenter, srcPath, dstPath string) error
-}
 
 // Options configure a Cache. Zero values take the defaults noted per field.
 type Options struct {
@@ -88,6 +79,9 @@ type RefreshRequest struct {
 	ForceToken string
 	// Conditional revalidates the cached ISO (RefreshNeed.Conditional).
 	Conditional bool
+	// Revalidate (RefreshNeed.Revalidate): the URL changed but not the image's version; ask the
+	// server whether the image changed (HEAD) and download only if it did.
+	Revalidate bool
 	// Status is the pool's current status.iso (may be zero).
 	Status afv1.ISOStatus
 	// PreviousReady is the pool's current ISOReady condition, if any: a success right after a failure
@@ -158,7 +152,7 @@ func (run *refreshRun) do(ctx context.Context) (Outcome, error) {
 	if run.req.Source.URL == "" {
 		return OutcomeFailed, fail(afv1.ReasonInfraEnvNotReady, errors.New("the InfraEnv has no isoDownloadURL"))
 	}
-	conditional := run.req.Conditional && st.Path != "" && st.SHA256 != ""
+	conditional := (run.req.Conditional || run.req.Revalidate) && st.Path != "" && st.SHA256 != ""
 	if conditional {
 		intact, err := run.cachedFileIntact(ctx)
 		if err != nil {
@@ -168,6 +162,20 @@ func (run *refreshRun) do(ctx context.Context) (Outcome, error) {
 			run.log.Info("cached ISO missing or wrong size on the datastore; downloading it again", "path", st.Path)
 			conditional = false
 		}
+	}
+	if conditional && run.req.Revalidate {
+		changed, basis, err := run.probe(ctx)
+		if err != nil {
+			return OutcomeFailed, err
+		}
+		if !changed {
+			metrics.ObserveISOOperation(metrics.ISOOpDownload, metrics.ResultNotModified)
+			run.log.Info("discovery ISO URL renewed; the image is unchanged, nothing downloaded", "basis", basis)
+			run.entry = currentEntry(st)
+			return OutcomeUnchanged, nil
+		}
+		run.log.Info("discovery ISO changed under the same image version; downloading it", "basis", basis)
+		conditional = false
 	}
 	dl, err := run.get(ctx, conditional)
 	if err != nil {
@@ -245,7 +253,7 @@ func (run *refreshRun) streamUpload(ctx context.Context, dl *download) (Outcome,
 		return OutcomeFailed, fail(afv1.ReasonISOUploadFailed, err)
 	}
 	src := newSourceReader(dl.resp.Body, dl.resp.ContentLength, dl.progress)
-	upErr := run.client.UploadISO(ctx, run.req.Datacenter, tmp, src, dl.resp.ContentLength)
+	upErr := run.client.UploadFile(ctx, run.req.Datacenter, tmp, src, dl.resp.ContentLength)
 	var finErr error
 	if upErr == nil {
 		finErr = src.finish()
@@ -275,7 +283,13 @@ func (run *refreshRun) streamUpload(ctx context.Context, dl *download) (Outcome,
 		return OutcomeFailed, failure
 	}
 	metrics.ObserveISOOperation(metrics.ISOOpDownload, metrics.ResultSuccess)
-	run.etag, run.lastModified = dl.resp.Header.Get("ETag"), dl.resp.Header.Get("Last-Modified")
+	// The new bytes' validators replace the old ones; a Last-Modified that is only the response's
+	// date (older image services stamp every answer with time.Now()) is no validator.
+	v := servedValidators(dl.resp)
+	run.etag, run.lastModified = v.etag, ""
+	if !v.perRequestDate {
+		run.lastModified = v.lastModified
+	}
 	return run.promote(ctx, tmp, src.digest(), src.n)
 }
 
@@ -286,13 +300,7 @@ func (run *refreshRun) promote(ctx context.Context, tmp, digest string, size int
 	if run.finalExists(ctx, final, size) {
 		return run.reuse(ctx, tmp, final)
 	}
-	mover, ok := run.client.(FileMover)
-	if !ok {
-		run.discardTemp(ctx, tmp)
-		metrics.ObserveISOOperation(metrics.ISOOpUpload, metrics.ResultFailure)
-		return OutcomeFailed, fail(afv1.ReasonISOUploadFailed, errors.New("the vSphere client cannot move datastore files"))
-	}
-	if err := mover.MoveFile(ctx, run.req.Datacenter, tmp, final); err != nil {
+	if err := run.client.MoveFile(ctx, run.req.Datacenter, tmp, final); err != nil {
 		// Another pool sharing the prefix may have promoted the same bytes meanwhile.
 		if run.finalExists(ctx, final, size) {
 			return run.reuse(ctx, tmp, final)
@@ -324,25 +332,13 @@ func (run *refreshRun) reuse(ctx context.Context, tmp, final string) (Outcome, e
 	return OutcomeReused, nil
 }
 
-// discardTemp deletes a temporary upload and the vSphere client's own temporary file for it, even
-// when ctx is already cancelled. A leftover (e.g. written by the server after the client gave up) is
-// removed later by Prune once it is older than the grace period.
+// discardTemp deletes a temporary upload even when ctx is already cancelled. A leftover (e.g. written
+// by the server after the client gave up) is removed later by Prune once older than the grace period.
 func (run *refreshRun) discardTemp(ctx context.Context, tmp string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	paths := []string{tmp}
-	if files, err := run.client.ListFiles(ctx, run.req.Datacenter, path.Dir(tmp)); err == nil {
-		base := path.Base(tmp)
-		for _, f := range files {
-			if f.Name != base && strings.HasPrefix(f.Name, base) && isTempPath(DatastorePath(run.req.Datastore, run.req.Prefix, f.Name), run.req.Datastore, run.req.Prefix) {
-				paths = append(paths, DatastorePath(run.req.Datastore, run.req.Prefix, f.Name))
-			}
-		}
-	}
-	for _, p := range paths {
-		if err := run.client.DeleteFile(ctx, run.req.Datacenter, p); err != nil {
-			run.log.Error(run.red.wrap("", err), "could not delete temporary ISO upload; a later prune retries", "path", p)
-		}
+	if err := run.client.DeleteFile(ctx, run.req.Datacenter, tmp); err != nil {
+		run.log.Error(run.red.wrap("", err), "could not delete temporary ISO upload; a later prune retries", "path", tmp)
 	}
 }
 

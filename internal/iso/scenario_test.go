@@ -34,6 +34,9 @@ type backend struct {
 	read func(t *testing.T, path string) ([]byte, bool)
 	// list returns the file names under "[ds] dir".
 	list func(t *testing.T, dir string) []string
+	// moves counts datastore file moves so far (the simulator's MoveDatastoreFile_Task calls);
+	// uploads counts datastore uploads.
+	moves, uploads func() int
 }
 
 func memBackend(t *testing.T) backend {
@@ -58,6 +61,8 @@ func memBackend(t *testing.T) backend {
 			b, ok := m.files[p]
 			return b, ok
 		},
+		moves:   func() int { m.mu.Lock(); defer m.mu.Unlock(); return m.moves },
+		uploads: func() int { m.mu.Lock(); defer m.mu.Unlock(); return m.uploads },
 		list: func(t *testing.T, dir string) []string {
 			files, _ := m.ListFiles(context.Background(), "", dir)
 			var names []string
@@ -99,15 +104,17 @@ type harness struct {
 	pool   *afv1.VsphereAgentPool
 	token  string
 	url    string
-	logs   *syncBuffer
-	events []Event
-	errs   []error
-	cond   *metav1.Condition
+	// created is the InfraEnv's status.createdTime (the image's version).
+	created metav1.Time
+	logs    *syncBuffer
+	events  []Event
+	errs    []error
+	cond    *metav1.Condition
 }
 
 func newHarness(t *testing.T, b backend, content []byte) *harness {
 	h := &harness{t: t, b: b, clock: clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second)),
-		logs: &syncBuffer{}, token: testToken}
+		logs: &syncBuffer{}, token: testToken, created: metav1.NewTime(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC))}
 	log := funcr.New(func(prefix, args string) { _, _ = h.logs.Write([]byte(prefix + " " + args + "\n")) }, funcr.Options{Verbosity: 10})
 	h.server = newISOServer(t, content)
 	h.url = h.server.url(h.token)
@@ -130,7 +137,7 @@ func newHarness(t *testing.T, b backend, content []byte) *harness {
 }
 
 func (h *harness) source() Source {
-	created := metav1.NewTime(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC))
+	created := h.created
 	return Source{URL: h.url, CreatedTime: &created}
 }
 
@@ -141,7 +148,7 @@ func (h *harness) request(need RefreshNeed) RefreshRequest {
 	}
 	return RefreshRequest{Datacenter: h.b.datacenter, Datastore: h.b.datastore, Prefix: PathPrefix(h.pool),
 		Source: h.source(), ForceToken: h.pool.Annotations[afv1.AnnotationForceISORefresh],
-		Conditional: need.Conditional, Status: st, PreviousReady: h.cond}
+		Conditional: need.Conditional, Revalidate: need.Revalidate, Status: st, PreviousReady: h.cond}
 }
 
 // pass runs Decide and, when needed, one refresh and one prune, applying the results.
@@ -152,10 +159,12 @@ func (h *harness) pass() (RefreshNeed, *RefreshResult) {
 	var rr *RefreshResult
 	st := h.request(need).Status
 	if need.Needed {
+		moves, uploads := h.b.moves(), h.b.uploads()
 		res, err := h.cache.Refresh(ctx, h.b.client, h.request(need))
 		if err != nil {
 			h.errs = append(h.errs, err)
 		}
+		h.expectMoves(res.Outcome, h.b.moves()-moves, h.b.uploads()-uploads)
 		rr, st = &res, res.Status
 		cond := res.Condition
 		h.cond = &cond
@@ -169,6 +178,32 @@ func (h *harness) pass() (RefreshNeed, *RefreshResult) {
 }
 
 func (h *harness) status() afv1.ISOStatus { return *h.pool.Status.ISO }
+
+// renewToken makes the InfraEnv publish the same image under a URL with another token.
+func (h *harness) renewToken(token string) {
+	h.token = token
+	h.url = h.server.url(token)
+}
+
+// expectMoves checks one refresh's datastore traffic: new bytes are uploaded once to a temporary
+// name and moved once to their content address; anything else moves nothing.
+func (h *harness) expectMoves(outcome Outcome, moves, uploads int) {
+	h.t.Helper()
+	switch outcome {
+	case OutcomeUploaded:
+		if moves != 1 || uploads != 1 {
+			h.t.Errorf("an upload took %d uploads and %d moves, want exactly 1 and 1", uploads, moves)
+		}
+	case OutcomeUnchanged:
+		if moves != 0 || uploads != 0 {
+			h.t.Errorf("an unchanged ISO took %d uploads and %d moves, want none", uploads, moves)
+		}
+	default:
+		if moves != 0 {
+			h.t.Errorf("outcome %s moved %d files, want none", outcome, moves)
+		}
+	}
+}
 
 func (h *harness) prefixDir() string {
 	return "[" + h.b.datastore + "] " + PathPrefix(h.pool)

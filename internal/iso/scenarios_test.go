@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
@@ -79,8 +81,9 @@ func scenarioReuseNewURL(t *testing.T, b backend) {
 	_, rr := h.pass()
 	h.expectOutcome(rr, OutcomeUploaded)
 	first := h.status()
-	h.token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJyb3RhdGVkIn0.bmV3c2lnbmF0dXJlMQ"
-	h.url = h.server.url(h.token)
+	// The InfraEnv was regenerated (new createdTime) into identical bytes.
+	h.renewToken("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJyb3RhdGVkIn0.bmV3c2lnbmF0dXJlMQ")
+	h.created = metav1.NewTime(h.created.Add(time.Hour))
 	h.clock.Step(time.Minute)
 	need, rr := h.pass()
 	if need.Reason != NeedURLChanged || need.Conditional {

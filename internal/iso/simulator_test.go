@@ -3,6 +3,7 @@ package iso
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -35,15 +37,42 @@ func TestScenariosOnSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatalf("login: %v", err)
 	}
-	if _, ok := client.(FileMover); !ok {
-		t.Fatal("the vSphere client does not implement MoveFile")
-	}
+	moves := countMoves(env)
+	counted := &countingClient{Client: client}
 	localDir := datastoreDir(t, env, vcsim.Datastore)
 	for i, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) {
-			s.run(t, simBackend(t, env, client, localDir, fmt.Sprintf("sim%d", i)))
+			b := simBackend(t, env, counted, localDir, fmt.Sprintf("sim%d", i))
+			b.moves = func() int { return int(moves.Load()) }
+			b.uploads = func() int { return int(counted.uploads.Load()) }
+			s.run(t, b)
 		})
 	}
+}
+
+// countMoves counts the simulator's MoveDatastoreFile_Task calls, whoever makes them (a rule that
+// matches every move and never injects a fault).
+func countMoves(env *vcsim.Env) *atomic.Int64 {
+	var n atomic.Int64
+	env.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "MoveDatastoreFile_Task", ObjectType: "*", ObjectName: "*",
+		Enabled: true, Probability: 1, InclusionPropertyFilter: func(mo.Reference) bool { n.Add(1); return false }})
+	return &n
+}
+
+// countingClient counts datastore uploads through the vSphere client.
+type countingClient struct {
+	vsphere.Client
+	uploads atomic.Int64
+}
+
+func (c *countingClient) UploadFile(ctx context.Context, dc, p string, r io.Reader, size int64) error {
+	c.uploads.Add(1)
+	return c.Client.UploadFile(ctx, dc, p, r, size)
+}
+
+func (c *countingClient) UploadISO(ctx context.Context, dc, p string, r io.Reader, size int64) error {
+	c.uploads.Add(1)
+	return c.Client.UploadISO(ctx, dc, p, r, size)
 }
 
 // datastoreDir is the local folder backing a simulator datastore.

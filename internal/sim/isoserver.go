@@ -33,6 +33,24 @@ const (
 	ISOTruncated
 )
 
+// ISOValidators is the Last-Modified behaviour of the server. openshift/assisted-image-service
+// streams the image through net/http's ServeContent: HEAD gets Content-Length and Last-Modified
+// without a body, Range and If-Modified-Since are honoured, no ETag is sent, and Last-Modified is the
+// Last-Modified assisted-service gives for the InfraEnv's discovery ignition (older releases, or an
+// unparsable value: the time of the request).
+type ISOValidators int
+
+const (
+	// ISOLastModifiedImage sends the time the image was generated (SetContent moves it; RotateToken
+	// does not): If-Modified-Since is answered 304 until the image changes.
+	ISOLastModifiedImage ISOValidators = iota
+	// ISOLastModifiedPerRequest sends the time of each request, like older image services: it never
+	// validates anything.
+	ISOLastModifiedPerRequest
+	// ISONoLastModified sends no Last-Modified.
+	ISONoLastModified
+)
+
 const (
 	isoChunk = 64 << 10
 	// isoMinSize holds the system area, the primary volume descriptor and the set terminator.
@@ -48,8 +66,14 @@ type ISOServerOptions struct {
 	Size int64
 	// Token is the api_key the server demands (default: random).
 	Token string
-	// ETag and LastModified add those validators (and honour If-None-Match / If-Modified-Since).
-	ETag, LastModified bool
+	// Validators selects the Last-Modified the server sends. The default is what
+	// openshift/assisted-image-service sends today: the image's generation time, no ETag.
+	Validators ISOValidators
+	// ETag adds a strong ETag (and honours If-None-Match), like a generic web server; the real image
+	// service never sends one.
+	ETag bool
+	// LastModified is kept for existing callers: Last-Modified is on unless Validators says otherwise.
+	LastModified bool
 	// TLS serves HTTPS with httptest's self-signed certificate (see CertificatePEM).
 	TLS bool
 	// SlowDelay is the pause per 64 KiB chunk in ISOSlow mode (default 50ms).
@@ -70,6 +94,7 @@ type ISOServer struct {
 	sha          string // cached hex SHA-256 of the current content
 	requests     atomic.Int64
 	downloads    atomic.Int64
+	heads        atomic.Int64
 	unauthorized atomic.Int64
 	bytesServed  atomic.Int64
 }
@@ -91,7 +116,7 @@ func NewISOServer(opts ISOServerOptions) *ISOServer {
 	if opts.SlowDelay == 0 {
 		opts.SlowDelay = 50 * time.Millisecond
 	}
-	s := &ISOServer{opts: opts, modified: time.Now().UTC().Truncate(time.Second)}
+	s := &ISOServer{opts: opts, modified: generatedAt(time.Time{})}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	if opts.TLS {
 		s.srv.StartTLS()
@@ -172,12 +197,18 @@ func (s *ISOServer) SetContent(seed uint64, size int64) {
 	s.opts.Seed, s.opts.Size = seed, size
 	s.generation++
 	s.sha = ""
-	// Last-Modified has one-second resolution: make sure a change is visible to If-Modified-Since.
-	next := time.Now().UTC().Truncate(time.Second)
-	if !next.After(s.modified) {
-		next = s.modified.Add(time.Second)
+	s.modified = generatedAt(s.modified)
+}
+
+// generatedAt is a new image's generation time: a little in the past (assisted-service generates
+// the image before it publishes the URL) and, Last-Modified having one-second resolution, at least a
+// second after the previous one so that If-Modified-Since sees the change.
+func generatedAt(previous time.Time) time.Time {
+	next := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	if !next.After(previous) {
+		next = previous.Add(time.Second)
 	}
-	s.modified = next
+	return next
 }
 
 // Size is the current image size in bytes.
@@ -219,8 +250,11 @@ func (s *ISOServer) Content() []byte {
 // Requests counts every request (any method, any answer).
 func (s *ISOServer) Requests() int64 { return s.requests.Load() }
 
-// Downloads counts GET requests answered with the body (200 or 206).
+// Downloads counts GET requests answered with the body (200 or 206); a HEAD is no download.
 func (s *ISOServer) Downloads() int64 { return s.downloads.Load() }
+
+// Heads counts HEAD requests (any answer).
+func (s *ISOServer) Heads() int64 { return s.heads.Load() }
 
 // Unauthorized counts requests rejected for a missing or wrong api_key.
 func (s *ISOServer) Unauthorized() int64 { return s.unauthorized.Load() }
@@ -230,6 +264,9 @@ func (s *ISOServer) BytesServed() int64 { return s.bytesServed.Load() }
 
 func (s *ISOServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	if r.Method == http.MethodHead {
+		s.heads.Add(1)
+	}
 	s.mu.Lock()
 	opts, mode, gen, modified := s.opts, s.mode, s.generation, s.modified
 	s.mu.Unlock()
@@ -271,16 +308,19 @@ func (s *ISOServer) serve(w http.ResponseWriter, r *http.Request) {
 		// an unexpected EOF.
 		return
 	}
-	var lastMod time.Time
-	if opts.LastModified {
+	var lastMod time.Time // zero: ServeContent sends no Last-Modified and ignores If-Modified-Since
+	switch opts.Validators {
+	case ISOLastModifiedImage:
 		lastMod = modified
+	case ISOLastModifiedPerRequest:
+		lastMod = time.Now()
 	}
 	var body io.ReadSeeker = io.NewSectionReader(img, 0, opts.Size)
 	out := io.Writer(w)
 	if mode == ISOSlow {
 		out = &slowWriter{w: w, delay: opts.SlowDelay, done: r.Context().Done()}
 	}
-	cw := &countingWriter{ResponseWriter: w, out: out, s: s}
+	cw := &countingWriter{ResponseWriter: w, out: out, s: s, get: r.Method == http.MethodGet}
 	http.ServeContent(cw, r, "discovery.iso", lastMod, body)
 }
 
@@ -289,6 +329,7 @@ type countingWriter struct {
 	http.ResponseWriter
 	out         io.Writer
 	s           *ISOServer
+	get         bool
 	wroteHeader bool
 }
 
@@ -297,7 +338,7 @@ func (c *countingWriter) WriteHeader(code int) {
 		return
 	}
 	c.wroteHeader = true
-	if code == http.StatusOK || code == http.StatusPartialContent {
+	if c.get && (code == http.StatusOK || code == http.StatusPartialContent) {
 		c.s.downloads.Add(1)
 	}
 	c.ResponseWriter.WriteHeader(code)

@@ -147,3 +147,57 @@ func TestISOServerOverTLS(t *testing.T) {
 		t.Fatalf("TLS GET: %v", err)
 	}
 }
+
+func TestISOServerAnswersLikeTheImageService(t *testing.T) {
+	s := sim.NewISOServer(sim.ISOServerOptions{Size: 100 << 10})
+	defer s.Close()
+	head := func(header http.Header) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodHead, s.URL(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := s.HTTPClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp
+	}
+	resp := head(nil)
+	lastMod := resp.Header.Get("Last-Modified")
+	if resp.StatusCode != http.StatusOK || resp.ContentLength != s.Size() || lastMod == "" || resp.Header.Get("ETag") != "" {
+		t.Fatalf("HEAD: %s, length %d, Last-Modified %q, ETag %q", resp.Status, resp.ContentLength, lastMod, resp.Header.Get("ETag"))
+	}
+	if resp := head(http.Header{"If-Modified-Since": {lastMod}}); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("HEAD If-Modified-Since: %s", resp.Status)
+	}
+	s.RotateToken("renewed")
+	if resp := head(http.Header{"If-Modified-Since": {lastMod}}); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("a token renewal changed the image's Last-Modified: %s", resp.Status)
+	}
+	s.SetContent(5, 100<<10)
+	if resp := head(http.Header{"If-Modified-Since": {lastMod}}); resp.StatusCode != http.StatusOK || resp.Header.Get("Last-Modified") == lastMod {
+		t.Errorf("after SetContent: %s, Last-Modified %q", resp.Status, resp.Header.Get("Last-Modified"))
+	}
+	if s.Heads() != 4 || s.Downloads() != 0 {
+		t.Errorf("%d HEADs, %d downloads; want 4 and 0", s.Heads(), s.Downloads())
+	}
+
+	old := sim.NewISOServer(sim.ISOServerOptions{Size: 100 << 10, Validators: sim.ISOLastModifiedPerRequest})
+	defer old.Close()
+	resp, _, _ = fetch(t, old, old.URL(), nil)
+	lm, errLM := http.ParseTime(resp.Header.Get("Last-Modified"))
+	date, errDate := http.ParseTime(resp.Header.Get("Date"))
+	if errLM != nil || errDate != nil || date.Sub(lm) > time.Second || lm.Sub(date) > time.Second {
+		t.Errorf("per-request Last-Modified %q, Date %q", resp.Header.Get("Last-Modified"), resp.Header.Get("Date"))
+	}
+	none := sim.NewISOServer(sim.ISOServerOptions{Size: 100 << 10, Validators: sim.ISONoLastModified})
+	defer none.Close()
+	if resp, _, _ := fetch(t, none, none.URL(), nil); resp.Header.Get("Last-Modified") != "" {
+		t.Errorf("Last-Modified %q", resp.Header.Get("Last-Modified"))
+	}
+}

@@ -47,54 +47,74 @@ func (c *client) uploadISO(ctx context.Context, datacenter, finalPath string, r 
 	if err != nil {
 		return err
 	}
+	tmp := final
+	tmp.Path = path.Join(path.Dir(final.Path), path.Base(final.Path)+TempUploadMarker+randomHex(6)+".tmp")
+	d, err := c.uploadFile(ctx, datacenter, tmp, r, size)
+	if err != nil {
+		return err
+	}
+	if err := c.moveFile(ctx, d, tmp.String(), final.String()); err != nil {
+		c.removeQuietly(ctx, d, tmp.String())
+		return err
+	}
+	c.log.Info("uploaded ISO", "path", final.String())
+	return nil
+}
+
+// UploadFile streams r to exactly p: no temporary name, no move. A failed upload deletes what it
+// wrote (best effort).
+func (c *client) UploadFile(ctx context.Context, datacenter, p string, r io.Reader, size int64) error {
+	err := func() error {
+		dp, err := parseDatastorePath("UploadFile", p)
+		if err != nil {
+			return err
+		}
+		_, err = c.uploadFile(ctx, datacenter, dp, r, size)
+		return err
+	}()
+	return observe("upload", err)
+}
+
+// uploadFile creates dst's folder and streams r into dst through the datastore HTTP endpoint.
+func (c *client) uploadFile(ctx context.Context, datacenter string, dst object.DatastorePath, r io.Reader, size int64) (*dcCache, error) {
 	d, err := c.datacenter(ctx, datacenter)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ds, err := d.datastore(ctx, final.Datastore)
+	ds, err := d.datastore(ctx, dst.Datastore)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fm := object.NewFileManager(c.vim)
-	if dir := path.Dir(final.Path); dir != "." && dir != "/" {
-		err := fm.MakeDirectory(ctx, ds.Path(dir), d.dc, true)
+	if dir := path.Dir(dst.Path); dir != "." && dir != "/" {
+		err := object.NewFileManager(c.vim).MakeDirectory(ctx, ds.Path(dir), d.dc, true)
 		if err != nil && !isFault(err, &types.FileAlreadyExists{}) {
-			return classify("MakeDirectory", err)
+			return nil, classify("MakeDirectory", err)
 		}
 	}
-	tmp := path.Join(path.Dir(final.Path), path.Base(final.Path)+TempUploadMarker+randomHex(6)+".tmp")
-	removeTmp := func() {
-		// Background context: the caller's context may be the reason we failed.
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		_ = c.deleteFile(cleanup, d, ds.Path(tmp))
-	}
-
 	if size < 0 {
 		size = -1 // chunked
 	}
 	start := time.Now()
 	param := soap.DefaultUpload
 	param.ContentLength = size
-	err = ds.Upload(ctx, r, tmp, &param)
+	err = ds.Upload(ctx, r, dst.Path, &param)
 	metrics.VsphereCallDuration.WithLabelValues("DatastoreUpload").Observe(time.Since(start).Seconds())
 	if err != nil {
-		removeTmp()
+		c.removeQuietly(ctx, d, dst.String())
 		if strings.HasPrefix(err.Error(), "401") {
 			c.renewSession(ctx) // the HTTP file endpoint does not renew sessions itself
 		}
-		return classify("UploadISO", err)
+		return nil, classify("UploadISO", err)
 	}
-	t, err := fm.MoveDatastoreFile(ctx, ds.Path(tmp), d.dc, final.String(), d.dc, true)
-	if err == nil {
-		_, err = c.waitTask(ctx, t.Reference())
-	}
-	if err != nil {
-		removeTmp()
-		return classify("MoveDatastoreFile", err)
-	}
-	c.log.Info("uploaded ISO", "path", final.String())
-	return nil
+	return d, nil
+}
+
+// removeQuietly deletes a file after a failure, with a background context (the caller's context
+// may be the reason it failed).
+func (c *client) removeQuietly(ctx context.Context, d *dcCache, p string) {
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	_ = c.deleteFile(cleanup, d, p)
 }
 
 // renewSession logs in again now (used when a non-SOAP endpoint reports an expired session).

@@ -1,9 +1,5 @@
 package vsphere
 
-// Added by the ISO cache (internal/iso) owner: the cache uploads to a temporary name and can only
-// name the file after its SHA-256 is known, so it needs a plain datastore move. Kept in its own file
-// so the vSphere client owner can fold it in (or into the Client interface) as they see fit.
-
 import (
 	"context"
 
@@ -24,11 +20,16 @@ func (c *client) MoveFile(ctx context.Context, datacenter, srcPath, dstPath stri
 		if err != nil {
 			return err
 		}
-		t, err := object.NewFileManager(c.vim).MoveDatastoreFile(ctx, srcPath, d.dc, dstPath, d.dc, true)
-		if err == nil {
-			_, err = c.waitTask(ctx, t.Reference())
-		}
-		return classify("MoveDatastoreFile", err)
+		return c.moveFile(ctx, d, srcPath, dstPath)
 	}()
 	return observe("move-file", err)
+}
+
+// moveFile runs one MoveDatastoreFile task (force: an existing destination is replaced).
+func (c *client) moveFile(ctx context.Context, d *dcCache, srcPath, dstPath string) error {
+	t, err := object.NewFileManager(c.vim).MoveDatastoreFile(ctx, srcPath, d.dc, dstPath, d.dc, true)
+	if err == nil {
+		_, err = c.waitTask(ctx, t.Reference())
+	}
+	return classify("MoveDatastoreFile", err)
 }

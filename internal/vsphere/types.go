@@ -162,6 +162,12 @@ type Client interface {
 	// UploadISO streams r to a temporary name next to finalPath, then moves it to finalPath
 	// ("[ds] dir/name.iso"). The final name never holds a partial file. size may be -1 if unknown.
 	UploadISO(ctx context.Context, datacenter, finalPath string, r io.Reader, size int64) error
+	// UploadFile streams r to exactly path (its folder is created), without a temporary name or a
+	// move; a failed upload deletes what it wrote (best effort). For callers that name the file only
+	// after its bytes went by (a content address): upload to a temporary name, then one MoveFile.
+	UploadFile(ctx context.Context, datacenter, path string, r io.Reader, size int64) error
+	// MoveFile renames a datastore file within the datacenter, overwriting dstPath if it exists.
+	MoveFile(ctx context.Context, datacenter, srcPath, dstPath string) error
 	// StatFile returns the file or a NotFound error.
 	StatFile(ctx context.Context, datacenter, path string) (*FileInfo, error)
 	// ListFiles lists files directly under "[ds] dir".
