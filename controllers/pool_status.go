@@ -159,7 +159,7 @@ func recordPoolMetrics(p *afv1.VsphereAgentPool, s *poolScope) {
 }
 
 func forgetPoolMetrics(ns, name string) {
-	labels := map[string]string{"namespace": ns, "pool": name}
+	labels := map[string]string{metrics.LabelPoolNamespace: ns, "pool": name}
 	metrics.PoolWaiting.DeletePartialMatch(labels)
 	metrics.PoolCapacity.DeletePartialMatch(labels)
 	metrics.VMResources.DeletePartialMatch(labels)

@@ -52,7 +52,7 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
 	done := func(reason, msg string) (ctrl.Result, error) {
 		r.Recorder.Event(va, "Normal", reason, msg)
-		metrics.VMResources.DeletePartialMatch(map[string]string{"namespace": va.Namespace, "vm": va.Name})
+		metrics.VMResources.DeletePartialMatch(map[string]string{metrics.LabelPoolNamespace: va.Namespace, "vm": va.Name})
 		controllerutil.RemoveFinalizer(va, afv1.FinalizerVsphereAgent)
 		return ctrl.Result{}, r.Update(ctx, va)
 	}

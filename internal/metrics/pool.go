@@ -4,28 +4,35 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// LabelPoolNamespace is the label carrying a pool's namespace on the per-pool metrics. It is deliberately not
+// "namespace": Prometheus attaches the scraped Service's namespace (the operator's) as "namespace", and
+// would rename ours to "exported_namespace" unless the scrape honoured target labels. honorLabels would let
+// the operator overwrite the namespace that OpenShift monitoring uses for tenancy, and user-workload monitoring
+// enforces it anyway, so a distinct name is the one that means the same thing under every Prometheus.
+const LabelPoolNamespace = "pool_namespace"
+
 var (
 	// PoolCapacity counts a pool's capacity by state: waiting (AgentMachines), inflight, available,
 	// bound, failed (VMs).
 	PoolCapacity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "agent_forge_pool_capacity",
 		Help: "Capacity of a VsphereAgentPool by state (waiting AgentMachines; inflight, available, bound, failed VMs).",
-	}, []string{"namespace", "pool", "state"})
+	}, []string{LabelPoolNamespace, "pool", "state"})
 	// PoolWaiting is the demand of a pool.
 	PoolWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "agent_forge_pool_waiting_agentmachines",
 		Help: "AgentMachines of the pool's NodePool waiting with NoSuitableAgents.",
-	}, []string{"namespace", "pool"})
+	}, []string{LabelPoolNamespace, "pool"})
 	// VMsCreated counts VsphereAgents created by pools.
 	VMsRequested = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "agent_forge_pool_vm_requests_total",
 		Help: "VsphereAgents a pool created (create) or released (release).",
-	}, []string{"namespace", "pool", "action"})
+	}, []string{LabelPoolNamespace, "pool", "action"})
 	// VMResources are the sizes of each VM (cpus, memory_bytes, disk_bytes).
 	VMResources = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "agent_forge_vm_resources",
 		Help: "Configured resources of each pool VM by resource (cpus, memory_bytes, disk_bytes).",
-	}, []string{"namespace", "pool", "vm", "resource"})
+	}, []string{LabelPoolNamespace, "pool", "vm", "resource"})
 	// ReconcileDuration is the latency of reconciles per controller.
 	ReconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "agent_forge_reconcile_duration_seconds",

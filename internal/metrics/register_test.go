@@ -28,6 +28,7 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 	metrics.VMsRequested.WithLabelValues("ns", "pool", "create").Add(0)
 	metrics.VMResources.WithLabelValues("ns", "pool", "vm", "cpus").Set(0)
 	metrics.ReconcileDuration.WithLabelValues("pool", "success").Observe(0)
+	metrics.CRDSchemaOutdated.WithLabelValues("vsphereagents.agent-forge.containeroo.ch").Set(0)
 
 	families, err := reg.Gather()
 	if err != nil {
@@ -40,5 +41,41 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 		if !strings.HasPrefix(f.GetName(), "agent_forge_") || f.GetHelp() == "" {
 			t.Errorf("metric %q (help %q) lacks the agent_forge_ prefix or help", f.GetName(), f.GetHelp())
 		}
+	}
+}
+
+// TestNoMetricUsesTheNamespaceLabel: Prometheus sets "namespace" to the scraped Service's namespace (the
+// operator's), so a metric of ours carrying "namespace" would be renamed exported_namespace and alerts would
+// report the operator's namespace. Per-pool metrics say pool_namespace instead.
+func TestNoMetricUsesTheNamespaceLabel(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	if err := metrics.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	metrics.PoolCapacity.WithLabelValues("clusters", "workers", "waiting").Set(1)
+	metrics.PoolWaiting.WithLabelValues("clusters", "workers").Set(1)
+	metrics.VMsRequested.WithLabelValues("clusters", "workers", "create").Add(0)
+	metrics.VMResources.WithLabelValues("clusters", "workers", "vm", "cpus").Set(4)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools := 0
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "namespace", "exported_namespace":
+					t.Errorf("metric %s carries label %q; use %q", f.GetName(), l.GetName(), metrics.LabelPoolNamespace)
+				case metrics.LabelPoolNamespace:
+					if l.GetValue() == "clusters" {
+						pools++
+					}
+				}
+			}
+		}
+	}
+	if pools < 4 {
+		t.Errorf("only %d per-pool series carry %s=clusters, want at least 4", pools, metrics.LabelPoolNamespace)
 	}
 }
