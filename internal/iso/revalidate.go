@@ -47,7 +47,7 @@ func (run *refreshRun) probe(ctx context.Context) (changed bool, basis string, e
 	redURL := RedactURL(run.req.Source.URL)
 	if err != nil {
 		metricsDownloadFailed()
-		return false, "", fail(afv1.ReasonISODownloadFailed, run.red.wrap("HEAD "+redURL, err))
+		return false, "", fail(afv1.ReasonISODownloadFailed, run.red.wrap("revalidating "+redURL, err))
 	}
 	st := run.req.Status
 	served := servedValidators(resp)
@@ -55,14 +55,14 @@ func (run *refreshRun) probe(ctx context.Context) (changed bool, basis string, e
 	case http.StatusNotModified:
 		if st.ETag == "" && st.LastModified == "" {
 			metricsDownloadFailed()
-			return false, "", fail(afv1.ReasonISODownloadFailed, run.red.errorf("HEAD "+redURL+": server answered 304 Not Modified to a request without validators"))
+			return false, "", fail(afv1.ReasonISODownloadFailed, run.red.errorf("revalidating "+redURL+": server answered 304 Not Modified to a request without validators"))
 		}
 		run.keepValidators(served)
 		return false, "not modified", nil
 	case http.StatusOK, http.StatusPartialContent:
 	default:
 		metricsDownloadFailed()
-		return false, "", fail(afv1.ReasonISODownloadFailed, run.red.errorf(fmt.Sprintf("HEAD %s: HTTP %s", redURL, resp.Status)))
+		return false, "", fail(afv1.ReasonISODownloadFailed, run.red.errorf(fmt.Sprintf("revalidating %s: %s answered HTTP %s", redURL, resp.Request.Method, resp.Status)))
 	}
 	switch {
 	case st.ETag != "" && served.etag != "":
