@@ -23,6 +23,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/restconfig"
 )
 
 var scheme = runtime.NewScheme()
@@ -50,6 +51,8 @@ func main() {
 	flag.StringVar(&metricsCertPath, "metrics-cert-path", "", "Directory holding the metrics serving certificate and key (e.g. an OpenShift service-ca Secret), picked up when they appear and reloaded when they change; until then (or when empty) a self-signed certificate.")
 	flag.StringVar(&metricsCertName, "metrics-cert-name", "tls.crt", "Certificate file name in --metrics-cert-path.")
 	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "Key file name in --metrics-cert-path.")
+	var fieldValidation string
+	flag.StringVar(&fieldValidation, "field-validation", "", "fieldValidation directive sent with every write (Strict, Warn or Ignore). Empty keeps the API server's default; tests run with Strict so that a field the served schema lacks fails instead of being dropped.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server (off: CVE-2023-44487 / rapid reset).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -83,7 +86,12 @@ func main() {
 		}
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	restConfig := ctrl.GetConfigOrDie()
+	if err := restconfig.WithFieldValidation(restConfig, fieldValidation); err != nil {
+		setupLog.Error(err, "invalid --field-validation")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),

@@ -34,13 +34,14 @@ import (
 )
 
 var (
-	env       *testenv.Env
-	k8s       client.Client
-	vc        *vcsim.Env
-	isoServer *sim.ISOServer
-	vs        vsphere.Client
-	sessions  *vsphere.SessionCache
-	nsCounter atomic.Int32
+	env              *testenv.Env
+	operatorIdentity *testenv.Identity
+	k8s              client.Client
+	vc               *vcsim.Env
+	isoServer        *sim.ISOServer
+	vs               vsphere.Client
+	sessions         *vsphere.SessionCache
+	nsCounter        atomic.Int32
 )
 
 func TestControllers(t *testing.T) {
@@ -54,6 +55,9 @@ var _ = BeforeSuite(func() {
 	env, err = testenv.Start(testenv.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(env.Config, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	// The operator runs as its ServiceAccount with the shipped permissions; the fixtures (k8s) as admin.
+	operatorIdentity, err = env.OperatorIdentity(context.Background(), testenv.IdentityOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	vc, err = vcsim.Start(vcsim.Options{})
 	Expect(err).NotTo(HaveOccurred())
@@ -91,6 +95,9 @@ type operatorOptions struct {
 	// hideAgents, while true, makes the operator's cached reads miss every Agent: a cache that has not
 	// seen a registration yet. Its live reads (APIReader) are unaffected.
 	hideAgents *atomic.Bool
+	// ejectionCrashPoint and schemaCheckInterval are passed to controllers.Options.
+	ejectionCrashPoint  func(ctx context.Context, va types.NamespacedName, point string)
+	schemaCheckInterval time.Duration
 }
 
 // laggingCache is the operator's cached client with Agents hidden while hide is set.
@@ -120,7 +127,7 @@ func (c laggingCache) List(ctx context.Context, list client.ObjectList, opts ...
 // clock for time-based behaviour (registration timeout).
 func startOperator(o operatorOptions) *operator {
 	clk := clocktesting.NewFakeClock(time.Now())
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(rest.CopyConfig(operatorIdentity.Config), ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -146,6 +153,7 @@ func startOperator(o operatorOptions) *operator {
 		VMWorkers: 1,
 		Clock:     clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
+		EjectionCrashPoint: o.ejectionCrashPoint, SchemaCheckInterval: o.schemaCheckInterval,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

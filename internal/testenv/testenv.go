@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/restconfig"
 )
 
 // RepoRoot finds the repository root by walking up to go.mod.
@@ -102,9 +104,24 @@ func Start(opts Options) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme(),
 	}
+	// OpenShift enables OwnerReferencesPermissionEnforcement: setting blockOwnerDeletion on an owner
+	// reference needs "update" on the owner's finalizers subresource. Without it here, a role missing
+	// that grant would pass every test and fail on a real hub.
+	env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting envtest: %w", err)
 	}
+	// Every client built from the environment's config (fixtures, the world driver, the operator's
+	// identity) writes with fieldValidation=Strict: a field the served schema does not declare is an
+	// error in tests, where a real hub would drop it silently.
+	if err := strict(cfg); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
 	return &Env{Environment: env, Config: cfg, Scheme: env.Scheme}, nil
+}
+
+func strict(cfg *rest.Config) error {
+	return restconfig.WithFieldValidation(cfg, metav1.FieldValidationStrict)
 }

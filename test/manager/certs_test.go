@@ -28,7 +28,7 @@ func TestManagerServesMetricsWithTheMountedCertificate(t *testing.T) {
 	token := serviceAccountToken(t, ns, "metrics-reader", true)
 	dir := t.TempDir()
 
-	p := startManager(t, env, "--metrics-cert-path="+dir)
+	p := startManager(t, env, ns, "--metrics-cert-path="+dir)
 	p.waitForProbes(t)
 	url := fmtURL("https", p.metricsAddr, "/metrics")
 	p.eventually(t, startTimeout, "self-signed metrics answer 200", func() bool {

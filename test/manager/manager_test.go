@@ -20,7 +20,7 @@ import (
 
 func TestManagerWithSecureMetrics(t *testing.T) {
 	ns := createNamespace(t, env, "secure-metrics")
-	p := startManager(t, env, "--leader-elect=true", "--leader-election-namespace="+ns)
+	p := startManager(t, env, ns, "--leader-elect=true", "--leader-election-namespace="+ns)
 	t.Logf("probes answered 200 after %s", p.waitForProbes(t).Round(time.Millisecond))
 	holder := waitForLease(t, env, p, ns)
 	t.Logf("leader election Lease %s/%s held by %s", ns, leaseName, holder)
@@ -56,7 +56,7 @@ func TestManagerWithSecureMetrics(t *testing.T) {
 func TestManagerWithPlainMetrics(t *testing.T) {
 	ns := createNamespace(t, env, "plain-metrics")
 	// Also the namespace-restriction flags an OperatorGroup-scoped install uses.
-	p := startManager(t, env, "--leader-elect=true", "--leader-election-namespace="+ns, "--metrics-secure=false",
+	p := startManager(t, env, ns, "--leader-elect=true", "--leader-election-namespace="+ns, "--metrics-secure=false",
 		"--watch-namespaces="+ns+",default", "--allow-cross-namespace-secrets=true")
 	p.waitForProbes(t)
 	waitForLease(t, env, p, ns)
@@ -90,7 +90,7 @@ func TestManagerStartsBeforeExternalCRDs(t *testing.T) {
 		}
 	})
 	ns := createNamespace(t, bare, "no-external-crds")
-	p := startManager(t, bare, "--leader-elect=true", "--leader-election-namespace="+ns, "--metrics-secure=false")
+	p := startManager(t, bare, ns, "--leader-elect=true", "--leader-election-namespace="+ns, "--metrics-secure=false")
 	p.waitForProbes(t)
 
 	p.eventually(t, startTimeout, "the manager logs the missing external CRDs", func() bool {

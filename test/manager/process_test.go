@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	"github.com/containeroo/agent-forge-operator/internal/testenv"
 )
 
@@ -60,11 +58,12 @@ type managerProcess struct {
 	waitErr     error         // valid after done is closed
 }
 
-// startManager runs the binary against env with the given extra flags. Cleanup always ends the process
+// startManager runs the binary against env as the operator's ServiceAccount in ns (its leader-election
+// namespace), with strict field validation and the given extra flags. Cleanup always ends the process
 // (SIGTERM, then SIGKILL by PID) and prints its output when the test failed.
-func startManager(t *testing.T, env *testenv.Env, extraArgs ...string) *managerProcess {
+func startManager(t *testing.T, env *testenv.Env, ns string, extraArgs ...string) *managerProcess {
 	t.Helper()
-	kubeconfig := writeAdminKubeconfig(t, env)
+	kubeconfig := writeOperatorKubeconfig(t, env, ns)
 	p := &managerProcess{
 		output:      &syncBuffer{},
 		metricsAddr: freeLoopbackAddr(t),
@@ -75,6 +74,7 @@ func startManager(t *testing.T, env *testenv.Env, extraArgs ...string) *managerP
 		"--kubeconfig=" + kubeconfig,
 		"--metrics-bind-address=" + p.metricsAddr,
 		"--health-probe-bind-address=" + p.probeAddr,
+		"--field-validation=Strict",
 	}, extraArgs...)
 	p.cmd = exec.Command(managerBinary, args...)
 	p.cmd.Stdout = p.output
@@ -206,20 +206,17 @@ func freeLoopbackAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// writeAdminKubeconfig provisions a cluster-admin user (client certificate) on env and writes its
-// kubeconfig, the way an operator deployment gets credentials outside a pod.
-func writeAdminKubeconfig(t *testing.T, env *testenv.Env) string {
+// writeOperatorKubeconfig provisions the operator's ServiceAccount in ns with exactly the permissions of
+// the shipped CSV (the Role for its leader-election Lease in ns) and writes a kubeconfig with a token for
+// it: the binary runs as OLM would run it, never as cluster-admin.
+func writeOperatorKubeconfig(t *testing.T, env *testenv.Env, ns string) string {
 	t.Helper()
-	user, err := env.AddUser(envtest.User{Name: "agent-forge-manager", Groups: []string{"system:masters"}}, nil)
+	id, err := env.OperatorIdentity(context.Background(), testenv.IdentityOptions{Namespace: ns})
 	if err != nil {
-		t.Fatalf("adding the manager user: %v", err)
+		t.Fatalf("provisioning the operator's ServiceAccount: %v", err)
 	}
-	raw, err := user.KubeConfig()
+	path, err := id.WriteKubeconfig(filepath.Join(t.TempDir(), "kubeconfig"))
 	if err != nil {
-		t.Fatalf("rendering the kubeconfig: %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

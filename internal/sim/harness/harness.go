@@ -58,10 +58,11 @@ type Harness struct {
 	sessions *vsphere.SessionCache
 	govmomi  *govmomi.Client // the world's SOAP session
 
-	mu      sync.Mutex
-	stops   []namedStop // run in reverse order by Close
-	closed  bool
-	tempDir string
+	mu       sync.Mutex
+	identity *testenv.Identity // the operator's ServiceAccount, provisioned on first use
+	stops    []namedStop       // run in reverse order by Close
+	closed   bool
+	tempDir  string
 }
 
 type namedStop struct {
@@ -206,6 +207,12 @@ func (h *Harness) Scenario(ctx context.Context, o world.SetupOptions) (*world.Sc
 // StartWorld runs a world driver (Step every interval) until Close. Client, VSphere and Datacenter
 // default to this harness's.
 func (h *Harness) StartWorld(o world.Options, interval time.Duration) (*world.Driver, error) {
+	return h.StartWorldUntil(context.Background(), o, interval)
+}
+
+// StartWorldUntil is StartWorld whose driver also stops when ctx ends (several worlds in turn on one
+// harness).
+func (h *Harness) StartWorldUntil(parent context.Context, o world.Options, interval time.Duration) (*world.Driver, error) {
 	if o.Client == nil {
 		o.Client = h.Client
 	}
@@ -219,7 +226,7 @@ func (h *Harness) StartWorld(o world.Options, interval time.Duration) (*world.Dr
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -238,7 +245,8 @@ func (h *Harness) StartWorld(o world.Options, interval time.Duration) (*world.Dr
 }
 
 // WriteKubeconfig writes a kubeconfig for a cluster-admin user of the API server to path
-// (client-certificate authentication, loopback only) and returns path.
+// (client-certificate authentication, loopback only) and returns path. For people and fixtures, never
+// for the operator (see OperatorIdentity).
 func (h *Harness) WriteKubeconfig(path string) (string, error) {
 	user, err := h.Env.AddUser(envtest.User{Name: "agent-forge-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -255,6 +263,23 @@ func (h *Harness) WriteKubeconfig(path string) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// OperatorIdentity provisions (once) the operator's ServiceAccount with exactly the permissions the
+// shipped CSV grants, and returns it: the manager, in-process or as a binary, runs as that identity,
+// never as cluster-admin, so a missing or needless grant shows in the tests.
+func (h *Harness) OperatorIdentity(ctx context.Context) (*testenv.Identity, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.identity != nil {
+		return h.identity, nil
+	}
+	id, err := h.Env.OperatorIdentity(ctx, testenv.IdentityOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("provisioning the operator's ServiceAccount: %w", err)
+	}
+	h.identity = id
+	return id, nil
 }
 
 // TempDir is a directory removed by Close.

@@ -17,7 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/containeroo/agent-forge-operator/controllers"
@@ -71,7 +73,7 @@ type ManagerProcess struct {
 	waitErr error
 	// PID is the process id.
 	PID int
-	// Kubeconfig is the kubeconfig the manager uses (cluster-admin on the embedded API server).
+	// Kubeconfig is the kubeconfig the manager uses: its ServiceAccount with the shipped permissions.
 	Kubeconfig string
 }
 
@@ -83,14 +85,18 @@ func (h *Harness) StartManagerProcess(ctx context.Context, o ProcessOptions) (*M
 	if kubeconfig == "" {
 		kubeconfig = filepath.Join(h.tempDir, "manager.kubeconfig")
 	}
-	if _, err := h.WriteKubeconfig(kubeconfig); err != nil {
-		return nil, err
-	}
-	probe, err := freeLoopbackAddr()
+	id, err := h.OperatorIdentity(ctx)
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := freeLoopbackAddr()
+	if _, err := id.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	probe, err := FreeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := FreeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +113,7 @@ func (h *Harness) StartManagerProcess(ctx context.Context, o ProcessOptions) (*M
 		"--metrics-bind-address=" + metrics,
 		"--metrics-secure=false",
 		"--health-probe-bind-address=" + probe,
+		"--field-validation=Strict",
 	}, o.ExtraArgs...)
 	cmd := exec.Command(o.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -190,7 +197,8 @@ func (m *ManagerProcess) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func freeLoopbackAddr() (string, error) {
+// FreeLoopbackAddr returns a 127.0.0.1 address with a port free at the time of the call.
+func FreeLoopbackAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -205,6 +213,15 @@ type InProcessOptions struct {
 	Controllers controllers.Options
 	// WrapConfig may adjust the manager's rest.Config copy (e.g. a counting transport, higher QPS).
 	WrapConfig func(*rest.Config)
+	// Identity the manager authenticates as (default: OperatorIdentity, the shipped permissions).
+	Identity *testenv.Identity
+	// LeaderElection takes the Lease in the identity's namespace, as a deployed operator does.
+	LeaderElection bool
+	// SecureMetricsAddr, when set, serves metrics over HTTPS there with Kubernetes authentication and
+	// authorization (TokenReview + SubjectAccessReview), as the shipped Deployment does.
+	SecureMetricsAddr string
+	// Namespaces restricts the manager's cache (an OperatorGroup-scoped install); empty: all.
+	Namespaces []string
 }
 
 // InProcessManager is the operator's controllers running in this process.
@@ -217,16 +234,39 @@ type InProcessManager struct {
 // StartManagerInProcess runs controllers.Setup on a fresh ctrl.Manager (metrics and probes off)
 // until Close. Only one per process: the controllers register process-wide metrics.
 func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, error) {
-	cfg := rest.CopyConfig(h.Env.Config)
+	id := o.Identity
+	if id == nil {
+		var err error
+		if id, err = h.OperatorIdentity(context.Background()); err != nil {
+			return nil, err
+		}
+	}
+	cfg := rest.CopyConfig(id.Config)
 	if o.WrapConfig != nil {
 		o.WrapConfig(cfg)
 	}
+	metrics := metricsserver.Options{BindAddress: "0"}
+	if o.SecureMetricsAddr != "" {
+		metrics = metricsserver.Options{BindAddress: o.SecureMetricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+	}
+	var cacheOpts cache.Options
+	if len(o.Namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 h.Env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Client:                 controllers.ClientOptions(),
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Scheme:                        h.Env.Scheme,
+		Metrics:                       metrics,
+		HealthProbeBindAddress:        "0",
+		Client:                        controllers.ClientOptions(),
+		Cache:                         cacheOpts,
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              "agent-forge-operator.containeroo.ch",
+		LeaderElectionNamespace:       id.Namespace,
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,280 @@
+// Package rbac proves that the permissions the operator ships (the CSV's clusterPermissions and
+// permissions) are both sufficient and minimal: the operator's whole job runs under exactly those
+// grants without one refusal, every granted verb is used, and removing any one rule makes the scenario
+// that needs it fail with a refusal.
+package rbac
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/internal/testenv"
+)
+
+const (
+	stepTimeout  = 60 * time.Second
+	pollInterval = 200 * time.Millisecond
+)
+
+// admissionOnly are grants no request names: the API server checks them while admitting another
+// request. OwnerReferencesPermissionEnforcement (on in OpenShift and in our envtest) requires "update" on
+// the owner's finalizers to set blockOwnerDeletion, which a controller reference does when the
+// operator creates a VsphereAgent owned by its pool. The removal test still proves each is needed.
+var admissionOnly = map[access]string{
+	{"agent-forge.containeroo.ch", "vsphereagentpools/finalizers", "update"}: "VsphereAgents are created with a controller reference (blockOwnerDeletion) to their pool",
+}
+
+// errRefused ends a scenario early: the API server refused one of the operator's requests.
+var errRefused = errors.New("the API server refused a request of the operator")
+
+func TestShippedPermissions(t *testing.T) {
+	ctrllog.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	h, err := harness.Start(ctx, harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Errorf("harness cleanup: %v", err)
+		}
+	})
+	shipped, err := testenv.ShippedPermissions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(slices.Clone(shipped.Cluster), shipped.Namespaced...) {
+		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 || slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") {
+			t.Fatalf("rule %v: wildcards, resourceNames and nonResourceURLs are not analysed by this test", r)
+		}
+	}
+	run := 0
+	scenario := func(name string, perms testenv.Permissions, stopOnRefusal bool) (*recorder, error) {
+		run++
+		return runScenario(ctx, t, h, fmt.Sprintf("rbac-%d", run), name, perms, stopOnRefusal)
+	}
+
+	t.Run("sufficient and every verb used", func(t *testing.T) {
+		start := time.Now()
+		rec, err := scenario("", shipped, false)
+		if err != nil {
+			t.Fatalf("the operator's whole job under the shipped permissions: %v", err)
+		}
+		if refused := rec.forbiddenRequests(); len(refused) > 0 {
+			t.Errorf("the shipped permissions refused %d requests:\n  %s", len(refused), strings.Join(refused, "\n  "))
+		}
+		for _, a := range grants(append(slices.Clone(shipped.Cluster), shipped.Namespaced...)) {
+			if _, ok := admissionOnly[a]; ok {
+				continue
+			}
+			if !rec.wasUsed(a) {
+				t.Errorf("granted but never used in the scenario: %s", a)
+			}
+		}
+		if t.Failed() {
+			t.Logf("requests the operator made:\n  %s", strings.Join(rec.usedList(), "\n  "))
+		}
+		t.Logf("whole job under the shipped permissions in %.1fs", time.Since(start).Seconds())
+	})
+
+	removals := func(rules []rbacv1.PolicyRule, scope string, without func(int) testenv.Permissions) {
+		for i, r := range rules {
+			t.Run(fmt.Sprintf("without %s rule %d %v %v %v", scope, i, r.APIGroups, r.Resources, r.Verbs), func(t *testing.T) {
+				start := time.Now()
+				rec, err := scenario(fmt.Sprintf("%s-%d", scope, i), without(i), true)
+				refused := rec.forbiddenRequests()
+				if len(refused) == 0 {
+					t.Fatalf("the scenario passed without this rule (err %v): the rule is not needed", err)
+				}
+				t.Logf("refused after %.1fs: %s", time.Since(start).Seconds(), refused[0])
+			})
+		}
+	}
+	removals(shipped.Cluster, "cluster", func(i int) testenv.Permissions {
+		p := shipped
+		p.Cluster = slices.Delete(slices.Clone(shipped.Cluster), i, i+1)
+		return p
+	})
+	removals(shipped.Namespaced, "namespaced", func(i int) testenv.Permissions {
+		p := shipped
+		p.Namespaced = slices.Delete(slices.Clone(shipped.Namespaced), i, i+1)
+		return p
+	})
+}
+
+// runScenario plays the operator's whole job in namespace ns, with the operator running as a
+// ServiceAccount holding perms (leader election and secure metrics on, as deployed): the discovery ISO
+// is cached, the NodePool scales 0 -> 2 (VMs created, Agents prepared and bound, ISOs ejected after
+// install), then 2 -> 1 (a VM and its Agent removed), the metrics are scraped by an authorized reader,
+// and the pool is deleted (its VMs destroyed by the Delete policy). With stopOnRefusal it returns as soon
+// as the API server refuses one of the operator's requests.
+func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, idName string, perms testenv.Permissions, stopOnRefusal bool) (*recorder, error) {
+	t.Helper()
+	rec := newRecorder()
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+
+	pool, err := harness.LoadSamplePool()
+	if err != nil {
+		return rec, err
+	}
+	pool.Namespace = ns
+	if _, err := h.AdaptToSimulator(ctx, pool); err != nil {
+		return rec, err
+	}
+	s, err := h.Scenario(ctx, world.SetupOptions{
+		Namespace: ns, HostedCluster: pool.Spec.HostedClusterRef.Name, NodePool: pool.Spec.NodePoolRef.Name,
+		InfraEnv: pool.Spec.InfraEnvRef.Name, AgentLabels: pool.Spec.Agent.LabelSet(), SecretName: pool.Spec.VSphere.CredentialsSecretRef.Name,
+	})
+	if err != nil {
+		return rec, err
+	}
+	pool.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
+	ie := s.InfraEnv
+	w, err := h.StartWorldUntil(ctx, world.Options{Namespaces: s.Namespaces(), InfraEnv: &ie,
+		RegistrationDelay: 200 * time.Millisecond, ValidationDelay: 100 * time.Millisecond, InstallDelay: 500 * time.Millisecond}, 100*time.Millisecond)
+	if err != nil {
+		return rec, err
+	}
+	id, err := h.Env.OperatorIdentity(ctx, testenv.IdentityOptions{Name: idName, Permissions: &perms})
+	if err != nil {
+		return rec, err
+	}
+	metricsAddr, err := harness.FreeLoopbackAddr()
+	if err != nil {
+		return rec, err
+	}
+	m, err := h.StartManagerInProcess(harness.InProcessOptions{
+		Identity: id, LeaderElection: true, SecureMetricsAddr: metricsAddr, WrapConfig: rec.wrap,
+		Namespaces: s.Namespaces(),
+		Controllers: controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second,
+			VMWorkers: 1}, // see controllers/suite_test.go: the in-process simulator races with itself under -race
+	})
+	if err != nil {
+		return rec, err
+	}
+	defer func() {
+		if err := m.Stop(); err != nil {
+			t.Logf("stopping the manager: %v", err)
+		}
+	}()
+
+	key := types.NamespacedName{Namespace: ns, Name: pool.Name}
+	await := func(what string, cond func(*harness.Snapshot) bool) error {
+		deadline := time.Now().Add(stepTimeout)
+		for {
+			if stopOnRefusal && len(rec.forbiddenRequests()) > 0 {
+				return fmt.Errorf("%s: %w", what, errRefused)
+			}
+			snap, err := h.Observe(ctx, key, w, s.NodePool)
+			if err == nil && cond(snap) {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				desc := fmt.Sprint(err)
+				if snap != nil {
+					desc = snap.Describe()
+				}
+				return fmt.Errorf("%s: not reached within %s: %s", what, stepTimeout, desc)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pollInterval):
+			}
+		}
+	}
+	if err := h.Client.Create(ctx, pool); err != nil {
+		return rec, err
+	}
+	steps := []func() error{
+		func() error {
+			return await("ISO cached", func(s *harness.Snapshot) bool { return s.Pool.Status.ISO != nil && s.Pool.Status.ISO.Path != "" })
+		},
+		func() error { return w.SetReplicas(ctx, s.NodePool, 2) },
+		func() error {
+			return await("2 workers installed, ISOs ejected", func(s *harness.Snapshot) bool {
+				return s.ScaledUp(2) && s.Installed() == 2 && s.EjectedNow() == 2
+			})
+		},
+		func() error { return w.SetReplicas(ctx, s.NodePool, 1) },
+		func() error {
+			return await("scaled down to 1", func(s *harness.Snapshot) bool { return s.ScaledDown(1) })
+		},
+		func() error { return scrapeMetrics(ctx, h, id.Namespace, idName, metricsAddr) },
+		func() error { return h.Client.Delete(ctx, pool) },
+		func() error { return awaitPoolGone(ctx, h, key, rec, stopOnRefusal) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+func awaitPoolGone(ctx context.Context, h *harness.Harness, key types.NamespacedName, rec *recorder, stopOnRefusal bool) error {
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		if stopOnRefusal && len(rec.forbiddenRequests()) > 0 {
+			return fmt.Errorf("pool deletion: %w", errRefused)
+		}
+		err := h.Client.Get(ctx, key, &afv1.VsphereAgentPool{})
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pool %s still exists %s after its deletion", key, stepTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// scrapeMetrics reads /metrics as a ServiceAccount bound to the shipped metrics-reader ClusterRole: the
+// manager authenticates the token (TokenReview) and authorizes it (SubjectAccessReview) with its own
+// identity, which needs those grants.
+func scrapeMetrics(ctx context.Context, h *harness.Harness, ns, name, addr string) error {
+	token, err := metricsReaderToken(ctx, h.Env.Config, ns, "metrics-reader-"+name)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		code, err := getMetrics(ctx, "https://"+addr+"/metrics", token)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("metrics: code %d, err %v", code, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
