@@ -185,19 +185,24 @@ func (d *Driver) createMachine(ctx context.Context, np *unstructured.Unstructure
 	m.SetAnnotations(annotations)
 	m.SetLabels(labels)
 	m.SetFinalizers([]string{FinalizerMachine})
+	// CAPI v1beta2 (the storage version, which CAPI's controllers write): the infrastructure reference
+	// is a contract-versioned {apiGroup, kind, name} in the Machine's namespace, readiness moved to
+	// status.initialization.
 	m.Object["spec"] = map[string]any{
 		"clusterName": clusterName,
 		"bootstrap":   map[string]any{"dataSecretName": "user-data-" + name},
 		"infrastructureRef": map[string]any{
-			"apiVersion": AgentMachineGVK.GroupVersion().String(), "kind": AgentMachineGVK.Kind,
-			"name": name, "namespace": cpNS,
+			"apiGroup": AgentMachineGVK.Group, "kind": AgentMachineGVK.Kind, "name": name,
 		},
 	}
 	if err := d.c.Create(ctx, m); err != nil {
 		return fmt.Errorf("creating Machine: %w", err)
 	}
 	d.writes++
-	m.Object["status"] = map[string]any{"phase": "Provisioning", "bootstrapReady": true, "infrastructureReady": false}
+	m.Object["status"] = map[string]any{
+		"phase":          "Provisioning",
+		"initialization": map[string]any{"bootstrapDataSecretCreated": true, "infrastructureProvisioned": false},
+	}
 	if err := d.c.Status().Update(ctx, m); err != nil {
 		return fmt.Errorf("machine status: %w", err)
 	}

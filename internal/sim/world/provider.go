@@ -220,7 +220,7 @@ func (d *Driver) reserve(ctx context.Context, agent *unstructured.Unstructured, 
 	}
 	d.writes++
 	_ = unstructured.SetNestedField(w.machine.Object, "Provisioned", "status", "phase")
-	_ = unstructured.SetNestedField(w.machine.Object, true, "status", "infrastructureReady")
+	_ = unstructured.SetNestedField(w.machine.Object, true, "status", "initialization", "infrastructureProvisioned") // CAPI v1beta2
 	if err := d.c.Status().Update(ctx, w.machine); err != nil {
 		return fmt.Errorf("machine status: %w", err)
 	}
@@ -393,7 +393,8 @@ func (d *Driver) markNodeJoined(ctx context.Context, agent *unstructured.Unstruc
 		if err := d.c.Get(ctx, types.NamespacedName{Namespace: amNS, Name: o.Name}, m); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		_ = unstructured.SetNestedMap(m.Object, map[string]any{"apiVersion": "v1", "kind": "Node", "name": hostname}, "status", "nodeRef")
+		// CAPI v1beta2: nodeRef is only the Node's name.
+		_ = unstructured.SetNestedMap(m.Object, map[string]any{"name": hostname}, "status", "nodeRef")
 		_ = unstructured.SetNestedField(m.Object, "Running", "status", "phase")
 		if err := d.c.Status().Update(ctx, m); client.IgnoreNotFound(err) != nil {
 			return err

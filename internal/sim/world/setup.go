@@ -116,21 +116,48 @@ func CreateNamespace(ctx context.Context, c client.Client, name string) error {
 	return create(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
 
-// CreateHostedCluster creates an Agent-platform HostedCluster whose Agents live in its namespace.
+// releaseImage is the OpenShift release the scenario's HostedCluster and NodePools run.
+const releaseImage = "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"
+
+// CreateHostedCluster creates an Agent-platform HostedCluster whose Agents live in its namespace, shaped
+// like the one `hcp create cluster agent` writes: the CRD (generated from HyperShift's types) requires
+// release, pullSecret, networking, etcd, platform and at least four published services.
 func CreateHostedCluster(ctx context.Context, c client.Client, key types.NamespacedName) error {
 	hc := newObject(HostedClusterGVK)
 	hc.SetNamespace(key.Namespace)
 	hc.SetName(key.Name)
+	route := map[string]any{"type": "Route"}
 	hc.Object["spec"] = map[string]any{
-		"release":    map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+		"release":    map[string]any{"image": releaseImage},
 		"infraID":    key.Name,
-		"platform":   map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": key.Namespace}},
 		"pullSecret": map[string]any{"name": "pull-secret"},
+		"sshKey":     map[string]any{"name": "ssh-key"},
+		"dns":        map[string]any{"baseDomain": "example.com"},
+		"networking": map[string]any{
+			"networkType":    "OVNKubernetes",
+			"clusterNetwork": []any{map[string]any{"cidr": "10.132.0.0/14"}},
+			"serviceNetwork": []any{map[string]any{"cidr": "172.31.0.0/16"}},
+		},
+		"etcd": map[string]any{
+			"managementType": "Managed",
+			"managed": map[string]any{"storage": map[string]any{
+				"type": "PersistentVolume", "persistentVolume": map[string]any{"size": "8Gi"},
+			}},
+		},
+		"platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": key.Namespace}},
+		"services": []any{
+			map[string]any{"service": "APIServer", "servicePublishingStrategy": map[string]any{"type": "LoadBalancer"}},
+			map[string]any{"service": "OAuthServer", "servicePublishingStrategy": route},
+			map[string]any{"service": "Konnectivity", "servicePublishingStrategy": route},
+			map[string]any{"service": "Ignition", "servicePublishingStrategy": route},
+		},
+		"controllerAvailabilityPolicy": "SingleReplica",
 	}
 	return create(ctx, c, hc)
 }
 
-// CreateNodePool creates an Agent-platform NodePool selecting Agents by agentLabels.
+// CreateNodePool creates an Agent-platform NodePool selecting Agents by agentLabels (spec.clusterName,
+// management, release and platform are required by the CRD).
 func CreateNodePool(ctx context.Context, c client.Client, key types.NamespacedName, hostedCluster string, agentLabels map[string]string, replicas int) error {
 	matchLabels := map[string]any{}
 	for k, v := range agentLabels {
@@ -143,7 +170,7 @@ func CreateNodePool(ctx context.Context, c client.Client, key types.NamespacedNa
 		"clusterName": hostedCluster,
 		"replicas":    int64(replicas),
 		"management":  map[string]any{"upgradeType": "InPlace"},
-		"release":     map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+		"release":     map[string]any{"image": releaseImage},
 		"platform": map[string]any{
 			"type":  "Agent",
 			"agent": map[string]any{"agentLabelSelector": map[string]any{"matchLabels": matchLabels}},
