@@ -201,9 +201,10 @@ func run(controllerGen, out string) error {
 			spec["conversion"] = map[string]any{"strategy": "None"}
 			notes = append(notes,
 				"Conversion: the hub converts between these versions with the project's conversion webhook; envtest",
-				"has none, so this copy sets conversion strategy None. Reading a version other than the one written",
-				"then only rewrites apiVersion (the stored fields are pruned to the read version's schema), so write",
-				"and read each object at one version in tests.")
+				"has none, so this copy sets conversion strategy None: only apiVersion is rewritten, and an object is",
+				"pruned to the storage version's schema when written and to the requested version's when read, so a",
+				"field only one version has is lost across versions. Tests should write at the storage version; other",
+				"versions are good for metadata and for fields both versions share (e.g. Machine status.phase).")
 		}
 		body, err := toYAML(crd)
 		if err != nil {
