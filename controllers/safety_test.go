@@ -298,12 +298,15 @@ func foreignAgent(ctx context.Context, s *world.Scenario) *unstructured.Unstruct
 	}
 	a.SetLabels(labels)
 	Expect(unstructured.SetNestedField(a.Object, false, "spec", "approved")).To(Succeed())
+	Expect(unstructured.SetNestedField(a.Object, "", "spec", "role")).To(Succeed()) // required by the Agent CRD
 	Expect(k8s.Create(ctx, a)).To(Succeed())
 	Expect(unstructured.SetNestedSlice(a.Object, []any{
 		map[string]any{"type": "Connected", "status": "True", "reason": "AgentIsConnected", "lastTransitionTime": "2026-01-01T00:00:00Z"},
 		map[string]any{"type": "Validated", "status": "True", "reason": "ValidationsPassing", "lastTransitionTime": "2026-01-01T00:00:00Z"},
 	}, "status", "conditions")).To(Succeed())
-	Expect(unstructured.SetNestedField(a.Object, []any{map[string]any{"macAddress": "02:00:00:aa:bb:cc"}}, "status", "inventory", "interfaces")).To(Succeed())
+	Expect(unstructured.SetNestedField(a.Object, []any{map[string]any{
+		"macAddress": "02:00:00:aa:bb:cc", "flags": []any{"up"}, "ipV4Addresses": []any{}, "ipV6Addresses": []any{},
+	}}, "status", "inventory", "interfaces")).To(Succeed())
 	Expect(k8s.Status().Update(ctx, a)).To(Succeed())
 	return getAgent(ctx, s.Namespace, "foreign-host")
 }

@@ -151,8 +151,13 @@ func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.Names
 		"bootstrap": false,
 		"inventory": map[string]any{
 			"hostname": d.opts.ReportedHostname,
+			// HostInterface: flags, ipV4Addresses and ipV6Addresses are required by the Agent CRD
+			// (no omitempty in agent_types.go). The simulated host has no address to report.
 			"interfaces": []any{map[string]any{
-				"name": "ens192", "macAddress": vm.MAC, "speedMbps": int64(10000),
+				"name": "ens192", "macAddress": vm.MAC, "speedMbps": int64(10000), "mtu": int64(1500),
+				"hasCarrier": true, "vendor": "0x15ad", "product": "0x07b0",
+				"flags":         []any{"up", "broadcast", "running", "multicast"},
+				"ipV4Addresses": []any{}, "ipV6Addresses": []any{},
 			}},
 			"systemVendor": map[string]any{
 				"serialNumber": SerialFromBIOSUUID(vm.BIOSUUID), "productName": "VMware7,1",

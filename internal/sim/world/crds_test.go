@@ -22,7 +22,7 @@ func TestFixtureCRDsServeTheModelledFields(t *testing.T) {
 		{
 			gvk:    schema.GroupVersionKind{Group: "agent-install.openshift.io", Version: "v1beta1", Kind: "Agent"},
 			spec:   map[string]any{"approved": true, "hostname": "h1", "role": "worker", "clusterDeploymentName": map[string]any{"name": "c", "namespace": "n"}},
-			status: map[string]any{"inventory": map[string]any{"interfaces": []any{map[string]any{"macAddress": "00:50:56:aa:bb:cc"}}, "systemVendor": map[string]any{"serialNumber": "VMware-42 1e"}}, "conditions": []any{map[string]any{"type": "Bound", "status": "False", "reason": "Unbound"}}},
+			status: map[string]any{"inventory": map[string]any{"interfaces": []any{map[string]any{"macAddress": "00:50:56:aa:bb:cc", "flags": []any{"up"}, "ipV4Addresses": []any{}, "ipV6Addresses": []any{}}}, "systemVendor": map[string]any{"serialNumber": "VMware-42 1e"}}, "conditions": []any{map[string]any{"type": "Bound", "status": "False", "reason": "Unbound"}}},
 			check:  []string{"status.inventory.interfaces", "status.inventory.systemVendor.serialNumber", "spec.clusterDeploymentName.name"},
 		},
 		{
