@@ -8,8 +8,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestFixtureCRDsServeTheModelledFields checks that each external CRD fixture is installed, keeps the
-// fields we model (no pruning) and has a status subresource.
+// TestFixtureCRDsServeTheModelledFields checks that each external CRD fixture is installed, accepts an
+// object with the fields the real API requires, keeps the fields we use (no pruning) and has a status
+// subresource where upstream has one.
 func TestFixtureCRDsServeTheModelledFields(t *testing.T) {
 	ctx := t.Context()
 	ns := newNamespace(t)
@@ -38,28 +39,56 @@ func TestFixtureCRDsServeTheModelledFields(t *testing.T) {
 			check:  []string{"spec.agentLabelSelector.matchLabels", "status.agentRef.name", "status.conditions"},
 		},
 		{
+			// v1beta1 is served (deprecated) without conversion: the object is stored pruned to v1beta2.
 			gvk:    schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Machine"},
-			spec:   map[string]any{"clusterName": "c"},
+			spec:   map[string]any{"clusterName": "c", "bootstrap": map[string]any{"dataSecretName": "d"}, "infrastructureRef": map[string]any{"apiVersion": "capi-provider.agent-install.openshift.io/v1beta1", "kind": "AgentMachine", "name": "am"}},
 			status: map[string]any{"phase": "Running", "nodeRef": map[string]any{"kind": "Node", "name": "n1"}},
-			check:  []string{"status.nodeRef.name", "status.phase"},
+			check:  []string{"status.nodeRef.name", "status.phase", "spec.infrastructureRef.name"},
 		},
 		{
 			gvk:    schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"},
-			spec:   map[string]any{"clusterName": "c"},
-			status: map[string]any{"phase": "Running"},
-			check:  []string{"status.phase"},
+			spec:   map[string]any{"clusterName": "c", "bootstrap": map[string]any{"dataSecretName": "d"}, "infrastructureRef": map[string]any{"apiGroup": "capi-provider.agent-install.openshift.io", "kind": "AgentMachine", "name": "am"}},
+			status: map[string]any{"phase": "Running", "nodeRef": map[string]any{"name": "n1"}, "initialization": map[string]any{"bootstrapDataSecretCreated": true, "infrastructureProvisioned": true}},
+			check:  []string{"status.phase", "status.nodeRef.name", "status.initialization.infrastructureProvisioned", "spec.infrastructureRef.apiGroup"},
 		},
 		{
-			gvk:    schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "NodePool"},
-			spec:   map[string]any{"clusterName": "c", "replicas": int64(2), "platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentLabelSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}}}},
+			gvk: schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "NodePool"},
+			spec: map[string]any{"clusterName": "c", "replicas": int64(2), "management": map[string]any{"upgradeType": "InPlace"},
+				"release":  map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+				"platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentLabelSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}}}},
 			status: map[string]any{"replicas": int64(1)},
 			check:  []string{"spec.platform.agent.agentLabelSelector.matchLabels", "status.replicas"},
 		},
 		{
-			gvk:    schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "HostedCluster"},
-			spec:   map[string]any{"platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": "x"}}},
-			status: map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "True"}}},
+			gvk: schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "HostedCluster"},
+			spec: map[string]any{
+				"release":    map[string]any{"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+				"pullSecret": map[string]any{"name": "ps"},
+				"networking": map[string]any{"clusterNetwork": []any{map[string]any{"cidr": "10.132.0.0/14"}}, "serviceNetwork": []any{map[string]any{"cidr": "172.31.0.0/16"}}},
+				"etcd":       map[string]any{"managementType": "Managed", "managed": map[string]any{"storage": map[string]any{"type": "PersistentVolume"}}},
+				"platform":   map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": "x"}},
+				"services": []any{
+					map[string]any{"service": "APIServer", "servicePublishingStrategy": map[string]any{"type": "LoadBalancer"}},
+					map[string]any{"service": "OAuthServer", "servicePublishingStrategy": map[string]any{"type": "Route"}},
+					map[string]any{"service": "Konnectivity", "servicePublishingStrategy": map[string]any{"type": "Route"}},
+					map[string]any{"service": "Ignition", "servicePublishingStrategy": map[string]any{"type": "Route"}},
+				},
+			},
+			status: map[string]any{"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "AsExpected", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}}},
 			check:  []string{"spec.platform.agent.agentNamespace", "status.conditions"},
+		},
+		{
+			gvk:    schema.GroupVersionKind{Group: "ipam.cluster.x-k8s.io", Version: "v1beta2", Kind: "IPAddressClaim"},
+			spec:   map[string]any{"poolRef": map[string]any{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "pool"}},
+			status: map[string]any{"addressRef": map[string]any{"name": "addr"}},
+			check:  []string{"spec.poolRef.kind", "status.addressRef.name"},
+		},
+		{
+			// IPAddress has no status (and no status subresource) upstream.
+			gvk: schema.GroupVersionKind{Group: "ipam.cluster.x-k8s.io", Version: "v1beta2", Kind: "IPAddress"},
+			spec: map[string]any{"address": "10.0.0.10", "prefix": int64(24), "gateway": "10.0.0.1",
+				"claimRef": map[string]any{"name": "claim"}, "poolRef": map[string]any{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "pool"}},
+			check: []string{"spec.address", "spec.prefix", "spec.claimRef.name"},
 		},
 	}
 	for _, tc := range cases {
@@ -72,9 +101,11 @@ func TestFixtureCRDsServeTheModelledFields(t *testing.T) {
 			if err := k8s.Create(ctx, obj); err != nil {
 				t.Fatalf("create: %v", err)
 			}
-			obj.Object["status"] = tc.status
-			if err := k8s.Status().Update(ctx, obj); err != nil {
-				t.Fatalf("status update: %v", err)
+			if tc.status != nil {
+				obj.Object["status"] = tc.status
+				if err := k8s.Status().Update(ctx, obj); err != nil {
+					t.Fatalf("status update: %v", err)
+				}
 			}
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(tc.gvk)
