@@ -3,10 +3,10 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -16,14 +16,16 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get
-
 // Ejection (SPEC §6), one step per pass so a reconcile never waits on a task a guest holds:
-//  1. trigger: the Agent reports Installed=True, the VM is bound, its Machine is not being deleted;
-//  2. record first: status.isoEjection names the VM, ownership, datacenter, device and exact ISO path;
-//  3. start the reconfigure (TaskRef recorded), check it on later passes;
+//  1. trigger: the Agent reports Installed=True, the VM is bound, its Machine is not being deleted, and
+//     the served CRD keeps every recovery field (crdGuard);
+//  2. record first: status.isoEjection names the VM, ownership, datacenter, device, exact ISO path and
+//     the Agent's UID; one CD-ROM at a time, until no CD-ROM holds one of our ISOs;
+//  3. start the reconfigure (TaskRef recorded), check it on later passes; after a crash that lost the
+//     TaskRef, the vSphere layer takes over the running reconfigure instead of starting another;
 //  4. if the guest locked the door, checkpoint the question ID, and only then answer "Yes" to it;
-//  5. clear the record after success. Refusals (media changed, another question) are retried with backoff.
+//  5. clear the record after success. Refusals (media changed, another question, Agent replaced) are
+//     retried with backoff and never forced.
 
 const (
 	ejectPollInterval = 5 * time.Second
@@ -31,64 +33,173 @@ const (
 	ejectBackoffMax   = 10 * time.Minute
 )
 
-func (r *VsphereAgentReconciler) reconcileEjection(ctx context.Context, s *vmScope) (bool, error) {
+// Crash points of an ejection, passed to Options.EjectionCrashPoint (a test seam).
+const (
+	CrashAfterRecord      = "after-record"      // the record is persisted, nothing started
+	CrashAfterReconfigure = "after-reconfigure" // the reconfigure started, its task not yet checkpointed
+	CrashAfterQuestionID  = "after-question-id" // the question ID is checkpointed, not yet answered
+	CrashAfterAnswer      = "after-answer"      // the question was answered, not yet recorded
+)
+
+// ejectISO is the ISO ejection phase (opt-in per pool).
+func (r *VsphereAgentReconciler) ejectISO(ctx context.Context, s *vmScope) (bool, error) {
 	va := s.va
 	if va.Status.ISOEjection != nil {
+		// A recorded operation always finishes, even if the pool opted out meanwhile.
 		return true, r.stepEjection(ctx, s)
 	}
+	if !s.pool.Spec.ISO.EjectAfterInstall {
+		if c := findCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
+			setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
+		}
+		return true, nil
+	}
+	return true, r.startEjection(ctx, s)
+}
+
+// startEjection checks the trigger and records the next CD-ROM to eject.
+func (r *VsphereAgentReconciler) startEjection(ctx context.Context, s *vmScope) error {
+	va := s.va
 	if c := findCondition(va.Status.Conditions, afv1.ConditionISOEjected); c != nil && c.Reason == afv1.ReasonEjected && c.Status == metav1.ConditionTrue {
-		return true, nil
+		return nil
 	}
-	if s.agent == nil || !s.agent.IsInstalled() || va.Status.VM.Phase != afv1.VMPhaseBound {
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonWaitingForInstallation, "waiting for the Agent to report Installed=True", va.Generation)
-		return true, nil
+	if reason, msg := ejectionTrigger(s); reason != "" {
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, reason, msg, va.Generation)
+		return nil
 	}
-	if deleting, err := r.machineDeleting(ctx, s); err != nil || deleting {
-		return true, err
+	if m, deleting, err := r.machineDeleting(ctx, s); err != nil {
+		return err
+	} else if deleting {
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
+			"not started: Machine "+m+" is being deleted (scale-down); no new ejection for it", va.Generation)
+		return nil
 	}
-	if ok, msg := r.ejectionSupported(ctx); !ok {
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, msg, va.Generation)
-		return true, nil
+	if ok, msg := r.Guard.Supported(ctx); !ok {
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "not started: "+msg, va.Generation)
+		s.requeueAfter(r.Guard.interval)
+		return nil
 	}
 	vs, err := r.client(ctx, s)
 	if err != nil {
-		return false, err
+		return err
 	}
 	dc := datacenterOf(va, s.pool)
 	info, err := vs.FindVM(ctx, dc, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID)
 	if err != nil {
-		return false, err
+		return err
 	}
-	// Only a content-addressed ISO on the pool's ISO datastore under its prefix is ever touched.
-	prefix, ds := iso.PathPrefix(s.pool), s.pool.Spec.VSphere.ISODatastore
-	var target *vsphere.CDROM
-	for i := range info.CDROMs {
-		if cd := info.CDROMs[i]; cd.ISOPath != "" && iso.IsCachedISOPath(cd.ISOPath, ds, prefix) {
-			target = &info.CDROMs[i]
-			break
-		}
+	ours, unrelated := r.classifyMedia(s, info)
+	if len(ours) == 0 {
+		r.markEjected(s, "no discovery ISO of this pool is attached", unrelated)
+		return nil
 	}
-	if target == nil {
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, "no discovery ISO of this pool is attached", va.Generation)
-		return true, nil
-	}
+	target := ours[0]
 	va.Status.ISOEjection = &afv1.ISOEjectionRecord{
 		InstanceUUID: va.Status.VM.InstanceUUID, BIOSUUID: va.Status.VM.BIOSUUID, OwnerUID: string(va.UID),
-		Datacenter: dc, DeviceKey: target.Key, ISOPath: target.ISOPath, StartedAt: metav1.NewTime(r.Opts.Clock.Now()),
+		Datacenter: dc, DeviceKey: target.Key, ISOPath: target.ISOPath, AgentUID: string(s.agent.UID),
+		StartedAt: metav1.NewTime(r.Opts.Clock.Now()),
 	}
-	setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "ejection of "+target.ISOPath+" recorded", va.Generation)
+	msg := fmt.Sprintf("ejection of %s (CD-ROM %d) recorded", target.ISOPath, target.Key)
+	if n := len(ours) - 1; n > 0 {
+		msg += fmt.Sprintf("; %d more CD-ROM(s) with this pool's ISO follow", n)
+	}
+	setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, msg+unrelatedNote(unrelated), va.Generation)
 	// The record is persisted by this pass's status write before anything touches the VM.
 	s.requeueAfter(time.Millisecond)
-	return true, nil
+	return nil
+}
+
+// ejectionTrigger returns the ISOEjected reason and message while ejection must not start ("" when it may).
+func ejectionTrigger(s *vmScope) (string, string) {
+	va, a := s.va, s.agent
+	switch {
+	case va.Status.VM.Phase == afv1.VMPhaseReleased:
+		return afv1.ReasonEjectionDisabled, "not started: the VM is released (scale-down); its cleanup follows"
+	case a == nil:
+		return afv1.ReasonWaitingForInstallation, "waiting for the VM's Agent to register and report Installed=True"
+	case !a.IsInstalled():
+		installed := "absent"
+		if c, ok := agents.FindCondition(a.Conditions, "Installed"); ok {
+			installed = c.Status
+			if c.Reason != "" {
+				installed += " (" + c.Reason + ")"
+			}
+		}
+		bound := ""
+		if a.IsBound() {
+			bound = " is bound but"
+		}
+		return afv1.ReasonWaitingForInstallation, fmt.Sprintf("Agent %s%s reports Installed=%s; ejection waits for Installed=True", a.Name, bound, installed)
+	case va.Status.VM.Phase != afv1.VMPhaseBound:
+		return afv1.ReasonWaitingForInstallation, "Agent " + a.Name + " is installed but the VM is " + string(va.Status.VM.Phase) + ", not Bound"
+	}
+	return "", ""
+}
+
+// classifyMedia splits the VM's ISO-backed CD-ROMs into ours (a content-addressed ISO on the pool's ISO
+// datastore under its path prefix, or the exact ISO recorded at creation) and unrelated media.
+func (r *VsphereAgentReconciler) classifyMedia(s *vmScope, info *vsphere.VMInfo) (ours []vsphere.CDROM, unrelated []string) {
+	prefix, ds := iso.PathPrefix(s.pool), s.pool.Spec.VSphere.ISODatastore
+	for _, cd := range info.CDROMs {
+		switch {
+		case cd.ISOPath == "":
+		case iso.IsCachedISOPath(cd.ISOPath, ds, prefix) || cd.ISOPath == s.va.Status.VM.ISOPath:
+			ours = append(ours, cd)
+		default:
+			unrelated = append(unrelated, cd.ISOPath)
+		}
+	}
+	return ours, unrelated
+}
+
+func unrelatedNote(unrelated []string) string {
+	if len(unrelated) == 0 {
+		return ""
+	}
+	return "; unrelated media left attached: " + strings.Join(unrelated, ", ")
+}
+
+// markEjected sets ISOEjected=True/Ejected; unrelated media left attached is named, with a Warning event
+// when the condition first becomes Ejected.
+func (r *VsphereAgentReconciler) markEjected(s *vmScope, msg string, unrelated []string) {
+	va := s.va
+	c := findCondition(va.Status.Conditions, afv1.ConditionISOEjected)
+	first := c == nil || c.Reason != afv1.ReasonEjected
+	if first && len(unrelated) > 0 {
+		r.Recorder.Eventf(va, "Warning", "UnrelatedMediaAttached", "VM %s keeps media this pool does not own attached: %s",
+			va.Status.VM.Name, strings.Join(unrelated, ", "))
+	}
+	setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
 }
 
 // stepEjection advances a recorded ejection by one step.
 func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) error {
 	va, rec := s.va, s.va.Status.ISOEjection
 	now := r.Opts.Clock.Now()
+	if ok, msg := r.Guard.Supported(ctx); !ok {
+		// Writing the record through a CRD that prunes it could lose a checkpoint: hold still.
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "recorded ejection of "+rec.ISOPath+" paused: "+msg, va.Generation)
+		s.requeueAfter(r.Guard.interval)
+		return nil
+	}
 	if rec.RetryAfter != nil && now.Before(rec.RetryAfter.Time) {
 		s.requeueAfter(rec.RetryAfter.Sub(now))
 		return nil
+	}
+	if s.agent != nil && rec.AgentUID != "" && string(s.agent.UID) != rec.AgentUID {
+		r.ejectionFailed(s, fmt.Errorf("refused: the VM's Agent was replaced since the ejection was recorded (Agent %s has UID %s, recorded %s)",
+			s.agent.Name, s.agent.UID, rec.AgentUID), metrics.ISOOpEject)
+		return nil
+	}
+	if rec.TaskRef == "" && rec.QuestionID == "" && rec.Attempts == 0 {
+		if err := r.crashPoint(ctx, s, CrashAfterRecord); err != nil {
+			return err
+		}
+	}
+	if rec.QuestionID != "" {
+		if err := r.crashPoint(ctx, s, CrashAfterQuestionID); err != nil {
+			return err
+		}
 	}
 	vs, err := r.client(ctx, s)
 	if err != nil {
@@ -101,32 +212,25 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 	}
 	res, err := vs.EjectISO(ctx, req)
 	if err != nil {
-		if vsphere.IsNotFound(err) {
-			// The VM is gone: nothing left to eject.
-			va.Status.ISOEjection = nil
-			return nil
+		return r.ejectStepFailed(s, err)
+	}
+	if res.Answered {
+		metrics.ObserveISOOperation(metrics.ISOOpAnswer, metrics.ResultSuccess)
+		r.Recorder.Eventf(va, "Normal", "CDROMLockAnswered", "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
+		if err := r.crashPoint(ctx, s, CrashAfterAnswer); err != nil {
+			return err
 		}
-		rec.Attempts++
-		rec.LastError = err.Error()
-		delay := backoffDelay(rec.Attempts)
-		t := metav1.NewTime(now.Add(delay))
-		rec.RetryAfter = &t
-		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultFailure)
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, fmt.Sprintf("attempt %d: %v; retrying in %s", rec.Attempts, err, delay), va.Generation)
-		r.Recorder.Eventf(va, "Warning", "ISOEjectionFailed", "ejecting %s: %v", rec.ISOPath, err)
-		s.requeueAfter(delay) // guard refusals (media changed, another question) included: retried, never forced
-		return nil
+	}
+	if res.Adopted {
+		r.Recorder.Eventf(va, "Normal", "EjectionResumed", "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
+	}
+	if rec.LastError != "" {
+		rec.Attempts = 0 // progress again: a later failure starts its backoff afresh
 	}
 	rec.RetryAfter, rec.LastError = nil, ""
 	switch res.State {
 	case vsphere.EjectDone:
-		if rec.QuestionID != "" {
-			metrics.ObserveISOOperation(metrics.ISOOpAnswer, metrics.ResultSuccess)
-		}
-		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultSuccess)
-		r.Recorder.Eventf(va, "Normal", "ISOEjected", "ejected discovery ISO %s from VM %s", rec.ISOPath, va.Status.VM.Name)
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, "discovery ISO "+rec.ISOPath+" ejected", va.Generation)
-		va.Status.ISOEjection = nil
+		return r.ejectionDone(ctx, s, vs)
 	case vsphere.EjectQuestionPending:
 		if rec.QuestionID != res.QuestionID {
 			// Checkpoint the question ID first; the next pass answers exactly this question.
@@ -137,13 +241,99 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
 		s.requeueAfter(time.Millisecond)
 	default:
+		newTask := res.TaskRef != "" && rec.TaskRef == ""
 		if res.TaskRef != "" {
 			rec.TaskRef = res.TaskRef
 		}
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "ejecting "+rec.ISOPath, va.Generation)
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "ejecting "+rec.ISOPath+" (task "+rec.TaskRef+")", va.Generation)
 		s.requeueAfter(ejectPollInterval)
+		if newTask && !res.Adopted {
+			return r.crashPoint(ctx, s, CrashAfterReconfigure)
+		}
 	}
 	return nil
+}
+
+// ejectionDone clears the record and looks at the VM again: another CD-ROM with our ISO is ejected next
+// (if the feature is still on); Ejected only when none is left.
+func (r *VsphereAgentReconciler) ejectionDone(ctx context.Context, s *vmScope, vs vsphere.Client) error {
+	va, rec := s.va, s.va.Status.ISOEjection
+	// A pass working from a stale cache sees the same ejection done again; its status write conflicts, so
+	// counting after the write counts each ejection once.
+	s.afterWrite = append(s.afterWrite, func() {
+		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultSuccess)
+		r.Recorder.Eventf(va, "Normal", "ISOEjected", "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
+	})
+	va.Status.ISOEjection = nil
+	done := "discovery ISO " + rec.ISOPath + " ejected"
+	info, err := vs.FindVM(ctx, rec.Datacenter, rec.InstanceUUID, rec.BIOSUUID)
+	if err != nil {
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, done+"; checking the VM's other CD-ROMs", va.Generation)
+		s.requeueAfter(time.Second)
+		return nil
+	}
+	ours, unrelated := r.classifyMedia(s, info)
+	switch {
+	case len(ours) == 0:
+		r.markEjected(s, done, unrelated)
+	case s.pool.Spec.ISO.EjectAfterInstall:
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
+			fmt.Sprintf("%s; %d more CD-ROM(s) with this pool's ISO follow", done, len(ours))+unrelatedNote(unrelated), va.Generation)
+		s.requeueAfter(time.Millisecond)
+	default:
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
+			fmt.Sprintf("%s; spec.iso.ejectAfterInstall is false, so %s stays attached", done, ours[0].ISOPath), va.Generation)
+	}
+	return nil
+}
+
+// ejectStepFailed records a failed step: backoff, condition, event (once per distinct error), metric.
+func (r *VsphereAgentReconciler) ejectStepFailed(s *vmScope, err error) error {
+	va, rec := s.va, s.va.Status.ISOEjection
+	if vsphere.IsNotFound(err) {
+		r.Recorder.Eventf(va, "Warning", "ISOEjectionClosed", "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
+		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "the VM is gone; nothing left to eject", va.Generation)
+		va.Status.ISOEjection = nil
+		return nil
+	}
+	if vsphere.IsEjectTaskFailed(err) {
+		rec.TaskRef, rec.QuestionID = "", "" // that task is over: the next attempt starts afresh
+	}
+	op := metrics.ISOOpEject
+	if vsphere.IsAnswerError(err) {
+		op = metrics.ISOOpAnswer
+	}
+	r.ejectionFailed(s, err, op)
+	return nil
+}
+
+// ejectionFailed keeps the record, backs off and reports (no vSphere call happens until RetryAfter).
+func (r *VsphereAgentReconciler) ejectionFailed(s *vmScope, err error, op string) {
+	va, rec := s.va, s.va.Status.ISOEjection
+	now := r.Opts.Clock.Now()
+	rec.Attempts++
+	changed := rec.LastError != err.Error()
+	rec.LastError = err.Error()
+	delay := backoffDelay(rec.Attempts)
+	t := metav1.NewTime(now.Add(delay))
+	rec.RetryAfter = &t
+	metrics.ObserveISOOperation(op, metrics.ResultFailure)
+	setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed,
+		fmt.Sprintf("%s of %s failed (attempt %d): %v; retrying in %s", op, rec.ISOPath, rec.Attempts, err, delay), va.Generation)
+	if changed {
+		r.Recorder.Eventf(va, "Warning", "ISOEjectionFailed", "%s of %s: %v", op, rec.ISOPath, err)
+	}
+	s.requeueAfter(delay)
+}
+
+// crashPoint calls the test seam; when it returns with the context cancelled (the operator stopped),
+// the pass ends without touching anything else.
+func (r *VsphereAgentReconciler) crashPoint(ctx context.Context, s *vmScope, point string) error {
+	if r.Opts.EjectionCrashPoint == nil {
+		return nil
+	}
+	r.Opts.EjectionCrashPoint(ctx, types.NamespacedName{Namespace: s.va.Namespace, Name: s.va.Name}, point)
+	return ctx.Err()
 }
 
 func backoffDelay(attempts int32) time.Duration {
@@ -157,46 +347,15 @@ func backoffDelay(attempts int32) time.Duration {
 	return d
 }
 
-// machineDeleting: no new ejection for a Machine already being deleted.
-func (r *VsphereAgentReconciler) machineDeleting(ctx context.Context, s *vmScope) (bool, error) {
-	if s.va.Status.VM.MachineRef == "" {
-		return false, nil
+// machineDeleting: no new ejection for a Machine already being deleted (or gone).
+func (r *VsphereAgentReconciler) machineDeleting(ctx context.Context, s *vmScope) (string, bool, error) {
+	name := s.va.Status.VM.MachineRef
+	if name == "" {
+		return "", false, nil
 	}
 	m := agents.New(agents.MachineGVK)
-	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: s.va.Status.VM.MachineRef}, m); err != nil {
-		return true, nil // gone or unreadable: not a moment to start an ejection
+	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: name}, m); err != nil {
+		return name, true, nil // gone or unreadable: not a moment to start an ejection
 	}
-	return m.GetDeletionTimestamp() != nil, nil
-}
-
-// ejectionSupported refuses to start ejections while the served VsphereAgent CRD lacks
-// status.isoEjection (CRDs older than the controller would prune the recovery record).
-func (r *VsphereAgentReconciler) ejectionSupported(ctx context.Context) (bool, string) {
-	r.crdCheckMu.Lock()
-	defer r.crdCheckMu.Unlock()
-	now := r.Opts.Clock.Now()
-	if !r.crdCheckedAt.IsZero() && now.Sub(r.crdCheckedAt) < time.Minute {
-		return r.crdOK, r.crdMsg
-	}
-	r.crdCheckedAt = now
-	crd := &unstructured.Unstructured{}
-	crd.SetAPIVersion("apiextensions.k8s.io/v1")
-	crd.SetKind("CustomResourceDefinition")
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: "vsphereagents.agent-forge.containeroo.ch"}, crd); err != nil {
-		r.crdOK, r.crdMsg = false, "cannot read the VsphereAgent CRD to confirm it preserves status.isoEjection: "+err.Error()
-		return r.crdOK, r.crdMsg
-	}
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
-		m, _ := v.(map[string]any)
-		if m["name"] != afv1.GroupVersion.Version {
-			continue
-		}
-		if _, found, _ := unstructured.NestedMap(m, "schema", "openAPIV3Schema", "properties", "status", "properties", "isoEjection"); found {
-			r.crdOK, r.crdMsg = true, ""
-			return true, ""
-		}
-	}
-	r.crdOK, r.crdMsg = false, "the served VsphereAgent CRD is older than the controller and would drop status.isoEjection; apply the bundle's CRDs with the controller"
-	return false, r.crdMsg
+	return name, m.GetDeletionTimestamp() != nil, nil
 }

@@ -51,6 +51,8 @@ type PoolReconciler struct {
 	debounce     *debouncer
 	orphanScans  *lastRun
 	statusWrites *writeBatcher
+	// Guard reports whether the served CRDs keep the ejection recovery record (condition CRDsCurrent).
+	Guard *crdGuard
 }
 
 // poolScope is what one pass observed and decided; phases fill it in order.

@@ -67,6 +67,8 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 		st.OwnedVMs = nil
 	}
 	st.VMs = int32(len(s.vas))
+	st.ISOEjections = ejectionSummary(s.vas)
+	r.setCRDCondition(p)
 
 	st.PlannedActions = nil
 	for _, a := range s.plan.Actions {

@@ -49,6 +49,12 @@ type Options struct {
 	StatusBatchInterval time.Duration
 	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its unapprove patch.
 	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
+	// SchemaCheckInterval is how often the served VsphereAgent CRD is checked for the ejection recovery
+	// fields (default 1m; also checked at start).
+	SchemaCheckInterval time.Duration
+	// EjectionCrashPoint is a test seam called at the crash points of an ejection (Crash* constants)
+	// before the pass's status write; a seam that waits until ctx ends simulates a crash there.
+	EjectionCrashPoint func(ctx context.Context, vsphereAgent types.NamespacedName, point string)
 }
 
 func (o *Options) defaults() {
@@ -84,6 +90,9 @@ func (o *Options) defaults() {
 	}
 	if o.CRDPollInterval == 0 {
 		o.CRDPollInterval = 30 * time.Second
+	}
+	if o.SchemaCheckInterval == 0 {
+		o.SchemaCheckInterval = time.Minute
 	}
 }
 
@@ -168,11 +177,27 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(isoRunnable); err != nil {
 		return err
 	}
+	guard := &crdGuard{reader: mgr.GetAPIReader(), clock: opts.Clock, interval: opts.SchemaCheckInterval, log: ctrl.Log.WithName("crd-guard")}
+	guard.onChange = func() { // every pool's CRDsCurrent condition follows the verdict
+		var pools afv1.VsphereAgentPoolList
+		if err := mgr.GetAPIReader().List(ctx, &pools); err != nil {
+			return
+		}
+		for i := range pools.Items {
+			select {
+			case poolEvents <- event.GenericEvent{Object: &pools.Items[i]}:
+			default:
+			}
+		}
+	}
+	if err := mgr.Add(manager.RunnableFunc(guard.Start)); err != nil {
+		return err
+	}
 	if err := (&PoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: poolRecorder, Opts: opts,
-		ISO: isoCache, isoEvents: poolEvents, expectations: newExpectations(opts.Clock)}).SetupWithManager(mgr); err != nil {
+		ISO: isoCache, isoEvents: poolEvents, expectations: newExpectations(opts.Clock), Guard: guard}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("pool controller: %w", err)
 	}
-	if err := (&VsphereAgentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("agent-forge-vm"), Opts: opts}).SetupWithManager(mgr); err != nil {
+	if err := (&VsphereAgentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("agent-forge-vm"), Opts: opts, Guard: guard}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("vsphereagent controller: %w", err)
 	}
 	return nil

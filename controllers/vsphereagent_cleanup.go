@@ -17,9 +17,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// ejectionGraceOnDelete bounds how long deletion waits for a recorded ejection to finish.
-const ejectionGraceOnDelete = 2 * time.Minute
-
 // reconcileDelete is the VsphereAgent's finalizer. A VM that still backs a Machine (fresh read) is kept;
 // under Retain (or with the pool gone) the VM and Agent are kept; otherwise the Agent is unapproved
 // (optimistic lock), the VM destroyed by instance UUID after its ownership is verified, and the Agent
@@ -40,14 +37,10 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
 		return ctrl.Result{}, nil
 	}
-	if rec := va.Status.ISOEjection; rec != nil && rec.LastError == "" && r.Opts.Clock.Since(rec.StartedAt.Time) < ejectionGraceOnDelete {
-		// A recorded ejection is finished first; one that fails or drags on never blocks deletion.
-		if err := r.stepEjection(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-		if va.Status.ISOEjection != nil && va.Status.ISOEjection.LastError == "" {
-			return ctrl.Result{RequeueAfter: ejectPollInterval}, nil
-		}
+	// A recorded ejection is finished first; one that fails, drags on or cannot be reached is closed
+	// with an event: it never blocks deletion.
+	if wait, err := r.finishOrCloseEjection(ctx, s); err != nil || wait {
+		return ctrl.Result{RequeueAfter: ejectPollInterval}, err
 	}
 	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
 	done := func(reason, msg string) (ctrl.Result, error) {
@@ -116,22 +109,6 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 		r.Recorder.Eventf(va, "Normal", "AgentDeleted", "deleted Agent %s", agent.Name)
 	}
 	return done("CleanedUp", "VM and Agent removed")
-}
-
-// ejectISO is the ISO ejection phase (opt-in per pool).
-func (r *VsphereAgentReconciler) ejectISO(ctx context.Context, s *vmScope) (bool, error) {
-	va := s.va
-	if va.Status.ISOEjection != nil {
-		// A recorded operation always finishes, even if the pool opted out meanwhile.
-		return true, r.stepEjection(ctx, s)
-	}
-	if !s.pool.Spec.ISO.EjectAfterInstall {
-		if c := findCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
-			setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
-		}
-		return true, nil
-	}
-	return r.reconcileEjection(ctx, s)
 }
 
 func mustJSON(v any) []byte {

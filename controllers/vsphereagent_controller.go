@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -36,11 +35,8 @@ type VsphereAgentReconciler struct {
 	APIReader client.Reader
 	Recorder  record.EventRecorder
 	Opts      Options
-
-	crdCheckMu   sync.Mutex
-	crdCheckedAt time.Time
-	crdOK        bool
-	crdMsg       string
+	// Guard refuses ejections while the served CRD would prune the recovery record.
+	Guard *crdGuard
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -51,6 +47,9 @@ type vmScope struct {
 	agent   *agents.Agent
 	vs      vsphere.Client
 	requeue time.Duration
+	// afterWrite runs once this pass's status is persisted (or needed no write): outcomes a stale pass
+	// could repeat (an ejection seen done again) are counted and announced only then.
+	afterWrite []func()
 }
 
 func (s *vmScope) requeueAfter(d time.Duration) {
@@ -69,11 +68,19 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	s := &vmScope{va: va, log: ctrl.LoggerFrom(ctx)}
 	before := va.Status.DeepCopy()
 	defer func() {
+		wrote := true
 		if !equality.Semantic.DeepEqual(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
-			if err := r.Status().Update(ctx, va); apierrors.IsConflict(err) {
+			err := r.Status().Update(ctx, va)
+			wrote = err == nil
+			if apierrors.IsConflict(err) {
 				res = ctrl.Result{Requeue: true} // a newer object arrived: the next pass sees it
 			} else if err != nil && !apierrors.IsNotFound(err) {
 				retErr = errors.Join(retErr, err)
+			}
+		}
+		if wrote {
+			for _, f := range s.afterWrite {
+				f()
 			}
 		}
 		result := "success"
@@ -146,6 +153,9 @@ func (r *VsphereAgentReconciler) setPhase(va *afv1.VsphereAgent, phase afv1.VMPh
 func (r *VsphereAgentReconciler) client(ctx context.Context, s *vmScope) (vsphere.Client, error) {
 	if s.vs != nil {
 		return s.vs, nil
+	}
+	if s.pool == nil {
+		return nil, fmt.Errorf("VsphereAgentPool %s is gone: no credentials to reach vCenter", s.va.Spec.PoolRef.Name)
 	}
 	creds, err := loadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
 	if err != nil {

@@ -10,6 +10,9 @@ const (
 	ConditionISOReady          = "ISOReady"
 	ConditionRegistrationOK    = "RegistrationHealthy"
 	ConditionNodePoolClaimed   = "NodePoolClaimed"
+	// ConditionCRDsCurrent is False when the served VsphereAgent CRD would prune status.isoEjection
+	// recovery fields (CRDs older than the controller): no ejection starts until it is updated.
+	ConditionCRDsCurrent = "CRDsCurrent"
 )
 
 // Condition types of VsphereAgent.
@@ -27,6 +30,13 @@ const (
 	ReasonEjectionInProgress     = "EjectionInProgress"
 	ReasonEjected                = "Ejected"
 	ReasonEjectionFailed         = "EjectionFailed"
+)
+
+// Reasons for CRDsCurrent.
+const (
+	ReasonCRDsCurrent   = "CRDsCurrent"
+	ReasonCRDsOutdated  = "CRDsOutdated"
+	ReasonCRDUnreadable = "CRDUnreadable"
 )
 
 // Reasons for ISOReady.

@@ -96,6 +96,10 @@ type ISOEjectionRecord struct {
 	Datacenter string `json:"datacenter"`
 	// DeviceKey is the CD-ROM device key.
 	DeviceKey int32 `json:"deviceKey"`
+	// AgentUID is the UID of the installed Agent that triggered the ejection; the operation is refused
+	// if the VM's Agent is replaced meanwhile.
+	// +optional
+	AgentUID string `json:"agentUID,omitempty"`
 	// ISOPath is the exact datastore path that must still back the device.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejecting ISO Path",xDescriptors="urn:alm:descriptor:text"
 	ISOPath string `json:"isoPath"`

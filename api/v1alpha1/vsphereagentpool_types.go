@@ -417,6 +417,25 @@ type ISOStatus struct {
 	History []ISOVersion `json:"history,omitempty"`
 }
 
+// ISOEjectionSummary counts the pool's VMs by ISOEjected reason.
+type ISOEjectionSummary struct {
+	// Ejected counts VMs whose discovery ISO is ejected (ISOEjected=True, reason Ejected).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISOs Ejected",xDescriptors="urn:alm:descriptor:text"
+	Ejected int32 `json:"ejected"`
+	// InProgress counts VMs with an ejection under way (reason EjectionInProgress).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejections In Progress",xDescriptors="urn:alm:descriptor:text"
+	InProgress int32 `json:"inProgress"`
+	// Failed counts VMs whose ejection failed or was refused (reason EjectionFailed; retried with backoff).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejections Failed",xDescriptors="urn:alm:descriptor:text"
+	Failed int32 `json:"failed"`
+	// Waiting counts VMs waiting for their Agent to report Installed=True (reason WaitingForInstallation).
+	// +optional
+	Waiting int32 `json:"waiting"`
+}
+
 // VsphereAgentPoolStatus is the observed state of a VsphereAgentPool.
 type VsphereAgentPoolStatus struct {
 	// ObservedGeneration is the generation last reconciled.
@@ -473,8 +492,12 @@ type VsphereAgentPoolStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery ISO"
 	ISO *ISOStatus `json:"iso,omitempty"`
+	// ISOEjections summarises the ISOEjected conditions of the pool's VMs (a canary pool's progress).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Ejections"
+	ISOEjections *ISOEjectionSummary `json:"isoEjections,omitempty"`
 	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
-	// ISOReady, RegistrationHealthy, NodePoolClaimed.
+	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -491,6 +514,8 @@ type VsphereAgentPoolStatus struct {
 // +kubebuilder:printcolumn:name="Agents",type=integer,JSONPath=`.status.matchingAgents`
 // +kubebuilder:printcolumn:name="VMs",type=integer,JSONPath=`.status.vms`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Ejected",type=integer,JSONPath=`.status.isoEjections.ejected`
+// +kubebuilder:printcolumn:name="Eject-Failed",type=integer,JSONPath=`.status.isoEjections.failed`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="vSphere Agent Pool",resources={{VsphereAgent,v1alpha1},{Agent,v1beta1},{Secret,v1}}
 type VsphereAgentPool struct {

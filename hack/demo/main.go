@@ -98,11 +98,12 @@ func configFromEnv() (config, error) {
 }
 
 type demo struct {
-	cfg config
-	v   *view
-	t   *harness.Tracker
-	h   *harness.Harness
-	sc  *scene
+	cfg  config
+	v    *view
+	t    *harness.Tracker
+	h    *harness.Harness
+	sc   *scene
+	door *doorLocker
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -121,6 +122,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.door = newDoorLocker(d.h.VC)
 	if d.sc, err = setupScene(ctx, d, filepath.Join(root, outDir), bin); err != nil {
 		return err
 	}

@@ -135,6 +135,13 @@ func (d *demo) installAndEject(ctx context.Context) error {
 	for _, name := range s.EjectedButAttached() {
 		d.t.Violate("VsphereAgent %s reports ISOEjected=Ejected but its VM still has the ISO connected in the simulator", name)
 	}
+	if d.door != nil && d.t.EjectStarted() {
+		d.v.println("==> %d of the VMs had guests locking the CD-ROM door; the operator answered %d lock questions (real vCenter shape: label button.yes, summary Yes)",
+			len(d.door.locked), d.door.answered())
+		for _, msg := range d.door.check(s) {
+			d.t.Violate("%s", msg)
+		}
+	}
 	return nil
 }
 

@@ -128,6 +128,10 @@ func (d *demo) observe(ctx context.Context) (*harness.Snapshot, error) {
 		return nil, err
 	}
 	d.t.Observe(s)
+	if d.door != nil {
+		d.door.observe(s)
+		d.t.SetLockQuestionsAnswered(d.door.answered())
+	}
 	return s, nil
 }
 

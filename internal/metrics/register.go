@@ -11,7 +11,7 @@ func All() []prometheus.Collector {
 	return []prometheus.Collector{
 		PoolCapacity, PoolWaiting, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
 		VsphereVMOperations, VsphereCallDuration,
-		ISOOperations, ISOBytesTransferred,
+		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated,
 	}
 }
 

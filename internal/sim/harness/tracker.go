@@ -21,6 +21,8 @@ type Tracker struct {
 	destroyedUnderDemand []string
 	violations           []string
 	last                 *Snapshot
+	// lockAnswers is how many CD-ROM lock questions the operator answered (counted by the simulator).
+	lockAnswers int
 }
 
 // NewTracker returns an empty Tracker.
@@ -90,9 +92,12 @@ func (t *Tracker) CleanedUp() int {
 
 // Summary is the one-line result, e.g. "demo: 5 VMs created, ... 0 invariant violations".
 func (t *Tracker) Summary(prefix string) string {
-	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected, %d VMs cleaned up, %d invariant violations",
-		t.Created(), len(t.agentsBound), len(t.ejected), t.CleanedUp(), len(t.violations))
+	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up, %d invariant violations",
+		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), len(t.violations))
 }
+
+// SetLockQuestionsAnswered records how many CD-ROM lock questions were answered (for Summary).
+func (t *Tracker) SetLockQuestionsAnswered(n int) { t.lockAnswers = n }
 
 // Last is the latest snapshot (nil before the first).
 func (t *Tracker) Last() *Snapshot { return t.last }

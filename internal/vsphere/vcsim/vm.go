@@ -105,8 +105,8 @@ func (v *VM) SetLockQuestionChoices(choices []LockChoice) {
 	v.mu.Unlock()
 }
 
-// Reconfigures counts reconfigure calls that disconnect an ISO-backed CD-ROM (accepted or waiting on
-// the lock question), whoever made them.
+// Reconfigures counts reconfigure calls that disconnect an ISO-backed CD-ROM (accepted, waiting on the
+// lock question, or refused because another one waits), whoever made them.
 func (v *VM) Reconfigures() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -238,8 +238,8 @@ func (v *VM) ReconfigVMTask(ctx *simulator.Context, req *types.ReconfigVM_Task) 
 	disconnects := v.disconnectsISO(&req.Spec)
 	v.mu.Lock()
 	locked, busy, choices := !v.doorOpen, v.pending != nil, v.choices
-	if disconnects && !busy {
-		v.ejects++
+	if disconnects {
+		v.ejects++ // every attempt counts, also one refused because another waits on the question
 	}
 	v.mu.Unlock()
 	if busy {

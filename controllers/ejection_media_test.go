@@ -1,0 +1,104 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+)
+
+var _ = Describe("ISO ejection media", func() {
+	It("ejects every CD-ROM that carries one of the pool's ISOs, one record at a time", func(ctx context.Context) {
+		es := startEjectScenario(operatorOptions{}, world.Options{}, nil)
+		va := es.boundVAs(ctx, 1)[0]
+		ours := getVA(&va).Status.VM.ISOPath
+		addCDROM(ctx, &va, ours)
+		Expect(attachedISOs(vmOf(&va))).To(ConsistOf(ours, ours))
+		locked := vcVM(&va) // the guest locks the door of both drives
+
+		es.enable()
+		Eventually(func() string { return ejectReason(&va) }, 60*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Expect(attachedISOs(vmOf(&va))).To(BeEmpty())
+		Expect(locked.Reconfigures()).To(Equal(2))
+		Expect(locked.Answers()).To(HaveLen(2))
+		Expect(eventsWith(ctx, &va, "ISOEjected:")).To(HaveLen(2))
+	})
+
+	It("ejects the ISO recorded at creation after the pool's pathPrefix changed", func(ctx context.Context) {
+		es := startEjectScenario(operatorOptions{}, world.Options{}, nil)
+		va := es.boundVAs(ctx, 1)[0]
+		old := getVA(&va).Status.VM.ISOPath
+		Expect(wrapUnlocked(&va)).To(Succeed())
+		setPool(es.pool, func(p *afv1.VsphereAgentPool) { p.Spec.ISO.PathPrefix = "agent-forge/moved/" + p.Namespace })
+		Eventually(func() string { return isoPath(getPool(es.pool)) }, 30*time.Second, 250*time.Millisecond).Should(ContainSubstring("agent-forge/moved/"))
+		Expect(old).NotTo(ContainSubstring("agent-forge/moved/"))
+
+		es.enable()
+		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Expect(attachedISOs(vmOf(&va))).To(BeEmpty(), "the old-location ISO is ours by the recorded path")
+		Expect(eventsWith(ctx, &va, "ISOEjected:")).To(ConsistOf(ContainSubstring(old)))
+	})
+
+	It("leaves unrelated media attached, reports it by path with one Warning, and does not count it", func(ctx context.Context) {
+		es := startEjectScenario(operatorOptions{}, world.Options{}, nil)
+		va := es.boundVAs(ctx, 1)[0]
+		Expect(wrapUnlocked(&va)).To(Succeed())
+		const driverISO = "[" + vcsim.Datastore + "] drivers/virtio-win.iso"
+		addCDROM(ctx, &va, driverISO)
+		ejects := isoOps(metrics.ISOOpEject, metrics.ResultSuccess)
+
+		es.enable()
+		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Expect(attachedISOs(vmOf(&va))).To(ConsistOf(driverISO))
+		Expect(ejectCondition(&va).Message).To(ContainSubstring("unrelated media left attached: " + driverISO))
+		Expect(isoOps(metrics.ISOOpEject, metrics.ResultSuccess) - ejects).To(Equal(1.0), "only our ISO counts as an ejection")
+		Eventually(func() []string { return eventsWith(ctx, &va, "UnrelatedMediaAttached:") }, 10*time.Second, 250*time.Millisecond).
+			Should(ConsistOf(ContainSubstring(driverISO)))
+		pokePool(es.pool)
+		Consistently(func() []string { return eventsWith(ctx, &va, "UnrelatedMediaAttached:") }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+		Expect(eventsWith(ctx, &va, "ISOEjected:")).To(HaveLen(1))
+	})
+
+	It("never answers a different pending question: EjectionFailed, retried with backoff, no flapping", func(ctx context.Context) {
+		es := startEjectScenario(operatorOptions{}, world.Options{}, nil)
+		va := es.boundVAs(ctx, 1)[0]
+		other := vcVM(&va)
+		vc.RaiseQuestion(other, "msg.hbacommon.outofspace", "There is no more space for virtual disk. Retry?")
+		failures := isoOps(metrics.ISOOpEject, metrics.ResultFailure)
+
+		es.enable()
+		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
+		Expect(getVA(&va).Status.ISOEjection.LastError).To(ContainSubstring("different question"))
+		for attempt := int32(2); attempt <= 3; attempt++ {
+			es.op.clock.Step(11 * time.Minute) // past the longest backoff
+			pokePool(es.pool)                  // a pool change reconciles its VMs now
+			Eventually(func() int32 { return getVA(&va).Status.ISOEjection.Attempts }, 20*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", attempt))
+			Consistently(func() string { return ejectReason(&va) }, time.Second, 100*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
+		}
+		Expect(other.Answers()).To(BeEmpty())
+		Expect(other.Reconfigures()).To(Equal(0))
+		Expect(attachedISOs(vmOf(&va))).To(HaveLen(1))
+		Expect(isoOps(metrics.ISOOpEject, metrics.ResultFailure) - failures).To(BeNumerically(">=", 3))
+		Expect(eventsWith(ctx, &va, "ISOEjectionFailed:")).To(HaveLen(1), "one event per distinct failure, not per retry")
+		Eventually(func() *afv1.ISOEjectionSummary { return getPool(es.pool).Status.ISOEjections }, 10*time.Second, 250*time.Millisecond).
+			Should(Equal(&afv1.ISOEjectionSummary{Failed: 1}))
+	})
+})
+
+// eventsWith lists the VsphereAgent's events ("Reason: message") starting with prefix.
+func eventsWith(ctx context.Context, va *afv1.VsphereAgent, prefix string) []string {
+	var out []string
+	for _, e := range vaEvents(ctx, va) {
+		if strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package controllers_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+)
+
+// Installation never completes in these worlds unless a spec says so.
+var notInstalled = world.Options{InstallDelay: time.Hour}
+
+func optedIn(p *afv1.VsphereAgentPool) { p.Spec.ISO.EjectAfterInstall = true }
+
+var _ = Describe("ISO ejection trigger", func() {
+	It("waits while the Agent is bound but not installed", func(ctx context.Context) {
+		es := startEjectScenario(operatorOptions{}, notInstalled, optedIn)
+		va := es.boundVAs(ctx, 1)[0]
+		Eventually(func() string { return ejectReason(&va) }, 20*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonWaitingForInstallation))
+		Expect(ejectCondition(&va).Message).To(ContainSubstring("is bound but reports Installed=False"))
+		Consistently(func() []string { return attachedISOs(vmOf(&va)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+		Expect(getVA(&va).Status.ISOEjection).To(BeNil())
+	})
+
+	for _, tc := range []struct {
+		name    string
+		change  func(conds []any) []any
+		message string
+	}{
+		{"reports Installed=Unknown", func(conds []any) []any {
+			for _, c := range conds {
+				if m := c.(map[string]any); m["type"] == "Installed" {
+					m["status"], m["reason"] = "Unknown", "InstallationInProgress"
+				}
+			}
+			return conds
+		}, "reports Installed=Unknown"},
+		{"reports no Installed condition", func(conds []any) []any {
+			var out []any
+			for _, c := range conds {
+				if c.(map[string]any)["type"] != "Installed" {
+					out = append(out, c)
+				}
+			}
+			return out
+		}, "reports Installed=absent"},
+	} {
+		It("does not eject when the Agent "+tc.name, func(ctx context.Context) {
+			es := startEjectScenario(operatorOptions{}, notInstalled, optedIn)
+			va := es.boundVAs(ctx, 1)[0]
+			a := agents.New(agents.AgentGVK)
+			Expect(k8s.Get(ctx, key(va.Namespace, va.Status.VM.AgentRef), a)).To(Succeed())
+			conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
+			Expect(unstructured.SetNestedSlice(a.Object, tc.change(conds), "status", "conditions")).To(Succeed())
+			Expect(k8s.Status().Update(ctx, a)).To(Succeed())
+			Eventually(func() string { return ejectCondition(&va).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring(tc.message))
+			Expect(ejectReason(&va)).To(Equal(afv1.ReasonWaitingForInstallation))
+			Consistently(func() []string { return attachedISOs(vmOf(&va)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+		})
+	}
+
+	It("starts no ejection for a Machine being deleted, but finishes one already recorded", func(ctx context.Context) {
+		hook, reached := pauseHook(controllers.CrashAfterQuestionID)
+		es := startEjectScenario(operatorOptions{ejectionCrashPoint: hook.seam}, world.Options{ManualMachines: true}, nil)
+		vas := es.boundVAs(ctx, 2)
+		recorded, fresh := vas[0], vas[1]
+		locked, err := vc.WrapVM(recorded.Status.VM.InstanceUUID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(wrapUnlocked(&fresh)).To(Succeed())
+		// Both Machines stay deleting once deleted: the world's finalizer is replaced by one it ignores.
+		holdMachineDeletion(ctx, es, &recorded)
+		holdMachineDeletion(ctx, es, &fresh)
+		DeferCleanup(releaseMachine, es, &recorded)
+		DeferCleanup(releaseMachine, es, &fresh)
+
+		By("a Machine deleted before the pool opts in never gets an ejection")
+		Expect(k8s.Delete(ctx, machineOf(ctx, es, &fresh))).To(Succeed())
+		es.enable()
+		By("a recorded ejection (paused at its lock question) finishes although its Machine is deleted meanwhile")
+		Eventually(reached, 30*time.Second).Should(BeClosed())
+		Expect(k8s.Delete(ctx, machineOf(ctx, es, &recorded))).To(Succeed())
+		hook.release()
+
+		Eventually(func() string { return ejectReason(&recorded) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Expect(locked.Answers()).To(HaveLen(1))
+		Expect(attachedISOs(vmOf(&recorded))).To(BeEmpty())
+		Eventually(func() string { return ejectCondition(&fresh).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring("is being deleted"))
+		Expect(ejectReason(&fresh)).To(Equal(afv1.ReasonEjectionDisabled))
+		Consistently(func() []string { return attachedISOs(vmOf(&fresh)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+		Expect(getVA(&fresh).Status.ISOEjection).To(BeNil())
+		Expect(vcVM(&fresh).Reconfigures()).To(Equal(0))
+	})
+
+	It("starts no ejection for a released VM", func(ctx context.Context) {
+		es := startEjectScenario(operatorOptions{}, world.Options{}, func(p *afv1.VsphereAgentPool) { p.Spec.CleanupPolicy = afv1.CleanupPolicyRetain })
+		va := es.boundVAs(ctx, 1)[0]
+		Expect(es.d.SetReplicas(ctx, es.s.NodePool, 0)).To(Succeed())
+		Eventually(func() afv1.VMPhase { return getVA(&va).Status.VM.Phase }, 60*time.Second, 250*time.Millisecond).Should(Equal(afv1.VMPhaseReleased))
+		es.enable()
+		Eventually(func() string { return ejectCondition(&va).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring("released"))
+		Expect(ejectReason(&va)).To(Equal(afv1.ReasonEjectionDisabled))
+		Consistently(func() []string { return attachedISOs(vmOf(&va)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+	})
+
+	It("finishes a recorded ejection, including its question, when the feature is disabled mid-operation, and keeps Ejected", func(ctx context.Context) {
+		hook, reached := pauseHook(controllers.CrashAfterQuestionID)
+		es := startEjectScenario(operatorOptions{ejectionCrashPoint: hook.seam}, world.Options{}, nil)
+		va := es.boundVAs(ctx, 1)[0]
+		locked, err := vc.WrapVM(va.Status.VM.InstanceUUID)
+		Expect(err).NotTo(HaveOccurred())
+		es.enable()
+		Eventually(reached, 30*time.Second).Should(BeClosed())
+		setPool(es.pool, func(p *afv1.VsphereAgentPool) { p.Spec.ISO.EjectAfterInstall = false })
+		hook.release()
+
+		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Expect(locked.Answers()).To(HaveLen(1), "the recorded question was answered")
+		Expect(attachedISOs(vmOf(&va))).To(BeEmpty())
+		Consistently(func() string { return ejectReason(&va) }, 2*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Expect(attachedISOs(vmOf(&va))).To(BeEmpty(), "nothing reattached")
+		Expect(locked.Reconfigures()).To(Equal(1))
+	})
+})
+
+// pause is an EjectionCrashPoint seam that holds the first pass reaching point until release.
+type pause struct {
+	point   string
+	reached chan struct{}
+	done    chan struct{}
+	once    bool
+}
+
+func pauseHook(point string) (*pause, chan struct{}) {
+	p := &pause{point: point, reached: make(chan struct{}), done: make(chan struct{})}
+	return p, p.reached
+}
+
+func (p *pause) seam(ctx context.Context, _ client.ObjectKey, point string) {
+	if point != p.point || p.once { // one VM worker: passes are serial
+		return
+	}
+	p.once = true
+	close(p.reached)
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+	}
+}
+
+func (p *pause) release() { close(p.done) }
+
+// wrapUnlocked wraps a VM whose guest does not lock the door (to count its reconfigures).
+func wrapUnlocked(va *afv1.VsphereAgent) error {
+	w, err := vc.WrapVM(va.Status.VM.InstanceUUID)
+	if err == nil {
+		w.SetDoorLocked(false)
+	}
+	return err
+}
+
+func machineOf(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) *unstructured.Unstructured {
+	GinkgoHelper()
+	m := agents.New(agents.MachineGVK)
+	Expect(getVA(va).Status.VM.MachineRef).NotTo(BeEmpty())
+	Expect(k8s.Get(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), m)).To(Succeed())
+	return m
+}
+
+const holdFinalizer = "test.agent-forge/hold"
+
+// holdMachineDeletion swaps CAPI's finalizer (which the world acts on) for one the world ignores.
+func holdMachineDeletion(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
+	GinkgoHelper()
+	m := machineOf(ctx, es, va)
+	controllerutil.RemoveFinalizer(m, world.FinalizerMachine)
+	controllerutil.AddFinalizer(m, holdFinalizer)
+	Expect(k8s.Update(ctx, m)).To(Succeed())
+}
+
+// releaseMachine lets a held Machine go (gone already is fine).
+func releaseMachine(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
+	m := agents.New(agents.MachineGVK)
+	if err := k8s.Get(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), m); err != nil {
+		return
+	}
+	if controllerutil.RemoveFinalizer(m, holdFinalizer) {
+		if m.GetDeletionTimestamp() == nil {
+			controllerutil.AddFinalizer(m, world.FinalizerMachine) // back to CAPI's normal deletion
+		}
+		Expect(k8s.Update(ctx, m)).To(Succeed())
+	}
+}
+
+// vcVM is the wrapped simulator VM of a VsphereAgent.
+func vcVM(va *afv1.VsphereAgent) *vcsim.VM {
+	GinkgoHelper()
+	w, err := vc.WrapVM(va.Status.VM.InstanceUUID)
+	Expect(err).NotTo(HaveOccurred())
+	return w
+}

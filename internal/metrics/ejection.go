@@ -1,0 +1,10 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// CRDSchemaOutdated is 1 while the served CRD (label crd) would prune fields this controller relies on
+// (the ISO ejection recovery record): ejection does not start until the CRDs are updated.
+var CRDSchemaOutdated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "agent_forge_crd_schema_outdated",
+	Help: "1 while the served CRD is older than the controller and would prune the ISO ejection recovery record (ejection is refused).",
+}, []string{"crd"})
