@@ -322,3 +322,16 @@ spec:
 		})
 	}
 }
+
+// The net is on by default: the plain client every test builds from the test environment (as do the
+// world driver and the operator's identity) refuses an unknown field without asking for it.
+func TestDefaultTestClientRefusesUnknownFields(t *testing.T) {
+	a := wellFormedAgent(t)
+	delete(a.Object, "status")
+	set("spec.notAField", "x")(t, a)
+	err := k8s.Create(ctx, a)
+	if err == nil {
+		_ = k8s.Delete(ctx, a)
+	}
+	assertUnknownField(t, err, "spec.notAField")
+}
