@@ -222,9 +222,9 @@ func newPool(s *world.Scenario, name string) *afv1.VsphereAgentPool {
 	return &afv1.VsphereAgentPool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name},
 		Spec: afv1.VsphereAgentPoolSpec{
-			HostedClusterRef:      afv1.LocalObjectReference{Name: s.HostedCluster.Name},
-			NodePoolRef:           afv1.LocalObjectReference{Name: s.NodePool.Name},
-			InfraEnvRef:           afv1.LocalObjectReference{Name: s.InfraEnv.Name},
+			HostedClusterRef:      afv1.HostedClusterReference{Name: s.HostedCluster.Name},
+			NodePoolRef:           afv1.NodePoolReference{Name: s.NodePool.Name},
+			InfraEnvRef:           afv1.InfraEnvReference{Name: s.InfraEnv.Name},
 			ControlPlaneNamespace: s.ControlPlaneNamespace,
 			VSphere: afv1.VSphereSpec{
 				CredentialsSecretRef: afv1.SecretReference{Name: s.Secret.Name},

@@ -53,7 +53,7 @@ type VMStatus struct {
 	MACAddress string `json:"macAddress,omitempty"`
 	// AgentRef names the Agent registered by this VM (in the pool's namespace).
 	// +optional
-	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Agent",xDescriptors="urn:alm:descriptor:text"
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Agent",xDescriptors="urn:alm:descriptor:io.kubernetes:agent-install.openshift.io:v1beta1:Agent"
 	AgentRef string `json:"agentRef,omitempty"`
 	// MachineRef names the Machine the Agent backs (in the control plane namespace).
 	// +optional

@@ -20,17 +20,17 @@ const (
 type VsphereAgentPoolSpec struct {
 	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hosted Cluster"
-	HostedClusterRef LocalObjectReference `json:"hostedClusterRef"`
+	HostedClusterRef HostedClusterReference `json:"hostedClusterRef"`
 
 	// NodePoolRef names the HyperShift NodePool in the pool's namespace whose demand this pool serves.
 	// Immutable: one pool serves one NodePool for its whole life.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.nodePoolRef is immutable"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Node Pool"
-	NodePoolRef LocalObjectReference `json:"nodePoolRef"`
+	NodePoolRef NodePoolReference `json:"nodePoolRef"`
 
 	// InfraEnvRef names the Assisted Installer InfraEnv in the pool's namespace whose discovery ISO the VMs boot.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="InfraEnv"
-	InfraEnvRef LocalObjectReference `json:"infraEnvRef"`
+	InfraEnvRef InfraEnvReference `json:"infraEnvRef"`
 
 	// ControlPlaneNamespace is the hosted control plane namespace where HyperShift renders Machines and
 	// AgentMachines (usually <namespace>-<hostedCluster>). Immutable.
@@ -95,46 +95,46 @@ type VSphereSpec struct {
 	// CredentialsSecretRef names a Secret with keys server, username, password, and optionally
 	// insecure ("true" skips TLS verification), caBundle (PEM CA certificates for the vCenter
 	// endpoint) and thumbprint (SHA-256 fingerprint of the vCenter certificate).
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Credentials Secret",xDescriptors="urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Credentials Secret"
 	CredentialsSecretRef SecretReference `json:"credentialsSecretRef"`
 
 	// Datacenter is the vSphere datacenter name or inventory path.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datacenter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datacenter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Datacenter string `json:"datacenter"`
 
 	// DatastoreCluster names the datastore cluster (placed with Storage DRS recommendations) or a single
 	// datastore where VM disks are created.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datastore Cluster",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datastore Cluster",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	DatastoreCluster string `json:"datastoreCluster"`
 
 	// ISODatastore names the datastore that holds the cached discovery ISOs.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ISO Datastore",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ISO Datastore",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	ISODatastore string `json:"isoDatastore"`
 
 	// ResourcePool is the resource pool name or inventory path for the VMs. Empty means the
 	// datacenter's default resource pool (which must be unambiguous).
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resource Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resource Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	ResourcePool string `json:"resourcePool,omitempty"`
 
 	// Folder is the VM folder (created if missing). Empty means a folder named after the hosted cluster.
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.vsphere.folder may not contain '..'"
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Folder",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Folder",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Folder string `json:"folder,omitempty"`
 
 	// Network is the port group or network name for the VM's NIC.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Network string `json:"network"`
 
 	// VMTags are vSphere tags attached to every VM, as tag names or "category/tag".
@@ -143,7 +143,7 @@ type VSphereSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Tags",xDescriptors="urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Tags"
 	VMTags []string `json:"vmTags,omitempty"`
 
 	// GuestID is the vSphere guest OS identifier.
@@ -151,34 +151,34 @@ type VSphereSpec struct {
 	// +kubebuilder:default=rhel9_64Guest
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]+$`
 	// +kubebuilder:validation:MaxLength=64
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Guest OS ID",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Guest OS ID",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	GuestID string `json:"guestID,omitempty"`
 
 	// SCSIType is the SCSI controller type.
 	// +optional
 	// +kubebuilder:default=pvscsi
 	// +kubebuilder:validation:Enum=pvscsi;lsilogic;lsilogic-sas;buslogic
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="SCSI Controller",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:pvscsi","urn:alm:descriptor:com.tectonic.ui:select:lsilogic","urn:alm:descriptor:com.tectonic.ui:select:lsilogic-sas","urn:alm:descriptor:com.tectonic.ui:select:buslogic","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="SCSI Controller",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:pvscsi","urn:alm:descriptor:com.tectonic.ui:select:lsilogic","urn:alm:descriptor:com.tectonic.ui:select:lsilogic-sas","urn:alm:descriptor:com.tectonic.ui:select:buslogic","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	SCSIType string `json:"scsiType,omitempty"`
 
 	// Firmware is the VM firmware.
 	// +optional
 	// +kubebuilder:default=efi
 	// +kubebuilder:validation:Enum=efi;bios
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Firmware",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:efi","urn:alm:descriptor:com.tectonic.ui:select:bios","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Firmware",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:efi","urn:alm:descriptor:com.tectonic.ui:select:bios","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Firmware string `json:"firmware,omitempty"`
 
 	// NetworkAdapterType is the NIC model.
 	// +optional
 	// +kubebuilder:default=vmxnet3
 	// +kubebuilder:validation:Enum=vmxnet3;e1000;e1000e
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Adapter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:vmxnet3","urn:alm:descriptor:com.tectonic.ui:select:e1000","urn:alm:descriptor:com.tectonic.ui:select:e1000e","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Adapter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:vmxnet3","urn:alm:descriptor:com.tectonic.ui:select:e1000","urn:alm:descriptor:com.tectonic.ui:select:e1000e","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NetworkAdapterType string `json:"networkAdapterType,omitempty"`
 
 	// DiskEagerlyScrub creates the disk eager-zeroed thick instead of thin.
 	// +optional
 	// +kubebuilder:default=false
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eager-Zeroed Disk",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:fieldGroup:vsphere","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eager-Zeroed Disk",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	DiskEagerlyScrub bool `json:"diskEagerlyScrub,omitempty"`
 }
 
@@ -189,7 +189,7 @@ type VMTemplateSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Name Prefix",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:template","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Name Prefix",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NamePrefix string `json:"namePrefix,omitempty"`
 
 	// NumCPUs is the number of virtual CPUs.
@@ -197,7 +197,7 @@ type VMTemplateSpec struct {
 	// +kubebuilder:default=4
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=256
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CPUs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:template"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CPUs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	NumCPUs int32 `json:"numCPUs,omitempty"`
 
 	// MemoryMiB is the memory size in MiB (a multiple of 4).
@@ -206,7 +206,7 @@ type VMTemplateSpec struct {
 	// +kubebuilder:validation:Minimum=4096
 	// +kubebuilder:validation:Maximum=6291456
 	// +kubebuilder:validation:MultipleOf=4
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Memory (MiB)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:template"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Memory (MiB)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 
 	// DiskGiB is the size of the boot disk in GiB.
@@ -214,7 +214,7 @@ type VMTemplateSpec struct {
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=20
 	// +kubebuilder:validation:Maximum=65536
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Disk (GiB)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:template"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Disk (GiB)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	DiskGiB int32 `json:"diskGiB,omitempty"`
 }
 
@@ -243,7 +243,7 @@ type AgentBindingSpec struct {
 	// +optional
 	// +kubebuilder:default=worker
 	// +kubebuilder:validation:Enum=worker
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Role",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:worker","urn:alm:descriptor:com.tectonic.ui:fieldGroup:agent","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Role",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:worker","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Role string `json:"role,omitempty"`
 
 	// Labels are put on a discovered Agent so the Agent CAPI provider can bind it to an AgentMachine.
@@ -252,13 +252,13 @@ type AgentBindingSpec struct {
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || size(k.split('/')[0]) <= 253))",message="spec.agent.labels keys must be valid label keys ([prefix/]name)"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k == 'agentMachineRef' || k == 'hypershift.openshift.io/nodepool-role' || k.startsWith('agent-forge.containeroo.ch/'))",message="spec.agent.labels may not set labels the Agent CAPI provider or the operator own (agentMachineRef, hypershift.openshift.io/nodepool-role, agent-forge.containeroo.ch/*)"
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Agent Labels",xDescriptors="urn:alm:descriptor:com.tectonic.ui:fieldGroup:agent"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Agent Labels"
 	Labels map[string]LabelValue `json:"labels"`
 
 	// Approve sets spec.approved=true on prepared Agents so installation can proceed.
 	// +optional
 	// +kubebuilder:default=true
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Approve Agents",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:fieldGroup:agent"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Approve Agents",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Approve *bool `json:"approve,omitempty"`
 }
 
@@ -271,7 +271,7 @@ type ISOSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=duration
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="spec.iso.checkInterval must be between 1m and 168h"
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Check Interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Check Interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
 
 	// RetainVersions is how many cached ISO versions are kept on the datastore.
@@ -279,7 +279,7 @@ type ISOSpec struct {
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retained ISO Versions",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Retained ISO Versions",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	RetainVersions int32 `json:"retainVersions,omitempty"`
 
 	// PathPrefix is the datastore folder for cached ISOs. Empty means agent-forge/<namespace>/<pool>.
@@ -288,14 +288,14 @@ type ISOSpec struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]*$`
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="spec.iso.pathPrefix may not start with '/'"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.iso.pathPrefix may not contain '..'"
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datastore Path Prefix",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datastore Path Prefix",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PathPrefix string `json:"pathPrefix,omitempty"`
 
 	// EjectAfterInstall disconnects and ejects the discovery ISO once the VM's Agent reports
 	// Installed=True. Off by default; enabling it includes already installed workers.
 	// +optional
 	// +kubebuilder:default=false
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eject ISO After Install",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:fieldGroup:iso"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eject ISO After Install",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	EjectAfterInstall bool `json:"ejectAfterInstall,omitempty"`
 }
 
@@ -305,14 +305,14 @@ type LimitsSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum VMs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:limits"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum VMs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	MaxVMs *int32 `json:"maxVMs,omitempty"`
 
 	// MaxConcurrentProvisioning is how many VMs may be provisioning (created, not yet registered) at once.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum Concurrent Provisioning",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:fieldGroup:limits","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum Concurrent Provisioning",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	MaxConcurrentProvisioning *int32 `json:"maxConcurrentProvisioning,omitempty"`
 }
 

@@ -22,7 +22,12 @@ type csv struct {
 	Spec struct {
 		Version        string `json:"version"`
 		MinKubeVersion string `json:"minKubeVersion"`
-		Icon           []struct {
+		Maturity       string `json:"maturity"`
+		RelatedImages  []struct {
+			Name  string `json:"name"`
+			Image string `json:"image"`
+		} `json:"relatedImages"`
+		Icon []struct {
 			Base64Data string `json:"base64data"`
 			MediaType  string `json:"mediatype"`
 		} `json:"icon"`

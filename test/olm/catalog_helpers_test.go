@@ -33,6 +33,51 @@ type fbcObject struct {
 		Type  string          `json:"type"`
 		Value json.RawMessage `json:"value"`
 	} `json:"properties"`
+	RelatedImages []struct {
+		Name  string `json:"name"`
+		Image string `json:"image"`
+	} `json:"relatedImages"`
+}
+
+// bundleObjects decodes the olm.bundle.object properties of an olm.bundle entry (the manifests OLM creates, in
+// the order it creates them).
+func bundleObjects(o fbcObject) ([][]byte, error) {
+	var out [][]byte
+	for _, p := range o.Properties {
+		if p.Type != "olm.bundle.object" {
+			continue
+		}
+		var v struct {
+			Data string `json:"data"`
+		}
+		if err := json.Unmarshal(p.Value, &v); err != nil {
+			return nil, err
+		}
+		raw, err := base64.StdEncoding.DecodeString(v.Data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// catalogBundleCSV returns the ClusterServiceVersion an olm.bundle entry carries.
+func catalogBundleCSV(o fbcObject) (*csv, error) {
+	objs, err := bundleObjects(o)
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range objs {
+		var c struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(raw, &c) == nil && c.Kind == "ClusterServiceVersion" {
+			out := &csv{}
+			return out, json.Unmarshal(raw, out)
+		}
+	}
+	return nil, fmt.Errorf("catalog bundle %s carries no ClusterServiceVersion", o.Name)
 }
 
 // loadCatalog reads every document of the YAML files in dir.

@@ -109,15 +109,30 @@ func TestConsoleWidgets(t *testing.T) {
 			}
 		}
 	}
-	// Every field below a section sits in that section's field group.
-	for _, d := range pool.SpecDescriptors {
-		section, _, nested := strings.Cut(d.Path, ".")
-		if !nested {
-			continue
+	// fieldGroup is deprecated since OpenShift 4.5 (the console nests fields by their path); none may remain.
+	for kind, o := range map[string]ownedCRD{"VsphereAgentPool": pool, "VsphereAgent": agent} {
+		for _, d := range append(append([]descriptor{}, o.SpecDescriptors...), o.StatusDescriptors...) {
+			for _, x := range d.XDescriptors {
+				if strings.Contains(x, "fieldGroup") || strings.Contains(x, "arrayFieldGroup") {
+					t.Errorf("%s descriptor %q uses the deprecated %s", kind, d.Path, x)
+				}
+			}
 		}
-		if group, ok := map[string]string{"vsphere": "vsphere", "template": "template", "agent": "agent", "iso": "iso", "limits": "limits"}[section]; ok && !hasX(d, ui+"fieldGroup:"+group) {
-			t.Errorf("VsphereAgentPool specDescriptor %q is not in fieldGroup:%s", d.Path, group)
+	}
+	// References to other objects are resource pickers of the kind they name.
+	for path, picker := range map[string]string{
+		"hostedClusterRef.name":             "urn:alm:descriptor:io.kubernetes:hypershift.openshift.io:v1beta1:HostedCluster",
+		"nodePoolRef.name":                  "urn:alm:descriptor:io.kubernetes:hypershift.openshift.io:v1beta1:NodePool",
+		"infraEnvRef.name":                  "urn:alm:descriptor:io.kubernetes:agent-install.openshift.io:v1beta1:InfraEnv",
+		"vsphere.credentialsSecretRef.name": "urn:alm:descriptor:io.kubernetes:Secret",
+	} {
+		if !hasX(spec[path], picker) {
+			t.Errorf("VsphereAgentPool specDescriptor %q is not a resource picker (%s): %v", path, picker, spec[path].XDescriptors)
 		}
+	}
+	agentSpec := descriptorsByPath(agent.SpecDescriptors)
+	if !hasX(agentSpec["poolRef.name"], "urn:alm:descriptor:io.kubernetes:agent-forge.containeroo.ch:v1alpha1:VsphereAgentPool") {
+		t.Errorf("VsphereAgent specDescriptor poolRef.name is not a VsphereAgentPool picker: %v", agentSpec["poolRef.name"].XDescriptors)
 	}
 
 	for kind, o := range map[string]ownedCRD{"VsphereAgentPool": pool, "VsphereAgent": agent} {

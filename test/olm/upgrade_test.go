@@ -16,20 +16,20 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
-// TestUpgradeKeepsISOEjectionRecord installs the CRDs of the catalog version this bundle replaces, stores a VsphereAgent whose
+// TestUpgradeKeepsISOEjectionRecord installs the CRDs of an older schema (the upgrade fixture in testdata: the
+// 0.2.0 CRDs without what 0.2.0 added, never a released bundle and never in catalog/), stores a VsphereAgent whose
 // status.isoEjection holds an in-flight ejection, upgrades to this bundle's CRDs the way OLM does (update
 // in place) and shows the record survives, also across a status write made under the new schema. A
 // pruned record would make a restarted controller lose track of a CD-ROM it half ejected.
 func TestUpgradeKeepsISOEjectionRecord(t *testing.T) {
 	next := loadCurrentBundle(t)
-	objs := loadCurrentCatalog(t)
-	previous := previousCatalogBundle(t, objs, next.csv.Metadata.Name)
-	prevCRDs, err := catalogBundleCRDs(objs, previous)
+	objs := loadUpgradeFixture(t)
+	prevCRDs, err := catalogBundleCRDs(objs, upgradeFixtureBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := prevCRDs["vsphereagents.agent-forge.containeroo.ch"]; !ok {
-		t.Fatalf("catalog bundle %s has no VsphereAgent CRD", previous)
+		t.Fatalf("fixture bundle %s has no VsphereAgent CRD", upgradeFixtureBundle)
 	}
 	c := startAPIServerWith(t, prevCRDs)
 	ctx := t.Context()
@@ -66,7 +66,7 @@ func TestUpgradeKeepsISOEjectionRecord(t *testing.T) {
 	}
 	assertRecord(ctx, t, c, va, record, "under the previous CRDs")
 	if newSchemaServed(ctx, t, c, va) {
-		t.Fatalf("the previous CRDs from %s already serve status.vm.createdAt; the upgrade would prove nothing", previous)
+		t.Fatalf("the previous CRDs from %s already serve status.vm.createdAt; the upgrade would prove nothing", upgradeFixtureBundle)
 	}
 
 	upgradeCRDs(ctx, t, c, next)
