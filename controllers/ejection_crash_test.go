@@ -98,10 +98,13 @@ var _ = Describe("ISO ejection and deletion", func() {
 		}
 		Expect(k8s.Create(ctx, va)).To(Succeed())
 		id := string(uuid.NewUUID())
-		va.Status.VM = afv1.VMStatus{Name: "orphan", InstanceUUID: id, Phase: afv1.VMPhaseBound, Datacenter: vcsim.Datacenter}
-		va.Status.ISOEjection = &afv1.ISOEjectionRecord{InstanceUUID: id, OwnerUID: string(va.UID), Datacenter: vcsim.Datacenter,
-			DeviceKey: 3000, ISOPath: "[" + vcsim.Datastore + "] agent-forge/x/" + strings.Repeat("a", 64) + ".iso", StartedAt: metav1.Now()}
-		Expect(k8s.Status().Update(ctx, va)).To(Succeed())
+		Eventually(func() error { // the operator writes its PoolNotFound condition meanwhile
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(va), va)).To(Succeed())
+			va.Status.VM = afv1.VMStatus{Name: "orphan", InstanceUUID: id, Phase: afv1.VMPhaseBound, Datacenter: vcsim.Datacenter}
+			va.Status.ISOEjection = &afv1.ISOEjectionRecord{InstanceUUID: id, OwnerUID: string(va.UID), Datacenter: vcsim.Datacenter,
+				DeviceKey: 3000, ISOPath: "[" + vcsim.Datastore + "] agent-forge/x/" + strings.Repeat("a", 64) + ".iso", StartedAt: metav1.Now()}
+			return k8s.Status().Update(ctx, va)
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 
 		Expect(k8s.Delete(ctx, va)).To(Succeed())
 		Eventually(func() bool {
