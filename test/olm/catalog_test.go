@@ -2,8 +2,12 @@ package olm
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 const packageName = "agent-forge-operator"
@@ -184,4 +188,57 @@ func bundleMaturity(t *testing.T, o fbcObject) string {
 		t.Fatal(err)
 	}
 	return csv.Spec.Maturity
+}
+
+// TestBundleMetadata: the bundle's channels and default channel agree with the catalog, and the OpenShift
+// versions it is offered on are declared both as a bundle annotation and as an image label.
+func TestBundleMetadata(t *testing.T) {
+	path, err := repoPath("bundle", "metadata", "annotations.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := yaml.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	ann := meta.Annotations
+	var pkg fbcObject
+	channels := map[string]bool{}
+	for _, o := range loadCurrentCatalog(t) {
+		switch o.Schema {
+		case "olm.package":
+			pkg = o
+		case "olm.channel":
+			channels[o.Name] = true
+		}
+	}
+	if got := ann["operators.operatorframework.io.bundle.channel.default.v1"]; got != pkg.DefaultChannel {
+		t.Errorf("bundle default channel %q, catalog default channel %q", got, pkg.DefaultChannel)
+	}
+	for _, ch := range strings.Split(ann["operators.operatorframework.io.bundle.channels.v1"], ",") {
+		if !channels[ch] {
+			t.Errorf("bundle channel %q is not a catalog channel", ch)
+		}
+	}
+	versions := ann["com.redhat.openshift.versions"]
+	if !regexp.MustCompile(`^=?v4\.\d+(-v4\.\d+)?$`).MatchString(versions) {
+		t.Errorf("com.redhat.openshift.versions %q is not a v4.N range", versions)
+	}
+	dockerfile, err := repoPath("bundle.Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := os.ReadFile(dockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(df), "LABEL com.redhat.openshift.versions="+versions+"\n") {
+		t.Errorf("bundle.Dockerfile lacks LABEL com.redhat.openshift.versions=%s", versions)
+	}
 }
