@@ -353,7 +353,7 @@ func (r *VsphereAgentReconciler) machineDeleting(ctx context.Context, s *vmScope
 	if name == "" {
 		return "", false, nil
 	}
-	m := agents.New(agents.MachineGVK)
+	m := agents.New(agents.MachineGVK())
 	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: name}, m); err != nil {
 		return name, true, nil // gone or unreadable: not a moment to start an ejection
 	}

@@ -170,7 +170,7 @@ func wrapUnlocked(va *afv1.VsphereAgent) error {
 
 func machineOf(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) *unstructured.Unstructured {
 	GinkgoHelper()
-	m := agents.New(agents.MachineGVK)
+	m := agents.New(agents.MachineGVK())
 	Expect(getVA(va).Status.VM.MachineRef).NotTo(BeEmpty())
 	Expect(k8s.Get(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), m)).To(Succeed())
 	return m
@@ -189,7 +189,7 @@ func holdMachineDeletion(ctx context.Context, es *ejectScenario, va *afv1.Vspher
 
 // releaseMachine lets a held Machine go (gone already is fine).
 func releaseMachine(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
-	m := agents.New(agents.MachineGVK)
+	m := agents.New(agents.MachineGVK())
 	if err := k8s.Get(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), m); err != nil {
 		return
 	}

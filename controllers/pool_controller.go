@@ -241,7 +241,7 @@ func (r *PoolReconciler) ownerMachineActive(ctx context.Context, am agents.Agent
 	if am.OwnerMachine == "" {
 		return false
 	}
-	m := agents.New(agents.MachineGVK)
+	m := agents.New(agents.MachineGVK())
 	if err := r.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: am.OwnerMachine}, m); err != nil {
 		return false
 	}

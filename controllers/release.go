@@ -72,7 +72,7 @@ func freshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, 
 // namespace references the Agent, or a recorded Machine still exists.
 func machineReferencesAgent(ctx context.Context, reader client.Reader, cpNamespace, agentName, machineName string) (bool, string, error) {
 	if machineName != "" {
-		m := agents.New(agents.MachineGVK)
+		m := agents.New(agents.MachineGVK())
 		err := reader.Get(ctx, types.NamespacedName{Namespace: cpNamespace, Name: machineName}, m)
 		if err == nil {
 			return true, machineName, nil

@@ -145,12 +145,19 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}))
 }
 
-// missingKinds lists external kinds the API server does not serve.
+// missingKinds lists external kinds the API server serves at none of the versions the operator reads.
 func missingKinds(mapper meta.RESTMapper) []string {
 	var missing []string
-	for _, gvk := range agents.ExternalGVKs {
-		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			missing = append(missing, gvk.Kind+"."+gvk.Group)
+	for _, k := range agents.ExternalGroupKinds {
+		served := false
+		for _, v := range k.Versions {
+			if _, err := mapper.RESTMapping(k.GroupKind, v); err == nil {
+				served = true
+				break
+			}
+		}
+		if !served {
+			missing = append(missing, k.Kind+"."+k.Group)
 		}
 	}
 	return missing
@@ -158,6 +165,11 @@ func missingKinds(mapper meta.RESTMapper) []string {
 
 func setupControllers(mgr ctrl.Manager, opts Options) error {
 	ctx := context.Background()
+	machine, err := agents.UseServedMachineVersion(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("reading Machines at the version the hub serves", "version", machine.GroupVersion().String())
 	if err := setupIndexes(ctx, mgr); err != nil {
 		return err
 	}

@@ -354,7 +354,7 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 		}
 		// The Agent vanished: never destroy a VM whose Machine still exists.
 		if va.Status.VM.MachineRef != "" {
-			m := agents.New(agents.MachineGVK)
+			m := agents.New(agents.MachineGVK())
 			err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: va.Status.VM.MachineRef}, m)
 			if err == nil {
 				r.setPhase(va, afv1.VMPhaseBound, ReasonAgentMissing)

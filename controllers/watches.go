@@ -39,7 +39,7 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
-		Watches(agents.New(agents.MachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
+		Watches(agents.New(agents.MachineGVK()), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForAgent)).
 		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(indexInfraEnv))).
 		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(indexNodePool))).

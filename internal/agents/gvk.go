@@ -5,6 +5,11 @@
 package agents
 
 import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -14,13 +19,56 @@ var (
 	AgentGVK         = schema.GroupVersionKind{Group: "agent-install.openshift.io", Version: "v1beta1", Kind: "Agent"}
 	InfraEnvGVK      = schema.GroupVersionKind{Group: "agent-install.openshift.io", Version: "v1beta1", Kind: "InfraEnv"}
 	AgentMachineGVK  = schema.GroupVersionKind{Group: "capi-provider.agent-install.openshift.io", Version: "v1beta1", Kind: "AgentMachine"}
-	MachineGVK       = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Machine"}
 	NodePoolGVK      = schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "NodePool"}
 	HostedClusterGVK = schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "HostedCluster"}
 )
 
-// ExternalGVKs lists every external kind the operator watches or reads.
-var ExternalGVKs = []schema.GroupVersionKind{AgentGVK, InfraEnvGVK, AgentMachineGVK, MachineGVK, NodePoolGVK, HostedClusterGVK}
+// MachineVersions are the cluster.x-k8s.io versions of Machine the operator reads (only metadata: the
+// NodePool annotation, existence, deletion), preferred first. CAPI v1.11+ stores v1beta2 and converts
+// v1beta1 through a webhook (deprecated); older hubs serve v1beta1 only.
+var MachineVersions = []string{"v1beta2", "v1beta1"}
+
+// machineGVK is the Machine version the hub serves, set once the RESTMapper knows (UseServedMachineVersion).
+var machineGVK atomic.Pointer[schema.GroupVersionKind]
+
+// MachineGVK is the Machine version to read: the one the hub serves, or the preferred one before that is
+// known.
+func MachineGVK() schema.GroupVersionKind {
+	if g := machineGVK.Load(); g != nil {
+		return *g
+	}
+	return schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: MachineVersions[0], Kind: "Machine"}
+}
+
+// UseServedMachineVersion picks the first of MachineVersions the hub serves and makes MachineGVK return it.
+func UseServedMachineVersion(mapper meta.RESTMapper) (schema.GroupVersionKind, error) {
+	gk := schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}
+	var errs []error
+	for _, v := range MachineVersions {
+		if _, err := mapper.RESTMapping(gk, v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		gvk := gk.WithVersion(v)
+		machineGVK.Store(&gvk)
+		return gvk, nil
+	}
+	return schema.GroupVersionKind{}, fmt.Errorf("no served version of %s among %v: %w", gk, MachineVersions, errors.Join(errs...))
+}
+
+// ExternalGroupKinds lists every external kind the operator watches or reads, with the versions it can
+// read each at (preferred first).
+var ExternalGroupKinds = []struct {
+	schema.GroupKind
+	Versions []string
+}{
+	{AgentGVK.GroupKind(), []string{AgentGVK.Version}},
+	{InfraEnvGVK.GroupKind(), []string{InfraEnvGVK.Version}},
+	{AgentMachineGVK.GroupKind(), []string{AgentMachineGVK.Version}},
+	{schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}, MachineVersions},
+	{NodePoolGVK.GroupKind(), []string{NodePoolGVK.Version}},
+	{HostedClusterGVK.GroupKind(), []string{HostedClusterGVK.Version}},
+}
 
 // Well-known keys on external objects.
 const (
