@@ -449,7 +449,7 @@ func (r *PoolReconciler) creationBlocked(s *poolScope) string {
 	}
 	failed := 0
 	for _, va := range s.vas {
-		if va.Status.VM.Phase == afv1.VMPhaseFailed && va.Status.VM.Reason == ReasonRegistrationTimeout &&
+		if va.Status.VM.Phase == afv1.VMPhaseFailed && failedCreationCountsAsFailure(va.Status.VM.Reason) &&
 			va.Status.VM.LastTransitionTime != nil && va.Status.VM.LastTransitionTime.After(lastSuccess) {
 			failed++
 		}

@@ -98,7 +98,7 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 
 	if s.blocked != "" {
 		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, s.blocked,
-			fmt.Sprintf("the last %d VMs never registered an Agent within the registration timeout; creation stopped. Check the discovery ISO boots and reaches assisted-service, then delete the Failed VsphereAgents to retry", r.Opts.RegistrationFailureThreshold), gen)
+			fmt.Sprintf("the last %d VMs failed (no Agent registered within the registration timeout, or vCenter refused their creation: see the Failed VsphereAgents' reasons); creation stopped. Check the discovery ISO boots and reaches assisted-service, then delete the Failed VsphereAgents to retry", r.Opts.RegistrationFailureThreshold), gen)
 	} else {
 		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, true, ReasonRegistrationHealthy, "VMs register their Agents", gen)
 	}

@@ -36,6 +36,8 @@ type VsphereAgentReconciler struct {
 	Opts      Options
 	// Guard refuses ejections while the served CRD would prune the recovery record.
 	Guard *crdGuard
+	// refusals remembers VsphereAgents failed by a permanent create refusal until the cache shows it.
+	refusals refusalMemory
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -190,6 +192,9 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	if va.Status.VM.InstanceUUID != "" && va.Status.VM.MACAddress != "" {
 		return true, nil
 	}
+	if r.refusals.reapply(r, va) { // a stale read of a VsphereAgent already failed: never create again
+		return false, nil
+	}
 	if pool.Status.ISO == nil || pool.Status.ISO.Path == "" {
 		r.setPhase(va, afv1.VMPhasePending, ReasonWaitingForISO)
 		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
@@ -199,14 +204,12 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	if err != nil {
 		r.setPhase(va, afv1.VMPhasePending, ReasonWaitingForCredentials)
 		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, vsphereReason(err), err.Error(), va.Generation)
-		return false, err
+		return r.createFailed(ctx, s, nil, va.Name, err, false)
 	}
 	spec := vmSpec(va, pool)
 	info, err := vs.CreateVM(ctx, spec)
 	if err != nil {
-		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, string(vsphere.ClassOf(err)), err.Error(), va.Generation)
-		r.Recorder.Eventf(va, "Warning", "VMCreateFailed", "creating VM %s: %v", spec.Name, err)
-		return false, err
+		return r.createFailed(ctx, s, vs, spec.Name, err, true)
 	}
 	now := metav1.NewTime(r.Opts.Clock.Now())
 	va.Status.VM.Name, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID = info.Name, info.InstanceUUID, info.BIOSUUID

@@ -25,6 +25,9 @@ const (
 	ClassRefused ErrorClass = "Refused"
 	// ClassInvalid: the request itself is invalid (bad config: unknown datacenter, network, ...).
 	ClassInvalid ErrorClass = "InvalidConfiguration"
+	// ClassDuplicateName: vCenter refused a create because another object (not ours) already has that
+	// name in the folder. Permanent for that name: retrying it can only fail again.
+	ClassDuplicateName ErrorClass = "DuplicateName"
 )
 
 // Error is a classified vSphere error. Messages never contain credentials or URL tokens.
@@ -64,6 +67,18 @@ func ClassOf(err error) ErrorClass {
 		return e.Class
 	}
 	return ClassTransient
+}
+
+// IsPermanentCreateError reports whether a CreateVM error can never succeed by retrying the same
+// request: a name taken by a foreign VM, a placement that does not resolve, or a VM with our instance UUID
+// that does not carry our marker. Transient, authentication and permission errors are not permanent (the
+// cause is fixed outside the request).
+func IsPermanentCreateError(err error) bool {
+	switch ClassOf(err) {
+	case ClassDuplicateName, ClassInvalid, ClassOwnership:
+		return true
+	}
+	return false
 }
 
 // IsNotFound reports whether err is classified NotFound.

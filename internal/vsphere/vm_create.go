@@ -151,11 +151,13 @@ func (c *client) createFromScratch(ctx context.Context, d *dcCache, spec VMSpec)
 	return &ref, nil
 }
 
-// createError: a same-named VM that is not ours (not found by our instance UUID) must never be touched.
+// createError: vCenter refuses a name already taken in the folder (DuplicateName, from the call or the
+// task). The VM of that name is not ours (ours would have been found by instance UUID before creating):
+// it is never touched, and the name is never retried (ClassDuplicateName is permanent).
 func createError(err error) error {
 	if isFault(err, &types.DuplicateName{}) {
-		return &Error{Class: ClassOwnership, FaultType: "DuplicateName", Op: "CreateVM",
-			Err: fmt.Errorf("a VM of that name exists without our instance UUID: %w", err)}
+		return &Error{Class: ClassDuplicateName, FaultType: "DuplicateName", Op: "CreateVM",
+			Err: fmt.Errorf("another VM (not carrying our instance UUID) already has this name in the folder: %w", err)}
 	}
 	return err
 }

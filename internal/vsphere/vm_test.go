@@ -185,7 +185,10 @@ func TestForeignVMIsNeverTouched(t *testing.T) {
 	spec := h.env.VMSpec("DC0_H0_VM0", owner)
 	spec.Folder = ""
 	_, err = h.client.CreateVM(ctx, spec)
-	wantClass(t, err, vsphere.ClassOwnership)
+	wantClass(t, err, vsphere.ClassDuplicateName)
+	if !vsphere.IsPermanentCreateError(err) {
+		t.Fatalf("DuplicateName must be permanent for that name: %v", err)
+	}
 	h.env.Service().ClearFaultRules()
 
 	// Destroy by its UUID with our ownership: refused.

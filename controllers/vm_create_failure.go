@@ -1,0 +1,145 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// defaultRegistrationTimeout applies when spec.registrationTimeout is unset.
+const defaultRegistrationTimeout = 20 * time.Minute
+
+func registrationTimeout(pool *afv1.VsphereAgentPool) time.Duration {
+	if pool != nil && pool.Spec.RegistrationTimeout != nil {
+		return pool.Spec.RegistrationTimeout.Duration
+	}
+	return defaultRegistrationTimeout
+}
+
+// createFailureReason is the VsphereAgent reason for a permanent CreateVM refusal.
+func createFailureReason(err error) string {
+	switch vsphere.ClassOf(err) {
+	case vsphere.ClassDuplicateName:
+		return afv1.ReasonDuplicateName
+	case vsphere.ClassInvalid:
+		return afv1.ReasonInvalidPlacement
+	case vsphere.ClassOwnership:
+		return string(vsphere.ClassOwnership)
+	}
+	return afv1.ReasonVMCreateFailed
+}
+
+// failedCreationCountsAsFailure lists the Failed reasons the pool's registration breaker counts: VMs that
+// never registered and VMs whose creation was refused for good.
+func failedCreationCountsAsFailure(reason string) bool {
+	switch reason {
+	case ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, string(vsphere.ClassOwnership):
+		return true
+	}
+	return false
+}
+
+// createFailed gives a failed VM creation an exit instead of a phase-less retry loop.
+//   - A permanent refusal (permanentAllowed, see vsphere.IsPermanentCreateError: the name is taken by a
+//     VM that is not ours, the placement does not resolve, a VM with our instance UUID lacks our marker)
+//     makes the VsphereAgent Failed at once with that reason: the pool replaces it under a new name,
+//     counts it towards the registration breaker and deletes it after FailedRetention like any failure.
+//     The other VM is never touched.
+//   - Anything else is retried with backoff until registrationTimeout, counted from the VsphereAgent's
+//     creation, has passed; then it is Failed (RegistrationTimeout) as well.
+func (r *VsphereAgentReconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Client, vmName string, err error, permanentAllowed bool) (bool, error) {
+	va := s.va
+	if permanentAllowed && vsphere.IsPermanentCreateError(err) {
+		reason := createFailureReason(err)
+		msg := fmt.Sprintf("vCenter refused to create VM %s: %v; the pool replaces this VsphereAgent under a new name", vmName, err)
+		r.refusals.remember(va.UID, refusal{reason: reason, message: msg, at: r.Opts.Clock.Now()})
+		r.refusals.reapply(r, va)
+		r.Recorder.Event(va, "Warning", reason, msg)
+		s.log.Info("VM creation refused for good; VsphereAgent failed", "vm", vmName, "reason", reason)
+		return false, nil
+	}
+	timeout := registrationTimeout(s.pool)
+	if deadline := va.CreationTimestamp.Add(timeout); r.Opts.Clock.Now().Before(deadline) {
+		if va.Status.VM.Phase == "" || va.Status.VM.Reason != ReasonWaitingForCredentials {
+			r.setPhase(va, afv1.VMPhasePending, afv1.ReasonVMCreateFailed)
+		}
+		if permanentAllowed {
+			setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, string(vsphere.ClassOf(err)), err.Error(), va.Generation)
+			r.Recorder.Eventf(va, "Warning", afv1.ReasonVMCreateFailed, "creating VM %s: %v", vmName, err)
+		}
+		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason,
+			fmt.Sprintf("VM %s not created yet: %v (retried until %s after this VsphereAgent's creation)", vmName, err, timeout), va.Generation)
+		return false, err
+	}
+	// Out of time: a create task that timed out may still have left a VM; destroy it by our instance
+	// UUID (ownership verified, absent is success) before failing.
+	if vs != nil {
+		if derr := vs.DestroyVM(ctx, datacenterOf(va, s.pool), string(va.UID), ownership(va, s.pool)); derr != nil && vsphere.ClassOf(derr) != vsphere.ClassOwnership {
+			return false, errors.Join(err, derr)
+		}
+	}
+	msg := fmt.Sprintf("VM %s could not be created within %s of this VsphereAgent's creation (last error: %v); the pool replaces it", vmName, timeout, err)
+	r.setPhase(va, afv1.VMPhaseFailed, ReasonRegistrationTimeout)
+	setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonRegistrationTimeout, msg, va.Generation)
+	setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonRegistrationTimeout, msg, va.Generation)
+	setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonRegistrationTimeout, msg, va.Generation)
+	r.Recorder.Event(va, "Warning", ReasonRegistrationTimeout, msg)
+	return false, nil
+}
+
+// refusal is a permanent create refusal of one VsphereAgent.
+type refusal struct {
+	reason, message string
+	at              time.Time
+}
+
+// refusalMemory keeps permanent create refusals until the VsphereAgent's Failed status is certainly
+// seen: a pass that reads the object from a cache that has not caught up with the Failed write (or whose
+// write conflicted) must not create the VM under the refused name after all. The zero value is ready.
+type refusalMemory struct {
+	mu sync.Mutex
+	m  map[types.UID]refusal
+}
+
+// refusalMemoryTTL bounds the memory: far longer than any cache lag, shorter than FailedRetention's default.
+const refusalMemoryTTL = 30 * time.Minute
+
+func (m *refusalMemory) remember(uid types.UID, f refusal) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[types.UID]refusal{}
+	}
+	for k, v := range m.m {
+		if f.at.Sub(v.at) > refusalMemoryTTL {
+			delete(m.m, k)
+		}
+	}
+	m.m[uid] = f
+}
+
+// reapply sets the Failed phase and conditions of a remembered refusal on va; false when none.
+func (m *refusalMemory) reapply(r *VsphereAgentReconciler, va *afv1.VsphereAgent) bool {
+	m.mu.Lock()
+	f, ok := m.m[va.UID]
+	m.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if va.Status.VM.Phase != afv1.VMPhaseFailed {
+		r.setPhase(va, afv1.VMPhaseFailed, f.reason)
+		t := metav1.NewTime(f.at)
+		va.Status.VM.LastTransitionTime = &t // when it failed, not when a stale pass saw it again
+	}
+	setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, f.reason, f.message, va.Generation)
+	setCondition(&va.Status.Conditions, afv1.ConditionReady, false, f.reason, f.message, va.Generation)
+	return true
+}
