@@ -56,6 +56,8 @@ type PoolReconciler struct {
 	statusWrites *writeBatcher
 	// Guard reports whether the served CRDs keep the ejection recovery record (condition CRDsCurrent).
 	Guard *crdGuard
+	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
+	refusalEvents eventLimiter
 }
 
 // poolScope is what one pass observed and decided; phases fill it in order.
@@ -106,6 +108,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 				f.forget(req.NamespacedName)
 			}
 			forgetPoolMetrics(req.Namespace, req.Name)
+			r.refusalEvents.forgetPrefix(req.String() + "/")
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -292,22 +295,36 @@ func (r *PoolReconciler) observeInfraEnv(ctx context.Context, s *poolScope) erro
 	return nil
 }
 
-// connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status.
+// connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
+// announced by a Warning Event (rate-limited, see eventLimiter) as well as VSphereReachable.
 func (r *PoolReconciler) connectVSphere(ctx context.Context, s *poolScope) error {
 	creds, err := loadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
 	if err != nil {
 		s.vsErr = err
+		r.credentialsRefused(s, err)
 		return nil
 	}
 	s.creds = creds
 	vs, err := r.Opts.Sessions.Get(ctx, creds)
 	if err != nil {
 		s.vsErr = err
+		r.credentialsRefused(s, err)
 		s.requeueAfter(time.Minute)
 		return nil
 	}
+	r.refusalEvents.clear(client.ObjectKeyFromObject(s.pool).String() + "/credentials")
 	s.vs = vs
 	return nil
+}
+
+// credentialsRefused records the Warning Event of a credentials or login failure: its reason is the
+// VSphereReachable reason; its message names the Secret, never a value of it or a URL's token.
+func (r *PoolReconciler) credentialsRefused(s *poolScope, err error) {
+	reason := vsphereReason(err)
+	if !r.refusalEvents.allow(client.ObjectKeyFromObject(s.pool).String()+"/credentials", reason, r.Opts.Clock.Now()) {
+		return
+	}
+	r.Recorder.Eventf(s.pool, "Warning", reason, "vCenter not usable, no VM is created: %s", redactText(err.Error()))
 }
 
 // refreshISO keeps the discovery ISO cached (asynchronously: a download never blocks this worker).

@@ -1,0 +1,72 @@
+package controllers_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+)
+
+// eventCount sums the counts of the pool's Events with reason (the recorder folds repeats into one Event).
+func eventCount(ctx context.Context, p *afv1.VsphereAgentPool, reason string) int32 {
+	GinkgoHelper()
+	var n int32
+	for _, e := range poolEvents(ctx, p) {
+		if e.Reason == reason {
+			Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+			n += max(e.Count, 1)
+		}
+	}
+	return n
+}
+
+var _ = Describe("Credentials missing or wrong", func() {
+	It("a missing Secret: VSphereReachable=False CredentialsNotFound and one Warning Event, repeated only after the rate-limit interval, no VM", func(ctx context.Context) {
+		op, s, d, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) {
+			p.Spec.VSphere.CredentialsSecretRef.Name = "no-such-secret"
+		})
+		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(conditionReason(getPool(pool), afv1.ConditionVSphereReachable)).To(Equal("CredentialsNotFound"))
+			g.Expect(eventCount(ctx, pool, "CredentialsNotFound")).To(BeEquivalentTo(1))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Expect(poolEventMessages(ctx, pool)).To(ContainElement(ContainSubstring("no-such-secret")))
+
+		By("further passes within the interval add no Event")
+		for range 3 {
+			pokePool(pool)
+		}
+		Consistently(func() int32 { return eventCount(ctx, pool, "CredentialsNotFound") }, 2*time.Second, 200*time.Millisecond).Should(BeEquivalentTo(1))
+
+		By("after the interval the refusal is announced again")
+		op.clock.Step(11 * time.Minute)
+		pokePool(pool)
+		Eventually(func() int32 { return eventCount(ctx, pool, "CredentialsNotFound") }, 30*time.Second, 200*time.Millisecond).Should(BeEquivalentTo(2))
+		Expect(vsphereAgents(pool)).To(BeEmpty())
+	})
+
+	It("a wrong password: AuthenticationFailed Event without the password or the server's user info", func(ctx context.Context) {
+		const wrong = "wr0ng-pa55word-never-shown"
+		_, s, _, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) {
+			p.Spec.VSphere.CredentialsSecretRef.Name = "bad-credentials"
+		})
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: "bad-credentials"}, StringData: map[string]string{
+			"server": "https://" + vcsim.Username + ":" + wrong + "@" + vc.URL.Host + "/sdk", "username": vcsim.Username, "password": wrong,
+			"caBundle": string(vc.Credentials.CABundle),
+		}}
+		Expect(k8s.Create(ctx, secret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(conditionReason(getPool(pool), afv1.ConditionVSphereReachable)).To(Equal("AuthenticationFailed"))
+			g.Expect(eventCount(ctx, pool, "AuthenticationFailed")).To(BeEquivalentTo(1))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		for _, m := range poolEventMessages(ctx, pool) {
+			Expect(m).NotTo(ContainSubstring(wrong))
+		}
+	})
+})

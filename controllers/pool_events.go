@@ -1,0 +1,67 @@
+package controllers
+
+import (
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/containeroo/agent-forge-operator/internal/iso"
+)
+
+// refusalEventInterval is how often the same refusal of a pool (same reason) is announced again while
+// it lasts; a new reason is announced at once.
+const refusalEventInterval = 10 * time.Minute
+
+// eventLimiter rate-limits a pool's refusal Events (credentials, placement, privileges, selector): one
+// Event when a refusal starts or changes reason, then at most one per refusalEventInterval while it
+// lasts. clear forgets a refusal once it is resolved, so its return is announced at once. The zero value
+// is ready.
+type eventLimiter struct {
+	mu   sync.Mutex
+	last map[string]limitedEvent
+}
+
+type limitedEvent struct {
+	reason string
+	at     time.Time
+}
+
+// allow reports whether an Event with reason may be emitted now for topic ("<pool>/credentials").
+func (l *eventLimiter) allow(topic, reason string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = map[string]limitedEvent{}
+	}
+	if prev, ok := l.last[topic]; ok && prev.reason == reason && now.Sub(prev.at) < refusalEventInterval {
+		return false
+	}
+	l.last[topic] = limitedEvent{reason: reason, at: now}
+	return true
+}
+
+// clear forgets topic's last refusal.
+func (l *eventLimiter) clear(topic string) {
+	l.mu.Lock()
+	delete(l.last, topic)
+	l.mu.Unlock()
+}
+
+// forgetPrefix drops every topic of a deleted pool ("<namespace>/<name>/").
+func (l *eventLimiter) forgetPrefix(prefix string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.last {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			delete(l.last, k)
+		}
+	}
+}
+
+var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
+
+// redactText replaces every URL in a message by its redacted form (no user info, query or token-like
+// path segment): error texts of HTTP and SOAP clients may quote the URL they called.
+func redactText(msg string) string {
+	return urlInText.ReplaceAllStringFunc(msg, iso.RedactURL)
+}

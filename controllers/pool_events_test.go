@@ -1,0 +1,67 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEventLimiter(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	type step struct {
+		at     time.Duration
+		topic  string
+		reason string
+		clear  bool
+		want   bool
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"first refusal is announced", []step{{0, "a", "X", false, true}}},
+		{"same reason within the interval is not", []step{{0, "a", "X", false, true}, {9 * time.Minute, "a", "X", false, false}}},
+		{"same reason after the interval is", []step{{0, "a", "X", false, true}, {10 * time.Minute, "a", "X", false, true}}},
+		{"a new reason is announced at once", []step{{0, "a", "X", false, true}, {time.Second, "a", "Y", false, true}}},
+		{"topics are independent", []step{{0, "a", "X", false, true}, {time.Second, "b", "X", false, true}}},
+		{"a resolved refusal that returns is announced at once", []step{{0, "a", "X", false, true}, {time.Second, "a", "", true, false}, {2 * time.Second, "a", "X", false, true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var l eventLimiter
+			for i, s := range tt.steps {
+				if s.clear {
+					l.clear(s.topic)
+					continue
+				}
+				if got := l.allow(s.topic, s.reason, t0.Add(s.at)); got != s.want {
+					t.Fatalf("step %d: allow = %t, want %t", i, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+func TestRedactText(t *testing.T) {
+	tests := []struct {
+		name, in string
+		never    []string
+	}{
+		{"user info", `Post "https://admin:hunter2@vc.example.com/sdk": dial tcp: refused`, []string{"hunter2", "admin:"}},
+		{"query token", "GET https://hub.example.com/images/x?api_key=s3cr3t failed", []string{"s3cr3t", "api_key"}},
+		{"no URL stays as is", "credentials Secret ns/x not found", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := redactText(tt.in)
+			for _, n := range tt.never {
+				if strings.Contains(got, n) {
+					t.Fatalf("%q still contains %q", got, n)
+				}
+			}
+			if tt.never == nil && got != tt.in {
+				t.Fatalf("changed %q to %q", tt.in, got)
+			}
+		})
+	}
+}
