@@ -237,6 +237,7 @@ func (a AgentBindingSpec) LabelSet() map[string]string {
 
 // AgentBindingSpec describes how a discovered Assisted Installer Agent is made consumable by the
 // HyperShift Agent NodePool.
+// +kubebuilder:validation:XValidation:rule="!has(self.labels) || !('hypershift.openshift.io/nodepool-role' in self.labels) || self.labels['hypershift.openshift.io/nodepool-role'] == (has(self.role) ? self.role : 'worker')",message="spec.agent.labels[hypershift.openshift.io/nodepool-role] must equal spec.agent.role",fieldPath=".labels"
 type AgentBindingSpec struct {
 	// Role is the HyperShift NodePool role label value (hypershift.openshift.io/nodepool-role) and the
 	// Agent spec.role. For worker pools this is "worker".
@@ -247,11 +248,13 @@ type AgentBindingSpec struct {
 	Role string `json:"role,omitempty"`
 
 	// Labels are put on a discovered Agent so the Agent CAPI provider can bind it to an AgentMachine.
-	// They should match the NodePool's spec.platform.agent.agentLabelSelector.
+	// They must match the NodePool's spec.platform.agent.agentLabelSelector (checked: condition
+	// AgentLabelsMatch). hypershift.openshift.io/nodepool-role may be given if it equals role; other keys
+	// under agent-forge.containeroo.ch/ (e.g. agent-forge.containeroo.ch/nodepool) are the user's.
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && (!k.contains('/') || size(k.split('/')[0]) <= 253))",message="spec.agent.labels keys must be valid label keys ([prefix/]name)"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k == 'agentMachineRef' || k == 'hypershift.openshift.io/nodepool-role' || k.startsWith('agent-forge.containeroo.ch/'))",message="spec.agent.labels may not set labels the Agent CAPI provider or the operator own (agentMachineRef, hypershift.openshift.io/nodepool-role, agent-forge.containeroo.ch/*)"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k == 'agentMachineRef' || k == 'agent-forge.containeroo.ch/pool' || k == 'agent-forge.containeroo.ch/vsphereagent')",message="spec.agent.labels may not set agentMachineRef (the Agent CAPI provider's binding label) or the operator's own agent-forge.containeroo.ch/pool and agent-forge.containeroo.ch/vsphereagent"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Agent Labels"
 	Labels map[string]LabelValue `json:"labels"`
 

@@ -109,8 +109,9 @@ var invalidPools = []invalidCase{
 	one("label value trailing dash", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"pool": "workers-"})),
 	one("label value with space", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"pool": "my workers"})),
 	one("label reserved agentMachineRef", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"agentMachineRef": "x"})),
-	one("label reserved nodepool-role", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"hypershift.openshift.io/nodepool-role": "worker"})),
-	one("label reserved operator prefix", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"agent-forge.containeroo.ch/pool": "x"})),
+	one("label nodepool-role other than the role", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"hypershift.openshift.io/nodepool-role": "infra"})),
+	one("label reserved operator pool label", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"agent-forge.containeroo.ch/pool": "x"})),
+	one("label reserved operator vsphereagent label", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"agent-forge.containeroo.ch/vsphereagent": "x"})),
 
 	// vSphere tags.
 	one("vmTags more than 32", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", tags(33))),
