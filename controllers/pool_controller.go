@@ -81,7 +81,10 @@ type poolScope struct {
 	isoCond *conditionUpdate
 	plan    planner.Plan
 	blocked string
-	requeue time.Duration
+	// preflightBlock is the reason of a failed preflight check (selector, placement, privileges): no
+	// VsphereAgent is created while it is set.
+	preflightBlock string
+	requeue        time.Duration
 }
 
 type conditionUpdate struct {
@@ -134,7 +137,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 
 	var errs []error
 	for _, phase := range []func(context.Context, *poolScope) error{
-		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.connectVSphere, r.refreshISO, r.planAndAct,
+		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.checkSelector, r.connectVSphere, r.refreshISO, r.planAndAct,
 	} {
 		if err := phase(ctx, s); err != nil {
 			if errors.Is(err, errStop) {
@@ -394,6 +397,8 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 	switch {
 	case s.blocked != "":
 		in.CreateBlocked, in.BlockReason = true, s.blocked
+	case s.preflightBlock != "":
+		in.CreateBlocked, in.BlockReason = true, s.preflightBlock
 	case s.vs == nil:
 		in.CreateBlocked, in.BlockReason = true, ReasonWaitingForCredentials
 	case s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "":

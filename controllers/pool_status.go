@@ -124,7 +124,8 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 
 	// Ready rolls up what the pool needs to act.
 	ready, reason, msg := true, ReasonReady, "the pool can serve its NodePool"
-	for _, t := range []string{afv1.ConditionInfraEnvAvailable, afv1.ConditionVSphereReachable, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
+	for _, t := range []string{afv1.ConditionInfraEnvAvailable, afv1.ConditionVSphereReachable, afv1.ConditionAgentLabelsMatch,
+		afv1.ConditionPlacementValid, afv1.ConditionPrivilegesSufficient, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
 		if c := findCondition(st.Conditions, t); c != nil && c.Status != "True" {
 			ready, reason, msg = false, c.Reason, c.Message
 			break
