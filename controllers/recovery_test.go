@@ -36,6 +36,7 @@ var _ = Describe("Crash recovery and orphans", func() {
 		va.Namespace, va.Name = s.Namespace, "crashed-vm"
 		va.Labels = map[string]string{afv1.LabelPool: pool.Name}
 		va.Spec.PoolRef.Name = pool.Name
+		createdBy(va, fresh)
 		Expect(k8s.Create(ctx, va)).To(Succeed())
 		spec := vc.VMSpec(va.Name, vsphere.Ownership{OwnerUID: string(va.UID), OwnerName: va.Namespace + "/" + va.Name,
 			PoolUID: string(fresh.UID), PoolName: fresh.Namespace + "/" + fresh.Name})

@@ -252,6 +252,7 @@ var _ = Describe("A VsphereAgent deleted and recreated with the same name", func
 		va.Namespace, va.Name = s.Namespace, "manual-vm"
 		va.Labels = map[string]string{afv1.LabelPool: pool.Name}
 		va.Spec.PoolRef.Name = pool.Name
+		createdBy(va, getPool(pool))
 		Expect(k8s.Create(ctx, va.DeepCopy())).To(Succeed())
 		old := &afv1.VsphereAgent{}
 		Eventually(func() string {

@@ -110,6 +110,10 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
 		return ctrl.Result{}, nil
 	}
+	if !createdByPool(va, pool) {
+		r.refuseForeignVsphereAgent(va, pool)
+		return ctrl.Result{}, nil
+	}
 	if controllerutil.AddFinalizer(va, afv1.FinalizerVsphereAgent) {
 		if err := r.Update(ctx, va); err != nil {
 			return ctrl.Result{}, err
