@@ -37,8 +37,9 @@ func AgentFrom(u *unstructured.Unstructured) Agent {
 	ifaces, _, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "interfaces")
 	for _, i := range ifaces {
 		if m, ok := i.(map[string]any); ok {
-			if mac, _ := m["macAddress"].(string); mac != "" {
-				a.MACs = append(a.MACs, NormalizeMAC(mac))
+			mac, _ := m["macAddress"].(string)
+			if mac = NormalizeMAC(mac); mac != "" { // a blank reported MAC is no MAC
+				a.MACs = append(a.MACs, mac)
 			}
 		}
 	}
@@ -80,6 +81,9 @@ func (a Agent) IsSuitable() bool {
 // HasMAC reports whether the Agent reported the MAC.
 func (a Agent) HasMAC(mac string) bool {
 	mac = NormalizeMAC(mac)
+	if mac == "" {
+		return false
+	}
 	for _, m := range a.MACs {
 		if m == mac {
 			return true

@@ -57,8 +57,11 @@ func isUnderPrefix(p, datastore, prefix string, name *regexp.Regexp) bool {
 	if m == nil || m[1] != datastore {
 		return false
 	}
-	dir, file := path.Split(m[2])
-	return path.Clean(dir) == path.Clean(prefix) && name.MatchString(file)
+	// Exactly the canonical "prefix/name" (as DatastorePath formats it): a lexically equivalent spelling
+	// ("dir/../prefix/x", "prefix//x", "prefix/./x") is not ours, since ".." or "." may resolve elsewhere
+	// on a datastore (e.g. vSAN namespace links).
+	_, file := path.Split(m[2])
+	return m[2] == path.Join(prefix, file) && name.MatchString(file)
 }
 
 // newTempPath names a fresh in-flight upload under the prefix.

@@ -256,8 +256,15 @@ func (c *client) eachVM(ctx context.Context, datacenter string, props []string, 
 	return nil
 }
 
-// sameDatastorePath compares "[ds] dir/file" paths, tolerating a missing space after the bracket.
+// sameDatastorePath compares "[ds] dir/file" paths, tolerating a missing space after the bracket (only
+// the blank right after the datastore's closing bracket: a "] " inside the file path is part of the name).
 func sameDatastorePath(a, b string) bool {
-	norm := func(s string) string { return strings.Replace(strings.TrimSpace(s), "] ", "]", 1) }
+	norm := func(s string) string {
+		s = strings.TrimSpace(s)
+		if i := strings.Index(s, "]"); i >= 0 && strings.HasPrefix(s[i+1:], " ") {
+			s = s[:i+1] + s[i+2:]
+		}
+		return s
+	}
 	return norm(a) == norm(b)
 }
