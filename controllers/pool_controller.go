@@ -58,6 +58,8 @@ type PoolReconciler struct {
 	Guard *crdGuard
 	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
 	refusalEvents eventLimiter
+	// placement remembers when each pool's placement was last checked (preflight).
+	placement placementChecks
 }
 
 // poolScope is what one pass observed and decided; phases fill it in order.
@@ -137,7 +139,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 
 	var errs []error
 	for _, phase := range []func(context.Context, *poolScope) error{
-		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.checkSelector, r.connectVSphere, r.refreshISO, r.planAndAct,
+		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.checkSelector, r.connectVSphere, r.checkPlacement, r.refreshISO, r.planAndAct,
 	} {
 		if err := phase(ctx, s); err != nil {
 			if errors.Is(err, errStop) {

@@ -178,6 +178,10 @@ type Client interface {
 	// is backed by isoPath.
 	VMsWithISO(ctx context.Context, datacenter, isoPath string) ([]string, error)
 
+	// CheckPlacement resolves every object a pool's VMs are placed on, read-only, and lists the ones that
+	// do not exist or are not of the right kind; an error means vCenter could not be asked.
+	CheckPlacement(ctx context.Context, spec PlacementSpec) ([]PlacementProblem, error)
+
 	// EjectISO disconnects and ejects one CD-ROM of an owned VM (see EjectRequest). It never blocks on a
 	// task a guest holds: it returns EjectInProgress/EjectQuestionPending and is called again later.
 	EjectISO(ctx context.Context, req EjectRequest) (*EjectResult, error)

@@ -1,0 +1,126 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// placementRecheckInterval is how often a pool's placement is resolved again without a spec change
+// (objects renamed or removed in vCenter behind the operator's back).
+const placementRecheckInterval = 10 * time.Minute
+
+// placementChecks remembers, per pool, the generation and time of the last placement check. The zero
+// value is ready.
+type placementChecks struct {
+	mu   sync.Mutex
+	last map[string]placementCheck
+}
+
+type placementCheck struct {
+	generation int64
+	at         time.Time
+}
+
+// due reports whether pool key at generation must be checked now.
+func (p *placementChecks) due(key string, generation int64, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, ok := p.last[key]
+	return !ok || last.generation != generation || now.Sub(last.at) >= placementRecheckInterval
+}
+
+func (p *placementChecks) done(key string, generation int64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		p.last = map[string]placementCheck{}
+	}
+	p.last[key] = placementCheck{generation: generation, at: now}
+}
+
+// placementReason maps the first problem to the PlacementValid reason.
+func placementReason(problems []vsphere.PlacementProblem) string {
+	switch problems[0].Kind {
+	case vsphere.PlacementDatacenter:
+		return afv1.ReasonDatacenterNotFound
+	case vsphere.PlacementDatastore:
+		return afv1.ReasonDatastoreNotFound
+	case vsphere.PlacementISODatastore:
+		return afv1.ReasonISODatastoreNotFound
+	case vsphere.PlacementResourcePool:
+		return afv1.ReasonResourcePoolNotFound
+	case vsphere.PlacementFolder:
+		return afv1.ReasonFolderNotFound
+	case vsphere.PlacementNetwork:
+		return afv1.ReasonNetworkNotFound
+	}
+	return afv1.ReasonTagNotFound
+}
+
+func placementSpecOf(pool *afv1.VsphereAgentPool) vsphere.PlacementSpec {
+	v := pool.Spec.VSphere
+	folder := v.Folder
+	if folder == "" {
+		folder = pool.Spec.HostedClusterRef.Name
+	}
+	return vsphere.PlacementSpec{Datacenter: v.Datacenter, DatastoreCluster: v.DatastoreCluster, ISODatastore: v.ISODatastore,
+		ResourcePool: v.ResourcePool, Folder: folder, Network: v.Network, Tags: v.VMTags}
+}
+
+// checkPlacement is the pool's preflight: before any VsphereAgent is created, every object named in
+// spec.vsphere is resolved in vCenter, once per spec generation and every placementRecheckInterval.
+// Problems set PlacementValid=False with a reason per kind, a rate-limited Warning Event, and block
+// creation until a later check passes.
+func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error {
+	p := s.pool
+	if s.vs == nil || p.Spec.Paused {
+		return nil // VSphereReachable says why
+	}
+	key := client.ObjectKeyFromObject(p).String()
+	now := r.Opts.Clock.Now()
+	if !r.placement.due(key, p.Generation, now) {
+		if c := findCondition(p.Status.Conditions, afv1.ConditionPlacementValid); c != nil && c.Status != "True" {
+			s.preflightBlock = c.Reason
+		}
+		s.requeueAfter(placementRecheckInterval)
+		return nil
+	}
+	problems, err := s.vs.CheckPlacement(ctx, placementSpecOf(p))
+	if err != nil {
+		// vCenter could not be asked: unknown, not invalid. Nothing is created until it is known.
+		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, afv1.ReasonPlacementUnchecked,
+			"the placement could not be checked: "+redactText(err.Error()), p.Generation)
+		s.preflightBlock = afv1.ReasonPlacementUnchecked
+		s.requeueAfter(time.Minute)
+		return nil
+	}
+	r.placement.done(key, p.Generation, now)
+	s.requeueAfter(placementRecheckInterval)
+	topic := key + "/placement"
+	if len(problems) == 0 {
+		r.refusalEvents.clear(topic)
+		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid,
+			"every object named in spec.vsphere exists and is of the right kind", p.Generation)
+		return nil
+	}
+	msgs := make([]string, 0, len(problems))
+	for _, pr := range problems {
+		msgs = append(msgs, pr.Message)
+	}
+	reason := placementReason(problems)
+	msg := fmt.Sprintf("spec.vsphere does not resolve in vCenter: %s; no VM is created", strings.Join(msgs, "; "))
+	s.preflightBlock = reason
+	setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
+	if r.refusalEvents.allow(topic, reason, now) {
+		r.Recorder.Event(p, "Warning", reason, msg)
+	}
+	return nil
+}
