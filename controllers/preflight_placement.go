@@ -24,27 +24,32 @@ type placementChecks struct {
 	last map[string]placementCheck
 }
 
+// placementCheck is the outcome of one check: reason and message are empty when it passed. The verdict
+// is kept here, not read back from status: a pass whose status write was lost must still block.
 type placementCheck struct {
-	generation int64
-	at         time.Time
+	generation      int64
+	at              time.Time
+	reason, message string
 }
 
-// due reports whether pool key at generation must be checked now.
-func (p *placementChecks) due(key string, generation int64, now time.Time) bool {
+// due returns the last check of pool key when it still holds for generation at now.
+func (p *placementChecks) due(key string, generation int64, now time.Time) (placementCheck, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	last, ok := p.last[key]
-	return !ok || last.generation != generation || now.Sub(last.at) >= placementRecheckInterval
+	return last, !ok || last.generation != generation || now.Sub(last.at) >= placementRecheckInterval
 }
 
-func (p *placementChecks) done(key string, generation int64, now time.Time) {
+func (p *placementChecks) done(key string, c placementCheck) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
 		p.last = map[string]placementCheck{}
 	}
-	p.last[key] = placementCheck{generation: generation, at: now}
+	p.last[key] = c
 }
+
+const placementValidMessage = "every object named in spec.vsphere exists and is of the right kind"
 
 // placementReason maps the first problem to the PlacementValid reason.
 func placementReason(problems []vsphere.PlacementProblem) string {
@@ -86,9 +91,12 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	}
 	key := client.ObjectKeyFromObject(p).String()
 	now := r.Opts.Clock.Now()
-	if !r.placement.due(key, p.Generation, now) {
-		if c := findCondition(p.Status.Conditions, afv1.ConditionPlacementValid); c != nil && c.Status != "True" {
-			s.preflightBlock = c.Reason
+	if last, due := r.placement.due(key, p.Generation, now); !due {
+		if last.reason != "" {
+			s.preflightBlock = last.reason
+			setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, last.reason, last.message, p.Generation)
+		} else {
+			setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
 		}
 		s.requeueAfter(placementRecheckInterval)
 		return nil
@@ -102,13 +110,12 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 		s.requeueAfter(time.Minute)
 		return nil
 	}
-	r.placement.done(key, p.Generation, now)
 	s.requeueAfter(placementRecheckInterval)
 	topic := key + "/placement"
 	if len(problems) == 0 {
+		r.placement.done(key, placementCheck{generation: p.Generation, at: now})
 		r.refusalEvents.clear(topic)
-		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid,
-			"every object named in spec.vsphere exists and is of the right kind", p.Generation)
+		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
 		return nil
 	}
 	msgs := make([]string, 0, len(problems))
@@ -117,6 +124,7 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	}
 	reason := placementReason(problems)
 	msg := fmt.Sprintf("spec.vsphere does not resolve in vCenter: %s; no VM is created", strings.Join(msgs, "; "))
+	r.placement.done(key, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
 	s.preflightBlock = reason
 	setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
 	if r.refusalEvents.allow(topic, reason, now) {
