@@ -11,6 +11,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -33,12 +34,12 @@ const (
 	ejectBackoffMax   = 10 * time.Minute
 )
 
-// Crash points of an ejection, passed to Options.EjectionCrashPoint (a test seam).
+// Crash points of an ejection (internal/crashpoint), where Options.CrashPoint is called.
 const (
-	CrashAfterRecord      = "after-record"      // the record is persisted, nothing started
-	CrashAfterReconfigure = "after-reconfigure" // the reconfigure started, its task not yet checkpointed
-	CrashAfterQuestionID  = "after-question-id" // the question ID is checkpointed, not yet answered
-	CrashAfterAnswer      = "after-answer"      // the question was answered, not yet recorded
+	CrashAfterRecord      = crashpoint.EjectionRecordWritten  // the record is persisted, nothing started
+	CrashAfterReconfigure = crashpoint.ReconfigureStarted     // the reconfigure started, its task not yet checkpointed
+	CrashAfterQuestionID  = crashpoint.QuestionIDCheckpointed // the question ID is checkpointed, not yet answered
+	CrashAfterAnswer      = crashpoint.AnswerSent             // the question was answered, not yet recorded
 )
 
 // ejectISO is the ISO ejection phase (opt-in per pool).
@@ -326,14 +327,10 @@ func (r *VsphereAgentReconciler) ejectionFailed(s *vmScope, err error, op string
 	s.requeueAfter(delay)
 }
 
-// crashPoint calls the test seam; when it returns with the context cancelled (the operator stopped),
-// the pass ends without touching anything else.
-func (r *VsphereAgentReconciler) crashPoint(ctx context.Context, s *vmScope, point string) error {
-	if r.Opts.EjectionCrashPoint == nil {
-		return nil
-	}
-	r.Opts.EjectionCrashPoint(ctx, types.NamespacedName{Namespace: s.va.Namespace, Name: s.va.Name}, point)
-	return ctx.Err()
+// crashPoint calls the test seam (Options.CrashPoint, carried by ctx); when it returns with the context
+// cancelled (the operator stopped), the pass ends without touching anything else.
+func (r *VsphereAgentReconciler) crashPoint(ctx context.Context, _ *vmScope, point string) error {
+	return crashpoint.Hit(ctx, point)
 }
 
 func backoffDelay(attempts int32) time.Duration {

@@ -26,7 +26,7 @@ var _ = Describe("ISO ejection crash recovery", func() {
 	for _, point := range []string{controllers.CrashAfterRecord, controllers.CrashAfterReconfigure, controllers.CrashAfterQuestionID, controllers.CrashAfterAnswer} {
 		It("after a restart at "+point+": exactly one reconfigure and at most one answer per question", func(ctx context.Context) {
 			hook, reached := crashHook(point)
-			es := startEjectScenario(operatorOptions{ejectionCrashPoint: hook}, world.Options{}, nil)
+			es := startEjectScenario(operatorOptions{crashPoint: hook}, world.Options{}, nil)
 			va := es.boundVAs(ctx, 1)[0]
 			locked := vcVM(&va)
 			es.enable()
@@ -53,7 +53,7 @@ var _ = Describe("ISO ejection crash recovery", func() {
 
 	It("refuses a recovery when the media changed while the operator was down", func(ctx context.Context) {
 		hook, reached := crashHook(controllers.CrashAfterQuestionID)
-		es := startEjectScenario(operatorOptions{ejectionCrashPoint: hook}, world.Options{}, nil)
+		es := startEjectScenario(operatorOptions{crashPoint: hook}, world.Options{}, nil)
 		va := es.boundVAs(ctx, 1)[0]
 		locked := vcVM(&va)
 		es.enable()

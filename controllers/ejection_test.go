@@ -105,12 +105,12 @@ func (es *ejectScenario) enable() {
 	setPool(es.pool, func(p *afv1.VsphereAgentPool) { p.Spec.ISO.EjectAfterInstall = true })
 }
 
-// crashHook returns an EjectionCrashPoint seam that, the first time point is reached, signals reached
-// and blocks until the operator stops (its context ends): the pass dies before its status write.
-func crashHook(point string) (func(context.Context, types.NamespacedName, string), chan struct{}) {
+// crashHook returns a CrashPoint seam that, the first time point is reached, signals reached and
+// blocks until the operator stops (its context ends): the pass dies before its status write.
+func crashHook(point string) (func(context.Context, string, types.NamespacedName), chan struct{}) {
 	reached := make(chan struct{})
 	var once sync.Once
-	return func(ctx context.Context, _ types.NamespacedName, p string) {
+	return func(ctx context.Context, p string, _ types.NamespacedName) {
 		if p != point {
 			return
 		}

@@ -71,7 +71,7 @@ var _ = Describe("ISO ejection trigger", func() {
 
 	It("starts no ejection for a Machine being deleted, but finishes one already recorded", func(ctx context.Context) {
 		hook, reached := pauseHook(controllers.CrashAfterQuestionID)
-		es := startEjectScenario(operatorOptions{ejectionCrashPoint: hook.seam}, world.Options{ManualMachines: true}, nil)
+		es := startEjectScenario(operatorOptions{crashPoint: hook.seam}, world.Options{ManualMachines: true}, nil)
 		vas := es.boundVAs(ctx, 2)
 		recorded, fresh := vas[0], vas[1]
 		locked, err := vc.WrapVM(recorded.Status.VM.InstanceUUID)
@@ -114,7 +114,7 @@ var _ = Describe("ISO ejection trigger", func() {
 
 	It("finishes a recorded ejection, including its question, when the feature is disabled mid-operation, and keeps Ejected", func(ctx context.Context) {
 		hook, reached := pauseHook(controllers.CrashAfterQuestionID)
-		es := startEjectScenario(operatorOptions{ejectionCrashPoint: hook.seam}, world.Options{}, nil)
+		es := startEjectScenario(operatorOptions{crashPoint: hook.seam}, world.Options{}, nil)
 		va := es.boundVAs(ctx, 1)[0]
 		locked, err := vc.WrapVM(va.Status.VM.InstanceUUID)
 		Expect(err).NotTo(HaveOccurred())
@@ -132,7 +132,7 @@ var _ = Describe("ISO ejection trigger", func() {
 	})
 })
 
-// pause is an EjectionCrashPoint seam that holds the first pass reaching point until release.
+// pause is a CrashPoint seam that holds the first pass reaching point until release.
 type pause struct {
 	point   string
 	reached chan struct{}
@@ -145,7 +145,7 @@ func pauseHook(point string) (*pause, chan struct{}) {
 	return p, p.reached
 }
 
-func (p *pause) seam(ctx context.Context, _ client.ObjectKey, point string) {
+func (p *pause) seam(ctx context.Context, point string, _ client.ObjectKey) {
 	if point != p.point || p.once { // one VM worker: passes are serial
 		return
 	}

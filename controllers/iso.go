@@ -46,13 +46,14 @@ type managedISOCache struct {
 }
 
 // NewISOCache returns the production ISO cache; onDone is called when a background job finishes
-// (wire it to requeue the pool).
-func NewISOCache(c clock.PassiveClock, recorder iso.EventRecorder, log logr.Logger, onDone func(types.NamespacedName)) (ISOCache, manager.Runnable, error) {
+// (wire it to requeue the pool); crash is the crash-point seam (Options.CrashPoint, nil in production).
+func NewISOCache(c clock.PassiveClock, recorder iso.EventRecorder, log logr.Logger, onDone func(types.NamespacedName),
+	crash func(ctx context.Context, point string, pool types.NamespacedName)) (ISOCache, manager.Runnable, error) {
 	cache, err := iso.NewCache(iso.Options{Clock: c, Log: log})
 	if err != nil {
 		return nil, nil, err
 	}
-	m := iso.NewManager(iso.ManagerOptions{Cache: cache, Clock: c, Recorder: recorder, Log: log, OnDone: onDone})
+	m := iso.NewManager(iso.ManagerOptions{Cache: cache, Clock: c, Recorder: recorder, Log: log, OnDone: onDone, CrashPoint: crash})
 	return &managedISOCache{manager: m, clock: c}, m, nil
 }
 

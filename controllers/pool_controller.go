@@ -21,6 +21,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -102,6 +103,7 @@ func (s *poolScope) requeueAfter(d time.Duration) {
 
 // Reconcile runs the pool's phases on an in-memory copy and patches status once, only if it changed.
 func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	ctx = r.Opts.withCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	log := ctrl.LoggerFrom(ctx)
 	pool := &afv1.VsphereAgentPool{}
@@ -161,6 +163,9 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 			errs = append(errs, err)
 		} else {
 			r.statusWrites.wrote(req.String())
+			if err := crashpoint.Hit(ctx, crashpoint.PoolStatusWritten); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -498,6 +503,9 @@ func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, 
 		}
 		if err := r.Create(ctx, va); err != nil {
 			r.Recorder.Eventf(s.pool, "Warning", "CreateFailed", "creating VsphereAgent: %v", err)
+			return err
+		}
+		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {
 			return err
 		}
 		r.expectations.expectCreate(poolKey, va.Name)

@@ -18,6 +18,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -52,9 +53,20 @@ type Options struct {
 	// SchemaCheckInterval is how often the served VsphereAgent CRD is checked for the ejection recovery
 	// fields (default 1m; also checked at start).
 	SchemaCheckInterval time.Duration
-	// EjectionCrashPoint is a test seam called at the crash points of an ejection (Crash* constants)
-	// before the pass's status write; a seam that waits until ctx ends simulates a crash there.
-	EjectionCrashPoint func(ctx context.Context, vsphereAgent types.NamespacedName, point string)
+	// CrashPoint is a test seam called at every crash point (internal/crashpoint: VsphereAgent created,
+	// VM create task started, ..., pool status written) with the object the pass works on (the pool or
+	// the VsphereAgent); a seam that waits until ctx ends simulates the operator dying there. Nil (the
+	// shipped binary) disables it.
+	CrashPoint func(ctx context.Context, point string, key types.NamespacedName)
+}
+
+// withCrashPoint returns ctx carrying the crash-point seam bound to key (ctx unchanged without a seam).
+func (o *Options) withCrashPoint(ctx context.Context, key types.NamespacedName) context.Context {
+	if o.CrashPoint == nil {
+		return ctx
+	}
+	seam := o.CrashPoint
+	return crashpoint.With(ctx, func(ctx context.Context, point string) { seam(ctx, point, key) })
 }
 
 func (o *Options) defaults() {
@@ -182,7 +194,7 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		case poolEvents <- event.GenericEvent{Object: pool}:
 		default:
 		}
-	})
+	}, opts.CrashPoint)
 	if err != nil {
 		return err
 	}

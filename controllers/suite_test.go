@@ -95,8 +95,8 @@ type operatorOptions struct {
 	// hideAgents, while true, makes the operator's cached reads miss every Agent: a cache that has not
 	// seen a registration yet. Its live reads (APIReader) are unaffected.
 	hideAgents *atomic.Bool
-	// ejectionCrashPoint and schemaCheckInterval are passed to controllers.Options.
-	ejectionCrashPoint  func(ctx context.Context, va types.NamespacedName, point string)
+	// crashPoint and schemaCheckInterval are passed to controllers.Options.
+	crashPoint          func(ctx context.Context, point string, key types.NamespacedName)
 	schemaCheckInterval time.Duration
 }
 
@@ -153,7 +153,7 @@ func startOperator(o operatorOptions) *operator {
 		VMWorkers: 1,
 		Clock:     clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
-		EjectionCrashPoint: o.ejectionCrashPoint, SchemaCheckInterval: o.schemaCheckInterval,
+		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -101,9 +102,15 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	} else if !vsphere.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
+	if err := crashpoint.Hit(ctx, crashpoint.VMDestroyed); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.Recorder.Eventf(va, "Normal", "VMDestroyed", "destroyed VM %s", va.Status.VM.Name)
 	if agent != nil {
 		if err := deleteAgent(ctx, r.Client, agent); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := crashpoint.Hit(ctx, crashpoint.AgentDeleted); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(va, "Normal", "AgentDeleted", "deleted Agent %s", agent.Name)

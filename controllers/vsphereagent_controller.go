@@ -19,6 +19,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -61,6 +62,7 @@ func (s *vmScope) requeueAfter(d time.Duration) {
 
 // Reconcile runs the VM's phases and patches status once, only if it changed.
 func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	ctx = r.Opts.withCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	va := &afv1.VsphereAgent{}
 	if err := r.Get(ctx, req.NamespacedName, va); err != nil {
@@ -215,6 +217,9 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	if err != nil {
 		return r.createFailed(ctx, s, vs, spec.Name, err, true)
 	}
+	if err := crashpoint.Hit(ctx, crashpoint.VMPoweredOn); err != nil {
+		return false, err
+	}
 	now := metav1.NewTime(r.Opts.Clock.Now())
 	va.Status.VM.Name, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID = info.Name, info.InstanceUUID, info.BIOSUUID
 	va.Status.VM.MACAddress = agents.NormalizeMAC(info.MACAddress)
@@ -344,6 +349,9 @@ func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (
 		obj.SetName(a.Name)
 		if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, mustJSON(patch))); err != nil {
 			return false, fmt.Errorf("preparing Agent %s: %w", a.Name, err)
+		}
+		if err := crashpoint.Hit(ctx, crashpoint.AgentPatched); err != nil {
+			return false, err
 		}
 		r.Recorder.Eventf(va, "Normal", "AgentPrepared", "Agent %s labelled, named %s, role %s, approved=%t", a.Name, va.Status.VM.Name, role, approve)
 	}

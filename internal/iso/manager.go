@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -32,6 +33,9 @@ type ManagerOptions struct {
 	PruneRetryInterval time.Duration
 	// BackoffBase and BackoffMax bound the retry delay after failed refreshes (default 30s, 15m).
 	BackoffBase, BackoffMax time.Duration
+	// CrashPoint is a test seam (controllers.Options.CrashPoint) called at the ISO crash points with the
+	// pool's key; nil in the shipped binary.
+	CrashPoint func(ctx context.Context, point string, pool types.NamespacedName)
 }
 
 // Job is what Ensure runs for a pool: a refresh when Need.Needed, then a retention pass.
@@ -214,6 +218,9 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelFunc, key types.
 	defer m.wg.Done()
 	defer cancel()
 	log := m.o.Log.WithValues("pool", key.String())
+	if seam := m.o.CrashPoint; seam != nil {
+		ctx = crashpoint.With(ctx, func(ctx context.Context, point string) { seam(ctx, point, key) })
+	}
 	select {
 	case m.sem <- struct{}{}:
 		defer func() { <-m.sem }()

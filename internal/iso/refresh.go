@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -300,6 +301,9 @@ func (run *refreshRun) promote(ctx context.Context, tmp, digest string, size int
 	if run.finalExists(ctx, final, size) {
 		return run.reuse(ctx, tmp, final)
 	}
+	if err := crashpoint.Hit(ctx, crashpoint.ISOTempUploaded); err != nil {
+		return OutcomeFailed, err
+	}
 	if err := run.client.MoveFile(ctx, run.req.Datacenter, tmp, final); err != nil {
 		// Another pool sharing the prefix may have promoted the same bytes meanwhile.
 		if run.finalExists(ctx, final, size) {
@@ -312,6 +316,9 @@ func (run *refreshRun) promote(ctx context.Context, tmp, digest string, size int
 	metrics.ObserveISOOperation(metrics.ISOOpUpload, metrics.ResultSuccess)
 	metrics.AddISOBytes(metrics.DirectionUpload, size)
 	run.log.Info("cached discovery ISO", "path", final, "sizeBytes", size)
+	if err := crashpoint.Hit(ctx, crashpoint.ISOMoved); err != nil {
+		return OutcomeFailed, err
+	}
 	return OutcomeUploaded, nil
 }
 

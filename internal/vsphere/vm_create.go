@@ -7,6 +7,8 @@ import (
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 )
 
 // CreateVM finds the VM whose instance UUID is the owner UID (a retry after a crash) or creates it, then
@@ -136,9 +138,15 @@ func (c *client) createFromScratch(ctx context.Context, d *dcCache, spec VMSpec)
 	if err != nil {
 		return nil, createError(err)
 	}
+	if err := crashpoint.Hit(ctx, crashpoint.VMCreateTaskStarted); err != nil {
+		return nil, err
+	}
 	info, err := c.waitTaskOf(ctx, "CreateVM", t.Reference())
 	if err != nil {
 		return nil, createError(err)
+	}
+	if err := crashpoint.Hit(ctx, crashpoint.VMCreated); err != nil {
+		return nil, err
 	}
 	ref, ok := info.Result.(types.ManagedObjectReference)
 	if !ok {
