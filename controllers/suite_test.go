@@ -59,7 +59,9 @@ var _ = BeforeSuite(func() {
 	// The operator runs as its ServiceAccount with the shipped permissions; the fixtures (k8s) as admin.
 	operatorIdentity, err = env.OperatorIdentity(context.Background(), testenv.IdentityOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	vc, err = vcsim.Start(vcsim.Options{})
+	// The simulator runs in its own process (not built with -race), so the operator runs its production
+	// VM worker count against it over a real socket; see vcsim.StartProcess.
+	vc, err = vcsim.StartProcess(context.Background(), vcsim.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	isoServer = sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: 64 * 1024, Token: "s3cr3t-token"})
 	sessions = vsphere.NewSessions(vsphere.SessionOptions{})
@@ -146,12 +148,8 @@ func startOperator(o operatorOptions) *operator {
 		o.orphanScan = time.Hour
 	}
 	Expect(controllers.Setup(mgr, controllers.Options{
-		// One VM worker: govmomi's simulator races with itself when two VM create/destroy tasks touch one
-		// datastore at once (a destroy's disk deletion copies the Datastore while another task edits its
-		// VM list), which -race reports. The pool logic under test is unchanged; the demo and
-		// bench-scale run the default 16 workers without -race.
-		VMWorkers: 1,
-		Clock:     clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
+		// VMWorkers: the production default (16); the simulator's own races stay in its process.
+		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
 		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval,
 	})).To(Succeed())

@@ -73,7 +73,6 @@ func TestScaleUpInstallEjectScaleDown(t *testing.T) {
 	}
 	if _, err := h.StartManagerInProcess(harness.InProcessOptions{Controllers: controllers.Options{
 		DebounceIdle: 200 * time.Millisecond, DebounceMax: 2 * time.Second,
-		VMWorkers: 1, // see controllers/suite_test.go: the simulator races with itself on concurrent VM tasks under -race
 	}}); err != nil {
 		t.Fatal(err)
 	}

@@ -176,8 +176,7 @@ func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, i
 	m, err := h.StartManagerInProcess(harness.InProcessOptions{
 		Identity: id, LeaderElection: true, SecureMetricsAddr: metricsAddr, WrapConfig: rec.wrap,
 		Namespaces: s.Namespaces(), StopTimeout: stopTimeout,
-		Controllers: controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second,
-			VMWorkers: 1}, // see controllers/suite_test.go: the in-process simulator races with itself under -race
+		Controllers: controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second},
 	})
 	if err != nil {
 		return rec, err

@@ -111,7 +111,9 @@ func Start(ctx context.Context, o Options) (h *Harness, err error) {
 
 	h.progress(fmt.Sprintf("starting the vCenter simulator (datacenter %s, cluster %s, datastores %s + cluster %s, network %s, tags %v)",
 		vcsim.Datacenter, vcsim.Cluster, vcsim.Datastore, vcsim.DatastoreCluster, vcsim.Network, vcsim.Tags))
-	if h.VC, err = vcsim.Start(o.VCSim); err != nil {
+	// In its own process: the operator reaches it over a real socket, and its internal data races stay
+	// out of -race test binaries, so they run the production worker counts.
+	if h.VC, err = vcsim.StartProcess(ctx, o.VCSim); err != nil {
 		return nil, fmt.Errorf("starting the vCenter simulator: %w", err)
 	}
 	h.onClose("vCenter simulator", func() error { h.VC.Close(); return nil })

@@ -13,6 +13,11 @@
 // tags (category "agent-forge", tags "worker" and "agent"), and the stock VMs of the VPX model (foreign
 // VMs carrying no ownership marker). The VM folder named by Folder does not exist yet: creating the
 // first VM creates it.
+//
+// StartProcess runs the same simulator in its own process (hack/vcsim, built without -race) behind the
+// same Env: suites that run the operator's concurrent workers under -race use it, since govmomi's
+// simulator races with itself on concurrent tasks; the knobs (WrapVM, Service, CountVMsNamed, ...) then
+// travel over a loopback control endpoint (control.go).
 package vcsim
 
 import (
@@ -68,8 +73,10 @@ type Options struct {
 	NoTLS bool
 }
 
-// Env is a running simulator.
+// Env is a running simulator: in this process (Start) or in its own (StartProcess). The methods work
+// the same on both; Model, Server and Map exist only in process.
 type Env struct {
+	// Model and Server are nil when the simulator runs in its own process.
 	Model  *simulator.Model
 	Server *simulator.Server
 	// URL is the SDK endpoint without credentials, e.g. https://127.0.0.1:PORT/sdk.
@@ -80,6 +87,10 @@ type Env struct {
 	Thumbprint string
 
 	closeOnce sync.Once
+	// ctl and proc are set when the simulator runs in its own process (StartProcess).
+	ctl       *controlClient
+	proc      *process
+	callbacks *callbacks // fault rules' filter callbacks, served to the process
 }
 
 // Start creates the model, serves it on a loopback port and prepares the inventory.
@@ -113,19 +124,48 @@ func Start(opts Options) (*Env, error) {
 	return env, nil
 }
 
-// Close stops the server and removes the model's temporary files.
+// Close stops the server and removes the model's temporary files (in process), or stops the
+// simulator's process.
 func (e *Env) Close() {
 	e.closeOnce.Do(func() {
+		if e.proc != nil {
+			e.proc.stop()
+			e.callbacks.close()
+			e.ctl.http.CloseIdleConnections()
+			return
+		}
 		e.Server.Close()
 		e.Model.Remove()
 	})
 }
 
-// Map is the simulator's object registry (for Map.Put of wrapped objects, direct inspection).
-func (e *Env) Map() *simulator.Registry { return e.Model.Map() }
+// Map is the simulator's object registry (for Map.Put of wrapped objects, direct inspection). In
+// process only: it panics on a simulator started by StartProcess.
+func (e *Env) Map() *simulator.Registry {
+	if e.ctl != nil {
+		panic("vcsim: Map() of a simulator in its own process; use the Env's methods")
+	}
+	return e.Model.Map()
+}
 
-// Service is the simulator service (AddFaultRule, ClearFaultRules, ...).
-func (e *Env) Service() *simulator.Service { return e.Model.Service }
+// Faults adds and clears the simulator's fault injection rules.
+type Faults interface {
+	// AddFaultRule adds a rule (simulator.Service.AddFaultRule). Out of process, filter callbacks run in
+	// the calling process and receive a RemoteObject (reference and name), and MaxCount/SkipCount of a
+	// rule with Probability 1 are exact under concurrent calls.
+	AddFaultRule(rule *simulator.FaultInjectionRule)
+	// ClearFaultRules removes every rule.
+	ClearFaultRules()
+}
+
+// Service is the simulator's fault injection (AddFaultRule, ClearFaultRules), in process or in the
+// simulator's process.
+func (e *Env) Service() Faults {
+	if e.ctl != nil {
+		return remoteFaults{e}
+	}
+	return e.Model.Service
+}
 
 // Login opens an independent admin session for test assertions and setup; the caller logs it out.
 func (e *Env) Login(ctx context.Context) (*govmomi.Client, error) {
@@ -231,7 +271,13 @@ func (e *Env) AttachedTags(ctx context.Context, vm types.ManagedObjectReference)
 }
 
 // VMByInstanceUUID returns the simulator's VM object with that instance UUID, or nil.
+//
+// Out of process the result is a snapshot carrying Self, Name, Config.InstanceUuid and
+// Runtime.PowerState only (read it over SOAP for more).
 func (e *Env) VMByInstanceUUID(uuid string) *simulator.VirtualMachine {
+	if e.ctl != nil {
+		return e.remoteVMByInstanceUUID(uuid)
+	}
 	for _, obj := range e.Map().All("VirtualMachine") {
 		vm := asVM(obj)
 		if vm == nil {
@@ -248,6 +294,11 @@ func (e *Env) VMByInstanceUUID(uuid string) *simulator.VirtualMachine {
 
 // CountVMsNamed counts the VMs with that name (to prove idempotent creation).
 func (e *Env) CountVMsNamed(name string) int {
+	if e.ctl != nil {
+		var res countResp
+		e.ctl.must("vms/count", nameReq{Name: name}, &res)
+		return res.Count
+	}
 	n := 0
 	for _, obj := range e.Map().All("VirtualMachine") {
 		if vm := asVM(obj); vm != nil {

@@ -41,6 +41,11 @@ type VM struct {
 	answers    []Answer
 	choices    []LockChoice
 	ejects     int
+
+	// ctl and uuid are set for a VM of a simulator in its own process (VirtualMachine is nil then): the
+	// knobs act on the wrapped VM in that process.
+	ctl  *controlClient
+	uuid string
 }
 
 // Answer is one AnswerVM call the simulator accepted.
@@ -79,6 +84,12 @@ var (
 
 // WrapVM swaps the VM with that instance UUID for a *VM (door locked) and returns it.
 func (e *Env) WrapVM(instanceUUID string) (*VM, error) {
+	if e.ctl != nil {
+		if err := e.ctl.call("vm/wrap", uuidReq{UUID: instanceUUID}, nil); err != nil {
+			return nil, err
+		}
+		return &VM{ctl: e.ctl, uuid: instanceUUID}, nil
+	}
 	base := e.VMByInstanceUUID(instanceUUID)
 	if base == nil {
 		return nil, fmt.Errorf("no simulator VM with instance UUID %s", instanceUUID)
@@ -93,6 +104,10 @@ func (e *Env) WrapVM(instanceUUID string) (*VM, error) {
 
 // SetDoorLocked says whether the guest holds the CD-ROM door locked.
 func (v *VM) SetDoorLocked(locked bool) {
+	if v.ctl != nil {
+		v.ctl.must("vm/door", doorReq{UUID: v.uuid, Locked: locked}, nil)
+		return
+	}
 	v.mu.Lock()
 	v.doorOpen = !locked
 	v.mu.Unlock()
@@ -100,6 +115,10 @@ func (v *VM) SetDoorLocked(locked bool) {
 
 // SetLockQuestionChoices changes the choices of later lock questions (e.g. reversed or localized).
 func (v *VM) SetLockQuestionChoices(choices []LockChoice) {
+	if v.ctl != nil {
+		v.ctl.must("vm/choices", choicesReq{UUID: v.uuid, Choices: choices}, nil)
+		return
+	}
 	v.mu.Lock()
 	v.choices = append([]LockChoice(nil), choices...)
 	v.mu.Unlock()
@@ -108,6 +127,11 @@ func (v *VM) SetLockQuestionChoices(choices []LockChoice) {
 // Reconfigures counts reconfigure calls that disconnect an ISO-backed CD-ROM (accepted, waiting on the
 // lock question, or refused because another one waits), whoever made them.
 func (v *VM) Reconfigures() int {
+	if v.ctl != nil {
+		var res countResp
+		v.ctl.must("vm/reconfigures", uuidReq{UUID: v.uuid}, &res)
+		return res.Count
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.ejects
@@ -115,6 +139,11 @@ func (v *VM) Reconfigures() int {
 
 // QuestionPending reports the ID of the pending question, if any.
 func (e *Env) QuestionPending(v *VM) string {
+	if v.ctl != nil {
+		var res idResp
+		v.ctl.must("vm/question", uuidReq{UUID: v.uuid}, &res)
+		return res.ID
+	}
 	id := ""
 	e.withLock(v, func() {
 		if q := v.Runtime.Question; q != nil {
@@ -127,6 +156,14 @@ func (e *Env) QuestionPending(v *VM) string {
 // FailNextTask makes the next task of method ("ReconfigVM_Task", "PowerOnVM_Task", "PowerOffVM_Task",
 // "Destroy_Task") start normally and end in error with fault.
 func (v *VM) FailNextTask(method string, fault types.BaseMethodFault) {
+	if v.ctl != nil {
+		raw, err := encodeFault(fault)
+		if err != nil {
+			panic(err)
+		}
+		v.ctl.must("vm/fail-next-task", failTaskReq{UUID: v.uuid, Method: method, Fault: raw}, nil)
+		return
+	}
 	v.mu.Lock()
 	v.taskFaults[method] = fault
 	v.mu.Unlock()
@@ -134,6 +171,11 @@ func (v *VM) FailNextTask(method string, fault types.BaseMethodFault) {
 
 // Answers returns the answers the VM received.
 func (v *VM) Answers() []Answer {
+	if v.ctl != nil {
+		var res answersResp
+		v.ctl.must("vm/answers", uuidReq{UUID: v.uuid}, &res)
+		return res.Answers
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]Answer(nil), v.answers...)
@@ -142,6 +184,11 @@ func (v *VM) Answers() []Answer {
 // RaiseQuestion sets an arbitrary pending question (not tied to a task), e.g. an unrelated one that a
 // client must never answer. Returns its id.
 func (e *Env) RaiseQuestion(v *VM, messageID, text string) string {
+	if v.ctl != nil {
+		var res idResp
+		v.ctl.must("vm/raise-question", raiseReq{UUID: v.uuid, MessageID: messageID, Text: text}, &res)
+		return res.ID
+	}
 	id := fmt.Sprintf("_vmx%d", questionCounter.Add(1))
 	ctx := e.lockContext()
 	e.Map().WithLock(ctx, v, func() {
@@ -152,6 +199,9 @@ func (e *Env) RaiseQuestion(v *VM, messageID, text string) string {
 
 // SetCDROMISO changes the ISO behind a CD-ROM out of band ("someone changed the media").
 func (e *Env) SetCDROMISO(v *VM, key int32, iso string) error {
+	if v.ctl != nil {
+		return v.ctl.call("vm/cdrom-iso", cdromReq{UUID: v.uuid, Key: key, ISO: iso}, nil)
+	}
 	ctx := e.lockContext()
 	var err error
 	e.Map().WithLock(ctx, v, func() {
