@@ -83,7 +83,8 @@ func placementSpecOf(pool *afv1.VsphereAgentPool) vsphere.PlacementSpec {
 // checkPlacement is the pool's preflight: before any VsphereAgent is created, every object named in
 // spec.vsphere is resolved in vCenter, once per spec generation and every placementRecheckInterval.
 // Problems set PlacementValid=False with a reason per kind, a rate-limited Warning Event, and block
-// creation until a later check passes.
+// creation until a later check passes. A placement that resolves is then checked for privileges
+// (checkPrivileges).
 func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error {
 	p := s.pool
 	if s.vs == nil || p.Spec.Paused {
@@ -99,7 +100,10 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 			setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
 		}
 		s.requeueAfter(placementRecheckInterval)
-		return nil
+		if last.reason != "" {
+			return nil
+		}
+		return r.checkPrivileges(ctx, s)
 	}
 	problems, err := s.vs.CheckPlacement(ctx, placementSpecOf(p))
 	if err != nil {
@@ -116,7 +120,7 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 		r.placement.done(key, placementCheck{generation: p.Generation, at: now})
 		r.refusalEvents.clear(topic)
 		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
-		return nil
+		return r.checkPrivileges(ctx, s)
 	}
 	msgs := make([]string, 0, len(problems))
 	for _, pr := range problems {

@@ -33,6 +33,8 @@ const (
 const (
 	ReasonPrivilegesSufficient   = "PrivilegesSufficient"
 	ReasonInsufficientPrivileges = "InsufficientPrivileges"
+	// ReasonPrivilegesUnchecked: vCenter could not be asked about the privileges (see VSphereReachable).
+	ReasonPrivilegesUnchecked = "PrivilegesUnchecked"
 )
 
 // Reasons for AgentLabelsMatch.

@@ -181,6 +181,10 @@ type Client interface {
 	// CheckPlacement resolves every object a pool's VMs are placed on, read-only, and lists the ones that
 	// do not exist or are not of the right kind; an error means vCenter could not be asked.
 	CheckPlacement(ctx context.Context, spec PlacementSpec) ([]PlacementProblem, error)
+	// CheckPrivileges asks vCenter, read-only, whether the session holds the privileges the operator uses
+	// on the folder, resource pool, datastores and network of spec (RequiredPrivileges) and lists the
+	// entities with missing ones; an error means vCenter could not be asked.
+	CheckPrivileges(ctx context.Context, spec PrivilegeSpec) ([]MissingPrivileges, error)
 
 	// EjectISO disconnects and ejects one CD-ROM of an owned VM (see EjectRequest). It never blocks on a
 	// task a guest holds: it returns EjectInProgress/EjectQuestionPending and is called again later.

@@ -282,6 +282,9 @@ func (c *controller) mux() *http.ServeMux {
 		return empty{}, nil
 	})
 	handle(m, c, "faults/clear", func(empty) (any, error) { e.Model.Service.ClearFaultRules(); return empty{}, nil })
+	handle(m, c, "privileges/deny", func(r privilegeReq) (any, error) { e.DenyPrivilege(r.Entity, r.PrivID); return empty{}, nil })
+	handle(m, c, "privileges/reset", func(empty) (any, error) { e.ResetPrivileges(); return empty{}, nil })
+	handle(m, c, "privileges/denied", func(r privilegeReq) (any, error) { return privilegesResp{e.DeniedPrivileges(r.Entity)}, nil })
 	return m
 }
 

@@ -1,0 +1,95 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+const privilegesSufficientMessage = "the credentials hold the vCenter privileges the operator uses on the folder, resource pool, datastores and network"
+
+func privilegeSpecOf(pool *afv1.VsphereAgentPool) vsphere.PrivilegeSpec {
+	return vsphere.PrivilegeSpec{PlacementSpec: placementSpecOf(pool), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall}
+}
+
+// privilegeKindNames names the entity kinds in messages.
+var privilegeKindNames = map[string]string{
+	vsphere.PrivilegeFolder:       "VM folder",
+	vsphere.PrivilegeResourcePool: "resource pool",
+	vsphere.PrivilegeDatastore:    "datastore",
+	vsphere.PrivilegeISODatastore: "ISO datastore",
+	vsphere.PrivilegeNetwork:      "network",
+}
+
+// missingPrivilegesMessage names every entity and the privilege IDs missing on it.
+func missingPrivilegesMessage(missing []vsphere.MissingPrivileges) string {
+	parts := make([]string, 0, len(missing))
+	for _, m := range missing {
+		kind := privilegeKindNames[m.Kind]
+		if kind == "" {
+			kind = m.Kind
+		}
+		parts = append(parts, fmt.Sprintf("%s %s: %s", kind, m.Name, strings.Join(m.Privileges, ", ")))
+	}
+	return "the credentials lack vCenter privileges: " + strings.Join(parts, "; ") +
+		" (see docs/vcenter-privileges.md); no VM is created"
+}
+
+// privilegesMemoKey keys the memo of a pool's privilege check by pool UID and vCenter user: a recreated
+// pool or a Secret naming another account is checked afresh.
+func privilegesMemoKey(p *afv1.VsphereAgentPool, user string) string {
+	return client.ObjectKeyFromObject(p).String() + "/privileges/" + string(p.UID) + "/" + user
+}
+
+// checkPrivileges is the second half of the pool's preflight, run once the placement resolves: vCenter
+// is asked whether the credentials hold the privileges the operator uses on the folder, resource pool,
+// datastores and network (vsphere.RequiredPrivileges), once per spec generation and every
+// placementRecheckInterval. Missing ones set PrivilegesSufficient=False InsufficientPrivileges naming
+// each entity and privilege ID, a rate-limited Warning Event, and block creation until a later check
+// passes.
+func (r *PoolReconciler) checkPrivileges(ctx context.Context, s *poolScope) error {
+	p := s.pool
+	memo := privilegesMemoKey(p, s.creds.Username)
+	now := r.Opts.Clock.Now()
+	if last, due := r.placement.due(memo, p.Generation, now); !due {
+		if last.reason != "" {
+			s.preflightBlock = last.reason
+			setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, last.reason, last.message, p.Generation)
+		} else {
+			setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
+				privilegesSufficientMessage, p.Generation)
+		}
+		return nil
+	}
+	missing, err := s.vs.CheckPrivileges(ctx, privilegeSpecOf(p))
+	if err != nil {
+		// vCenter could not be asked: unknown, not insufficient. Nothing is created until it is known.
+		setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, afv1.ReasonPrivilegesUnchecked,
+			"the privileges could not be checked: "+redactText(err.Error()), p.Generation)
+		s.preflightBlock = afv1.ReasonPrivilegesUnchecked
+		s.requeueAfter(time.Minute)
+		return nil
+	}
+	topic := client.ObjectKeyFromObject(p).String() + "/privileges"
+	if len(missing) == 0 {
+		r.placement.done(memo, placementCheck{generation: p.Generation, at: now})
+		r.refusalEvents.clear(topic)
+		setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
+			privilegesSufficientMessage, p.Generation)
+		return nil
+	}
+	reason, msg := afv1.ReasonInsufficientPrivileges, missingPrivilegesMessage(missing)
+	r.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
+	s.preflightBlock = reason
+	setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, reason, msg, p.Generation)
+	if r.refusalEvents.allow(topic, reason, now) {
+		r.Recorder.Event(p, "Warning", reason, msg)
+	}
+	return nil
+}
