@@ -56,6 +56,10 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 		return nil, err
 	}
 	c.log.Info("found the VM of an earlier attempt; adopting it", "vm", info.Name, "instanceUUID", spec.Ownership.OwnerUID)
+	// The earlier attempt may have stopped between the create task and the tags (attaching is idempotent).
+	if err := c.attachTags(ctx, ref, spec.Tags); err != nil {
+		return nil, err
+	}
 	if !info.PoweredOn {
 		if info, err = c.powerOnAndRead(ctx, ref); err != nil {
 			return nil, err
