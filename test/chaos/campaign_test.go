@@ -138,7 +138,11 @@ func TestChaosCampaign(t *testing.T) {
 	}
 	notes := make(chan string, 16)
 	go supervise(ctx, k, op, func(s string) { notes <- s })
-	t.Logf("harness up in %.1fs (simulator in process: %t, VM workers: %d)", time.Since(started).Seconds(), h.VC.Model != nil, opts.VMWorkers)
+	workers := "production default"
+	if opts.VMWorkers > 0 {
+		workers = strconv.Itoa(opts.VMWorkers)
+	}
+	t.Logf("harness up in %.1fs (simulator in its own process: %t, VM workers: %s)", time.Since(started).Seconds(), h.VC.Model == nil, workers)
 
 	violations := 0
 	var durations []time.Duration

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/vmware/govmomi/view"
@@ -219,9 +220,34 @@ func (r *run) checkInvariants() {
 			}
 		}
 	}
+	r.checkTags(o)
 	r.checkISOFiles()
 	for _, v := range r.c.checkForeign(r.ctx) {
 		r.violate("%s", v)
+	}
+}
+
+// checkTags: every VM of the pool carries the pool's vmTags, including one adopted after a crash
+// between its create task and its tags.
+func (r *run) checkTags(o *obs) {
+	if r.poolObj == nil || len(r.poolObj.Spec.VSphere.VMTags) == 0 {
+		return
+	}
+	for _, vm := range o.vms {
+		sim := r.c.h.VC.VMByInstanceUUID(vm.InstanceUUID)
+		if sim == nil {
+			continue
+		}
+		tags, err := r.c.h.VC.AttachedTags(r.ctx, sim.Reference())
+		if err != nil {
+			r.violate("reading the tags of VM %s: %v", vm.Name, err)
+			continue
+		}
+		for _, want := range r.poolObj.Spec.VSphere.VMTags {
+			if !slices.Contains(tags, want) {
+				r.violate("VM %s lacks the pool's tag %q (has %v)", vm.Name, want, tags)
+			}
+		}
 	}
 }
 
