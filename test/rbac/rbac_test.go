@@ -185,6 +185,7 @@ func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, i
 		if err := m.Stop(); err != nil {
 			t.Logf("stopping the manager: %v", err)
 		}
+		rec.cutOff() // a manager that did not stop is left behind: cut it off the API server
 	}()
 
 	key := types.NamespacedName{Namespace: ns, Name: pool.Name}

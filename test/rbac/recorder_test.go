@@ -2,6 +2,8 @@ package rbac
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,18 +28,41 @@ func (a access) String() string {
 
 // recorder sees every request the operator sends to the API server and what the server answered.
 type recorder struct {
+	cut       context.Context // ends when the run is over (cutOff)
+	cutOff    context.CancelFunc
 	mu        sync.Mutex
 	used      map[access]int
 	forbidden []string // "verb group/resource: message", in order
 }
 
-func newRecorder() *recorder { return &recorder{used: map[access]int{}} }
+func newRecorder() *recorder {
+	r := &recorder{used: map[access]int{}}
+	r.cut, r.cutOff = context.WithCancel(context.Background())
+	return r
+}
 
-// wrap installs the recorder on a rest.Config (every client the manager builds from it).
+// errCutOff is what a manager gets from the API server once its run is over.
+var errCutOff = errors.New("rbac test: this manager's run is over")
+
+// wrap installs the recorder on a rest.Config (every client the manager builds from it). After cutOff the
+// manager's requests fail and its open watches end: a manager refused a list/watch cannot be stopped
+// (controller-runtime waits for its cache first), and must not keep the API server busy afterwards.
 func (r *recorder) wrap(cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
+			if r.cut.Err() != nil {
+				return nil, errCutOff
+			}
+			ctx, cancel := context.WithCancel(req.Context())
+			stop := context.AfterFunc(r.cut, cancel)
+			resp, err := rt.RoundTrip(req.WithContext(ctx))
+			if err != nil || resp == nil {
+				stop()
+				cancel()
+				return resp, err
+			}
+			// The body of a watch outlives RoundTrip: release the context when it is closed.
+			resp.Body = &bodyCloser{ReadCloser: resp.Body, done: func() { stop(); cancel() }}
 			a, ok := parseAccess(req)
 			if !ok || err != nil {
 				return resp, err
@@ -77,6 +102,18 @@ func (r *recorder) usedList() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+type bodyCloser struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *bodyCloser) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
