@@ -94,7 +94,7 @@ func (r *PoolReconciler) listPools(ctx context.Context, ns, index, value string)
 func (r *VsphereAgentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vsphereagent").
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers, RateLimiter: newVMRateLimiter()}).
 		For(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgent)).
 		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgentMachine)).
