@@ -15,6 +15,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 )
 
 // Fault campaign (issue 12): vCenter faults injected in the simulator process (its FaultInjectionRule
@@ -211,5 +212,27 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 		Expect(poolVMs(pool)).To(HaveLen(1), "one VM, never a second")
 		Expect(vsphereAgents(pool)).To(HaveLen(1))
 		Expect(callsSince(start, "CreateVM_Task")).To(Equal(uint64(2)), "the slow failed call and one retry")
+	})
+	It("a failed reconfigure (ISO ejection task): EjectionFailed, backoff on the injected clock, then ejected; the VM stays", func(ctx context.Context) {
+		es := startEjectScenario(operatorOptions{}, world.Options{}, nil)
+		va := es.boundVAs(ctx, 1)[0]
+		vm := vcVM(&va)
+		vm.FailNextTask("ReconfigVM_Task", &types.GenericVmConfigFault{Reason: "device busy"})
+		failures := isoOps(metrics.ISOOpEject, metrics.ResultFailure)
+
+		es.enable()
+		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
+		Expect(isoOps(metrics.ISOOpEject, metrics.ResultFailure) - failures).To(BeNumerically(">=", 1))
+		Eventually(func() []string { return eventsWith(ctx, &va, "ISOEjectionFailed:") }, 10*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+		By("no retry before the backoff has passed on the injected clock")
+		pokePool(es.pool)
+		Consistently(func() string { return ejectReason(&va) }, 2*time.Second, 100*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
+
+		es.op.clock.Step(11 * time.Minute) // past the longest backoff
+		pokePool(es.pool)
+		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Expect(attachedISOs(vmOf(&va))).To(BeEmpty())
+		Expect(poolVMs(es.pool)).To(HaveLen(1), "the VM stays")
+		Expect(boundAgentsOf(es.pool)).To(Equal(1))
 	})
 })
