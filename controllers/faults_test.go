@@ -235,4 +235,22 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 		Expect(poolVMs(es.pool)).To(HaveLen(1), "the VM stays")
 		Expect(boundAgentsOf(es.pool)).To(Equal(1))
 	})
+	It("a call that outlasts the pass timeout: the pass is cut off, retried, one VM", func(ctx context.Context) {
+		_, s, d, pool := startPoolScenario(operatorOptions{vmPassTimeout: 3 * time.Second}, nil)
+		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+
+		// vCenter does not answer the first create for 20 s (then fails it): longer than the pass may take.
+		vc.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "CreateVM_Task", ObjectType: "Folder",
+			ObjectName: s.Namespace, Probability: 1, FaultType: simulator.FaultTypeCustom, Enabled: true, Delay: 20000,
+			InclusionPropertyFilter: onceFilter(), Fault: &types.HostCommunication{}})
+		DeferCleanup(func() { vc.Service().ClearFaultRules() })
+		start, transient := vsphereCalls(), vmOperations("create", "Transient")
+
+		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
+		Eventually(func() int { return boundAgentsOf(pool) }, 60*time.Second, 250*time.Millisecond).Should(Equal(1))
+		Expect(vmOperations("create", "Transient")).To(BeNumerically(">", transient), "the cut-off create counted as transient")
+		Expect(callsSince(start, "CreateVM_Task")).To(BeNumerically(">=", 2), "the hung call and its retry")
+		Expect(poolVMs(pool)).To(HaveLen(1), "one VM, never a second")
+		Expect(vsphereAgents(pool)).To(HaveLen(1))
+	})
 })

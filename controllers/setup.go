@@ -46,6 +46,10 @@ type Options struct {
 	// PoolWorkers and VMWorkers are the controllers' concurrent reconciles (defaults 4 and 16): vCenter
 	// calls take seconds, so VMs are created in parallel.
 	PoolWorkers, VMWorkers int
+	// VMPassTimeout bounds one VsphereAgent pass's work (vCenter calls, task waits, hub writes) so a
+	// call that hangs does not hold a VM worker for good (default 10m); the pass's status is still
+	// written, and the retry adopts a VM a cut-off create left behind (by its instance UUID).
+	VMPassTimeout time.Duration
 	// StatusBatchInterval spaces pool status writes that only move counters (default 1s; negative disables).
 	StatusBatchInterval time.Duration
 	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its unapprove patch.
@@ -96,6 +100,9 @@ func (o *Options) defaults() {
 	}
 	if o.VMWorkers == 0 {
 		o.VMWorkers = 16
+	}
+	if o.VMPassTimeout == 0 {
+		o.VMPassTimeout = 10 * time.Minute
 	}
 	if o.StatusBatchInterval == 0 {
 		o.StatusBatchInterval = time.Second

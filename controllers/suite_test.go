@@ -100,6 +100,8 @@ type operatorOptions struct {
 	// crashPoint and schemaCheckInterval are passed to controllers.Options.
 	crashPoint          func(ctx context.Context, point string, key types.NamespacedName)
 	schemaCheckInterval time.Duration
+	// vmPassTimeout is controllers.Options.VMPassTimeout.
+	vmPassTimeout time.Duration
 }
 
 // laggingCache is the operator's cached client with Agents hidden while hide is set.
@@ -151,7 +153,7 @@ func startOperator(o operatorOptions) *operator {
 		// VMWorkers: the production default (16); the simulator's own races stay in its process.
 		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
-		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval,
+		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

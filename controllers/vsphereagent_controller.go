@@ -105,8 +105,11 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	s.pool = pool
 
+	// The pass's work ends at VMPassTimeout (a hung vCenter call); its status is written with ctx.
+	work, cancel := context.WithTimeout(ctx, r.Opts.VMPassTimeout)
+	defer cancel()
 	if !va.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, s)
+		return r.reconcileDelete(work, s)
 	}
 	if pool == nil {
 		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
@@ -132,7 +135,7 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	for _, phase := range []func(context.Context, *vmScope) (bool, error){
 		r.ensureVM, r.matchAgent, r.prepareAgent, r.trackBinding, r.checkLiveness, r.ejectISO,
 	} {
-		cont, err := phase(ctx, s)
+		cont, err := phase(work, s)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
