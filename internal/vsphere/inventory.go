@@ -63,6 +63,11 @@ func (c *client) datacenter(ctx context.Context, name string) (*dcCache, error) 
 		return nil, inventoryError("FindDatacenter", "datacenter", name, err)
 	}
 	f.SetDatacenter(dc)
+	// govmomi's Finder fills its datacenter-folders cache lazily on first use, unsynchronised; the dcCache is
+	// shared by concurrent reconciles, so fill it here, before the Finder is published.
+	if _, err := f.DefaultFolder(ctx); err != nil {
+		return nil, inventoryError("FindDatacenter", "datacenter", name, err)
+	}
 	d = &dcCache{dc: dc, finder: f, folders: map[string]*object.Folder{}, pools: map[string]*object.ResourcePool{},
 		networks: map[string]types.BaseVirtualDeviceBackingInfo{}, storage: map[string]storageTarget{},
 		datastores: map[string]*object.Datastore{}, browsers: map[string]types.ManagedObjectReference{}}

@@ -1,0 +1,35 @@
+package vsphere_test
+
+import (
+	"sync"
+	"testing"
+)
+
+// A session's datacenter cache is shared by concurrent reconciles (many pools, 16 VM workers). govmomi's
+// Finder fills its datacenter folders lazily on first use, unsynchronised: the cache must hand out a
+// Finder that is already filled, or -race reports concurrent placement checks on a fresh session.
+func TestConcurrentPlacementChecksOnAFreshSession(t *testing.T) {
+	h := newHarness(t)
+	ctx := testContext(t)
+	spec := simPrivilegeSpec().PlacementSpec
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			problems, err := h.client.CheckPlacement(ctx, spec)
+			if err == nil && len(problems) > 0 {
+				t.Errorf("the simulator's placement has problems: %v", problems)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
