@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -72,6 +73,18 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 		return ctrl.Result{}, err
 	}
 	if inUse || (agent != nil && agent.IsBound()) {
+		// A Machine that is being deleted will let its VM go soon: wait for it rather than retaining the VM
+		// now, because once this VsphereAgent (and perhaps its pool) is gone nothing would destroy it.
+		if deleting, err := machineDeleting(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, machine); err != nil {
+			return ctrl.Result{}, err
+		} else if deleting {
+			if c := findCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonWaitingForMachineDeletion {
+				r.Recorder.Eventf(va, "Normal", ReasonWaitingForMachineDeletion, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
+			}
+			setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonWaitingForMachineDeletion,
+				"VM "+va.Status.VM.Name+" backs Machine "+machine+", which is being deleted; the VM is destroyed once it is gone", va.Generation)
+			return ctrl.Result{RequeueAfter: machineDeletionPoll}, nil
+		}
 		return done("VMRetainedInUse", "VM "+va.Status.VM.Name+" still backs Machine "+machine+"; kept running")
 	}
 	if agent != nil {
@@ -136,4 +149,24 @@ func freshPool(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent)
 		return nil, err
 	}
 	return pool, nil
+}
+
+// ReasonWaitingForMachineDeletion: a VsphereAgent being deleted waits for the Machine its VM backs, which is
+// being deleted, before destroying the VM.
+const ReasonWaitingForMachineDeletion = "WaitingForMachineDeletion"
+
+// machineDeletionPoll is how often a deletion waiting for a Machine checks again (Machine events do not
+// reach a VsphereAgent that no longer tracks a binding).
+const machineDeletionPoll = 10 * time.Second
+
+// machineDeleting reports whether Machine name exists and is being deleted (read live).
+func machineDeleting(ctx context.Context, reader client.Reader, namespace, name string) (bool, error) {
+	if name == "" {
+		return false, nil
+	}
+	m := agents.New(agents.MachineGVK())
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, m); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return m.GetDeletionTimestamp() != nil, nil
 }
