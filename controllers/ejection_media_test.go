@@ -58,7 +58,7 @@ var _ = Describe("ISO ejection media", func() {
 		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
 		Expect(attachedISOs(vmOf(&va))).To(ConsistOf(driverISO))
 		Expect(ejectCondition(&va).Message).To(ContainSubstring("unrelated media left attached: " + driverISO))
-		Expect(isoOps(metrics.ISOOpEject, metrics.ResultSuccess) - ejects).To(Equal(1.0), "only our ISO counts as an ejection")
+		Expect(isoOps(metrics.ISOOpEject, metrics.ResultSuccess)-ejects).To(Equal(1.0), "only our ISO counts as an ejection")
 		Eventually(func() []string { return eventsWith(ctx, &va, "UnrelatedMediaAttached:") }, 10*time.Second, 250*time.Millisecond).
 			Should(ConsistOf(ContainSubstring(driverISO)))
 		pokePool(es.pool)
