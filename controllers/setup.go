@@ -23,6 +23,9 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
+// LeaderElectionID names the Lease the manager's replicas compete for (in the operator's namespace).
+const LeaderElectionID = "agent-forge-operator.containeroo.ch"
+
 // Options configure the controllers. Zero values are production defaults.
 type Options struct {
 	// AllowCrossNamespaceSecrets lets a pool read a credentials Secret outside its namespace.

@@ -271,7 +271,7 @@ func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, 
 		Cache:                         cacheOpts,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
 		LeaderElection:                o.LeaderElection,
-		LeaderElectionID:              "agent-forge-operator.containeroo.ch",
+		LeaderElectionID:              controllers.LeaderElectionID,
 		LeaderElectionNamespace:       id.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 	})
