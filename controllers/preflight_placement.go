@@ -49,7 +49,7 @@ func (p *placementChecks) done(key string, c placementCheck) {
 	p.last[key] = c
 }
 
-const placementValidMessage = "every object named in spec.vsphere exists and is of the right kind"
+const placementValidMessage = "every object named in spec.vsphere (and the hardware profile's datastores and storage policy) exists and is of the right kind"
 
 // placementReason maps the first problem to the PlacementValid reason.
 func placementReason(problems []vsphere.PlacementProblem) string {
@@ -66,6 +66,8 @@ func placementReason(problems []vsphere.PlacementProblem) string {
 		return afv1.ReasonFolderNotFound
 	case vsphere.PlacementNetwork:
 		return afv1.ReasonNetworkNotFound
+	case vsphere.PlacementStoragePolicy:
+		return afv1.ReasonStoragePolicyNotFound
 	}
 	return afv1.ReasonTagNotFound
 }
@@ -76,8 +78,17 @@ func placementSpecOf(pool *afv1.VsphereAgentPool) vsphere.PlacementSpec {
 	if folder == "" {
 		folder = pool.Spec.HostedClusterRef.Name
 	}
-	return vsphere.PlacementSpec{Datacenter: v.Datacenter, DatastoreCluster: v.DatastoreCluster, ISODatastore: v.ISODatastore,
+	spec := vsphere.PlacementSpec{Datacenter: v.Datacenter, DatastoreCluster: v.DatastoreCluster, ISODatastore: v.ISODatastore,
 		ResourcePool: v.ResourcePool, Folder: folder, Network: v.Network, Tags: v.VMTags}
+	if hw := pool.Spec.Template.Hardware; hw != nil {
+		spec.StoragePolicy = hw.StoragePolicyName
+		for _, d := range hw.DataDisks {
+			if d.Datastore != "" {
+				spec.DataDiskDatastores = append(spec.DataDiskDatastores, d.Datastore)
+			}
+		}
+	}
+	return spec
 }
 
 // checkPlacement is the pool's preflight: before any VsphereAgent is created, every object named in

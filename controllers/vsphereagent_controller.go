@@ -227,6 +227,7 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	va.Status.VM.Name, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID = info.Name, info.InstanceUUID, info.BIOSUUID
 	va.Status.VM.MACAddress = agents.NormalizeMAC(info.MACAddress)
 	va.Status.VM.Datacenter, va.Status.VM.ISOPath = spec.Datacenter, spec.ISOPath
+	va.Status.VM.Hardware = hardwareStatus(spec.Hardware, info)
 	if va.Status.VM.CreatedAt == nil {
 		va.Status.VM.CreatedAt = &now
 	}
@@ -252,6 +253,7 @@ func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 		Folder: folder, Network: v.Network, Tags: v.VMTags, GuestID: v.GuestID, SCSIType: v.SCSIType, Firmware: v.Firmware,
 		NetworkAdapter: v.NetworkAdapterType, NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
 		EagerlyScrub: v.DiskEagerlyScrub, ISOPath: pool.Status.ISO.Path, Ownership: ownership(va, pool),
+		Hardware: hardwareOf(pool),
 	}
 }
 

@@ -25,6 +25,8 @@ const (
 	ReasonFolderNotFound       = "FolderNotFound"
 	ReasonNetworkNotFound      = "NetworkNotFound"
 	ReasonTagNotFound          = "TagNotFound"
+	// ReasonStoragePolicyNotFound: spec.template.hardware.storagePolicyName names no vSphere storage policy.
+	ReasonStoragePolicyNotFound = "StoragePolicyNotFound"
 	// ReasonPlacementUnchecked: vCenter could not be asked (see VSphereReachable).
 	ReasonPlacementUnchecked = "PlacementUnchecked"
 )

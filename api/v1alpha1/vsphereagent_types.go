@@ -80,6 +80,11 @@ type VMStatus struct {
 	// CreatedAt is when the VM was created (the registration timeout counts from here).
 	// +optional
 	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
+	// Hardware is what of the pool's hardware profile the VM was created with (data disks, storage
+	// policy); empty when the pool has no profile.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Hardware"
+	Hardware *HardwareStatus `json:"hardware,omitempty"`
 }
 
 // ISOEjectionRecord is the crash-recovery record of one CD-ROM ejection, written before the VM is

@@ -17,6 +17,7 @@ const (
 
 // VsphereAgentPoolSpec defines the vSphere capacity that backs one HyperShift Agent NodePool.
 // +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.limits.maxVMs) || !has(self.limits.maxConcurrentProvisioning) || self.limits.maxConcurrentProvisioning <= self.limits.maxVMs",message="spec.limits.maxConcurrentProvisioning must be less than or equal to spec.limits.maxVMs",fieldPath=".limits.maxConcurrentProvisioning"
+// +kubebuilder:validation:XValidation:rule="!has(self.template) || !has(self.template.hardware) || !has(self.template.hardware.efiSecureBootEnabled) || !self.template.hardware.efiSecureBootEnabled || !has(self.vsphere.firmware) || self.vsphere.firmware == 'efi'",message="spec.template.hardware.efiSecureBootEnabled requires spec.vsphere.firmware efi",fieldPath=".template.hardware.efiSecureBootEnabled"
 type VsphereAgentPoolSpec struct {
 	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace.
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hosted Cluster"
@@ -183,6 +184,8 @@ type VSphereSpec struct {
 }
 
 // VMTemplateSpec sizes and names the VMs of a pool.
+// +kubebuilder:validation:XValidation:rule="!has(self.hardware) || !has(self.hardware.numCoresPerSocket) || (has(self.numCPUs) ? self.numCPUs : 4) % self.hardware.numCoresPerSocket == 0",message="spec.template.numCPUs must be a multiple of spec.template.hardware.numCoresPerSocket",fieldPath=".hardware.numCoresPerSocket"
+// +kubebuilder:validation:XValidation:rule="!has(self.hardware) || !has(self.hardware.memoryReservationMiB) || self.hardware.memoryReservationMiB <= (has(self.memoryMiB) ? self.memoryMiB : 16384)",message="spec.template.hardware.memoryReservationMiB must not exceed spec.template.memoryMiB",fieldPath=".hardware.memoryReservationMiB"
 type VMTemplateSpec struct {
 	// NamePrefix prefixes VM names (VM name = <namePrefix>-<suffix>; also the Agent hostname).
 	// Empty means <hostedCluster>-<role>.
@@ -216,6 +219,12 @@ type VMTemplateSpec struct {
 	// +kubebuilder:validation:Maximum=65536
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Disk (GiB)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	DiskGiB int32 `json:"diskGiB,omitempty"`
+
+	// Hardware is the optional hardware profile (cores per socket, memory reservation, data disks,
+	// storage policy, nested virtualization, secure boot, allow-listed extraConfig). Unset: none of it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hardware Profile",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
+	Hardware *HardwareSpec `json:"hardware,omitempty"`
 }
 
 // A named type so the schema bounds each map value: a CEL rule over unbounded map values exceeds the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/pbm"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/session/keepalive"
@@ -38,6 +39,9 @@ type client struct {
 	mu        sync.Mutex
 	dcs       map[string]*dcCache
 	taskTimes map[string]time.Duration // learned task durations by kind, for the first poll
+
+	pbmMu sync.Mutex
+	pbm   *pbm.Client // storage policy service, connected lazily
 
 	restMu sync.Mutex
 	rest   *rest.Client // logged in lazily, for tags

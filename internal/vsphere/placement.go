@@ -20,11 +20,15 @@ type PlacementSpec struct {
 	Folder  string
 	Network string
 	Tags    []string
+	// DataDiskDatastores are the single datastores the hardware profile's data disks name.
+	DataDiskDatastores []string
+	// StoragePolicy is the hardware profile's SPBM policy name (empty: none).
+	StoragePolicy string
 }
 
 // PlacementProblem is one object of a PlacementSpec that does not resolve.
 type PlacementProblem struct {
-	// Kind is Datacenter, Datastore, ISODatastore, ResourcePool, Folder, Network or Tag.
+	// Kind is Datacenter, Datastore, ISODatastore, ResourcePool, Folder, Network, Tag or StoragePolicy.
 	Kind    string
 	Name    string
 	Message string
@@ -39,6 +43,8 @@ const (
 	PlacementFolder       = "Folder"
 	PlacementNetwork      = "Network"
 	PlacementTag          = "Tag"
+	// PlacementStoragePolicy: the hardware profile's storage policy does not exist.
+	PlacementStoragePolicy = "StoragePolicy"
 )
 
 // CheckPlacement resolves every object of spec (read-only: nothing is created) and lists those that
@@ -79,6 +85,14 @@ func (c *client) checkPlacement(ctx context.Context, spec PlacementSpec) ([]Plac
 		return nil, err
 	}
 	if _, err := d.network(ctx, spec.Network); note(PlacementNetwork, spec.Network, err) != nil {
+		return nil, err
+	}
+	for _, ds := range spec.DataDiskDatastores {
+		if _, err := d.datastore(ctx, ds); note(PlacementDatastore, ds, err) != nil {
+			return nil, err
+		}
+	}
+	if _, err := c.storagePolicyID(ctx, spec.StoragePolicy); note(PlacementStoragePolicy, spec.StoragePolicy, err) != nil {
 		return nil, err
 	}
 	if len(spec.Tags) > 0 {

@@ -55,6 +55,8 @@ type VMSpec struct {
 	// ISOPath is a datastore path "[datastore] dir/file.iso" attached to the CD-ROM.
 	ISOPath   string
 	Ownership Ownership
+	// Hardware is the optional hardware profile (zero: none).
+	Hardware Hardware
 }
 
 // VMInfo is what the operator reads back about a VM.
@@ -68,8 +70,13 @@ type VMInfo struct {
 	CDROMs       []CDROM
 	NumCPUs      int32
 	MemoryMiB    int64
-	DiskGiB      int32
-	Question     *Question
+	// DiskGiB is the boot disk's size; Disks lists every disk, boot disk first.
+	DiskGiB  int32
+	Disks    []Disk
+	Question *Question
+	// StoragePolicyID is the SPBM profile ID set on the VM's disks when CreateVM created it (empty when
+	// the spec names no policy, or the VM was adopted).
+	StoragePolicyID string
 	// Adopted is set by CreateVM when it found the VM of an earlier attempt (a crash between create and
 	// status write) instead of creating one.
 	Adopted bool

@@ -93,14 +93,15 @@ func toVMInfo(vm *mo.VirtualMachine) *VMInfo {
 		info.NumCPUs = vm.Config.Hardware.NumCPU
 		info.MemoryMiB = int64(vm.Config.Hardware.MemoryMB)
 		devices := object.VirtualDeviceList(vm.Config.Hardware.Device)
+		if info.Disks = disksOf(devices); len(info.Disks) > 0 {
+			info.DiskGiB = info.Disks[0].SizeGiB
+		}
 		for _, d := range devices {
 			switch dev := d.(type) {
 			case types.BaseVirtualEthernetCard:
 				if info.MACAddress == "" {
 					info.MACAddress = dev.GetVirtualEthernetCard().MacAddress
 				}
-			case *types.VirtualDisk:
-				info.DiskGiB += int32(dev.CapacityInKB / (1024 * 1024))
 			case *types.VirtualCdrom:
 				info.CDROMs = append(info.CDROMs, toCDROM(dev))
 			}

@@ -23,6 +23,9 @@ func (c *client) createVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
 	if err := validateSpec(spec); err != nil {
 		return nil, err
 	}
+	if err := validateHardware(spec); err != nil {
+		return nil, err
+	}
 	d, err := c.datacenter(ctx, spec.Datacenter)
 	if err != nil {
 		return nil, err
@@ -34,7 +37,8 @@ func (c *client) createVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
 	if ref != nil {
 		return c.adoptExisting(ctx, spec, *ref)
 	}
-	ref, err = c.createFromScratch(ctx, d, spec)
+	var policyID string
+	ref, policyID, err = c.createFromScratch(ctx, d, spec)
 	if err != nil {
 		if ClassOf(classify("", err)) == ClassNotFound {
 			c.forget(spec.Datacenter) // a cached folder/pool/datastore vanished; resolve again next time
@@ -42,7 +46,11 @@ func (c *client) createVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
 		return nil, err
 	}
 	c.log.Info("created VM", "vm", spec.Name, "instanceUUID", spec.Ownership.OwnerUID)
-	return c.powerOnAndRead(ctx, *ref)
+	info, err := c.powerOnAndRead(ctx, *ref)
+	if info != nil {
+		info.StoragePolicyID = policyID
+	}
+	return info, err
 }
 
 // adoptExisting continues with a VM found by instance UUID: ours only when the marker matches.
@@ -107,60 +115,85 @@ func validateSpec(spec VMSpec) error {
 }
 
 // createFromScratch builds the config spec, places it and runs CreateVM_Task; the task result is the VM.
-func (c *client) createFromScratch(ctx context.Context, d *dcCache, spec VMSpec) (*types.ManagedObjectReference, error) {
+func (c *client) createFromScratch(ctx context.Context, d *dcCache, spec VMSpec) (*types.ManagedObjectReference, string, error) {
 	folder, err := d.folder(ctx, spec.Folder)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	pool, err := d.pool(ctx, spec.ResourcePool)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	backing, err := d.network(ctx, spec.Network)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	storage, err := d.storageFor(ctx, spec.DatastoreCluster)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	cfg, disk, err := configSpec(spec, backing)
+	policyID, err := c.storagePolicyID(ctx, spec.Hardware.StoragePolicyName)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	cfg, disks, err := configSpec(spec, backing, policyID)
+	if err != nil {
+		return nil, "", err
+	}
+	// Data disks naming a datastore go there; the others follow the boot disk.
+	pinned := map[*types.VirtualDisk]*object.Datastore{}
+	var follow []*types.VirtualDisk
+	for i, disk := range disks {
+		if i == 0 || spec.Hardware.DataDisks[i-1].Datastore == "" {
+			follow = append(follow, disk)
+			continue
+		}
+		if pinned[disk], err = d.datastore(ctx, spec.Hardware.DataDisks[i-1].Datastore); err != nil {
+			return nil, "", err
+		}
 	}
 	ds := storage.ds
 	if storage.pod != nil {
-		if ds, err = c.recommendDatastore(ctx, d, storage.pod, pool, &cfg, disk); err != nil {
-			return nil, err
+		if ds, err = c.recommendDatastore(ctx, d, storage.pod, pool, &cfg, follow); err != nil {
+			return nil, "", err
 		}
 	}
-	dsRef := ds.Reference()
-	disk.Backing.(*types.VirtualDiskFlatVer2BackingInfo).Datastore = &dsRef
+	for _, disk := range follow {
+		pinned[disk] = ds
+	}
+	for disk, target := range pinned {
+		ref := target.Reference()
+		b := disk.Backing.(*types.VirtualDiskFlatVer2BackingInfo)
+		b.Datastore = &ref
+		if target != ds {
+			b.FileName = fmt.Sprintf("[%s]", target.Name())
+		}
+	}
 	cfg.Files = &types.VirtualMachineFileInfo{VmPathName: fmt.Sprintf("[%s]", ds.Name())}
 
 	t, err := folder.CreateVM(ctx, cfg, pool, nil)
 	if err != nil {
-		return nil, createError(err)
+		return nil, "", createError(err)
 	}
 	if err := crashpoint.Hit(ctx, crashpoint.VMCreateTaskStarted); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	info, err := c.waitTaskOf(ctx, "CreateVM", t.Reference())
 	if err != nil {
-		return nil, createError(err)
+		return nil, "", createError(err)
 	}
 	if err := crashpoint.Hit(ctx, crashpoint.VMCreated); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ref, ok := info.Result.(types.ManagedObjectReference)
 	if !ok {
-		return nil, NewError(ClassFault, "CreateVM", "CreateVM task returned no VM")
+		return nil, "", NewError(ClassFault, "CreateVM", "CreateVM task returned no VM")
 	}
 	if err := c.attachTags(ctx, ref, spec.Tags); err != nil {
 		// The VM exists and carries our marker; a retry finds it by instance UUID and tags it again.
-		return nil, err
+		return nil, "", err
 	}
-	return &ref, nil
+	return &ref, policyID, nil
 }
 
 // createError: vCenter refuses a name already taken in the folder (DuplicateName, from the call or the
@@ -177,9 +210,13 @@ func createError(err error) error {
 // recommendDatastore asks Storage DRS where the new VM's disk goes and applies the first recommendation
 // by pinning the disk (and VM files) to its destination datastore, as initial placement does.
 func (c *client) recommendDatastore(ctx context.Context, d *dcCache, pod *object.StoragePod, pool *object.ResourcePool,
-	cfg *types.VirtualMachineConfigSpec, disk *types.VirtualDisk) (*object.Datastore, error) {
+	cfg *types.VirtualMachineConfigSpec, disks []*types.VirtualDisk) (*object.Datastore, error) {
 	podRef := pod.Reference()
 	poolRef := pool.Reference()
+	locators := make([]types.PodDiskLocator, 0, len(disks))
+	for _, disk := range disks {
+		locators = append(locators, types.PodDiskLocator{DiskId: disk.Key, DiskBackingInfo: disk.Backing})
+	}
 	sps := types.StoragePlacementSpec{
 		Type:         string(types.StoragePlacementSpecPlacementTypeCreate),
 		ResourcePool: &poolRef,
@@ -188,7 +225,7 @@ func (c *client) recommendDatastore(ctx context.Context, d *dcCache, pod *object
 			StoragePod: &podRef,
 			InitialVmConfig: []types.VmPodConfigForPlacement{{
 				StoragePod: podRef,
-				Disk:       []types.PodDiskLocator{{DiskId: disk.Key, DiskBackingInfo: disk.Backing}},
+				Disk:       locators,
 			}},
 		},
 	}

@@ -20,10 +20,11 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// configSpec builds the CreateVM config: SCSI controller + disk, IDE controller + CD-ROM with the ISO,
-// one NIC, disk.EnableUUID, the ownership marker and the instance UUID = owner UID. It returns the disk
-// so placement can pin it to a datastore.
-func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo) (types.VirtualMachineConfigSpec, *types.VirtualDisk, error) {
+// configSpec builds the CreateVM config: SCSI controller + boot disk (+ the profile's data disks), IDE
+// controller + CD-ROM with the ISO, one NIC, disk.EnableUUID, the ownership marker, the instance UUID =
+// owner UID and the hardware profile (policyID: its storage policy, resolved). It returns the disks,
+// boot disk first, so placement can pin them to datastores.
+func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo, policyID string) (types.VirtualMachineConfigSpec, []*types.VirtualDisk, error) {
 	var devices object.VirtualDeviceList
 
 	scsi, err := devices.CreateSCSIController(orDefault(spec.SCSIType, DefaultSCSIType))
@@ -32,19 +33,18 @@ func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo) (typ
 	}
 	devices = append(devices, scsi)
 
-	disk := &types.VirtualDisk{
-		VirtualDevice: types.VirtualDevice{
-			Key: devices.NewKey(),
-			Backing: &types.VirtualDiskFlatVer2BackingInfo{
-				DiskMode:        string(types.VirtualDiskModePersistent),
-				ThinProvisioned: types.NewBool(!spec.EagerlyScrub),
-				EagerlyScrub:    types.NewBool(spec.EagerlyScrub),
-			},
-		},
-		CapacityInKB: int64(spec.DiskGiB) * 1024 * 1024,
+	disks := make([]*types.VirtualDisk, 0, 1+len(spec.Hardware.DataDisks))
+	addDisk := func(sizeGiB int32, mode string) {
+		disk := newDisk(sizeGiB, mode)
+		disk.Key = devices.NewKey()
+		devices.AssignController(disk, scsi.(types.BaseVirtualController))
+		devices = append(devices, disk)
+		disks = append(disks, disk)
 	}
-	devices.AssignController(disk, scsi.(types.BaseVirtualController))
-	devices = append(devices, disk)
+	addDisk(spec.DiskGiB, bootProvisioning(spec.EagerlyScrub))
+	for _, d := range spec.Hardware.DataDisks {
+		addDisk(d.SizeGiB, d.Provisioning)
+	}
 
 	ide, _ := devices.CreateIDEController()
 	devices = append(devices, ide)
@@ -88,5 +88,6 @@ func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo) (typ
 			&types.OptionValue{Key: ExtraConfigPool, Value: o.PoolName},
 		},
 	}
-	return cfg, disk, nil
+	applyHardware(&cfg, spec.Hardware, policyID)
+	return cfg, disks, nil
 }

@@ -40,6 +40,9 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
+	// Registers the storage policy (SPBM) endpoint with the simulator: its stock policies include
+	// "vSAN Default Storage Policy".
+	_ "github.com/vmware/govmomi/pbm/simulator"
 	// Registers the vAPI (REST: tags, content library) endpoints with the simulator.
 	_ "github.com/vmware/govmomi/vapi/simulator"
 

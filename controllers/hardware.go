@@ -1,0 +1,53 @@
+package controllers
+
+import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// hardwareOf renders the pool's hardware profile for the vSphere client; no profile is the zero value
+// (the VM exactly as before profiles existed).
+func hardwareOf(pool *afv1.VsphereAgentPool) vsphere.Hardware {
+	hw := pool.Spec.Template.Hardware
+	if hw == nil {
+		return vsphere.Hardware{}
+	}
+	out := vsphere.Hardware{
+		StoragePolicyName: hw.StoragePolicyName, NestedHV: hw.NestedHVEnabled, SecureBoot: hw.EFISecureBootEnabled,
+	}
+	if hw.NumCoresPerSocket != nil {
+		out.NumCoresPerSocket = *hw.NumCoresPerSocket
+	}
+	if hw.MemoryReservationMiB != nil {
+		out.MemoryReservationMiB = *hw.MemoryReservationMiB
+	}
+	for _, d := range hw.DataDisks {
+		out.DataDisks = append(out.DataDisks, vsphere.DataDisk{Name: d.Name, SizeGiB: d.SizeGiB,
+			Provisioning: string(d.ProvisioningMode), Datastore: d.Datastore})
+	}
+	if len(hw.ExtraConfig) > 0 {
+		out.ExtraConfig = make(map[string]string, len(hw.ExtraConfig))
+		for k, v := range hw.ExtraConfig {
+			out.ExtraConfig[k] = string(v)
+		}
+	}
+	return out
+}
+
+// hardwareStatus is what users need to see on the VsphereAgent of the profile its VM got: the data
+// disks as created (datastore read back from the VM) and the storage policy with its ID. Nil when the
+// VM has neither.
+func hardwareStatus(hw vsphere.Hardware, info *vsphere.VMInfo) *afv1.HardwareStatus {
+	if len(hw.DataDisks) == 0 && hw.StoragePolicyName == "" {
+		return nil
+	}
+	st := &afv1.HardwareStatus{StoragePolicy: hw.StoragePolicyName, StoragePolicyID: info.StoragePolicyID}
+	for i, d := range hw.DataDisks {
+		ds := afv1.DataDiskStatus{Name: d.Name, SizeGiB: d.SizeGiB, ProvisioningMode: afv1.ProvisioningMode(d.Provisioning)}
+		if i+1 < len(info.Disks) { // the boot disk comes first
+			ds.Datastore = info.Disks[i+1].Datastore
+		}
+		st.DataDisks = append(st.DataDisks, ds)
+	}
+	return st
+}
