@@ -3,6 +3,8 @@ package controllers
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
 
 // Reasons shared by the controllers.
@@ -15,8 +17,8 @@ const (
 	ReasonInfraEnvReady         = "ISOURLAvailable"
 	ReasonInfraEnvMissing       = "InfraEnvNotFound"
 	ReasonRegistrationHealthy   = "RegistrationHealthy"
-	ReasonRegistrationFailing   = "RegistrationFailing"
-	ReasonRegistrationTimeout   = "RegistrationTimeout"
+	ReasonRegistrationFailing   = planner.ReasonRegistrationFailing
+	ReasonRegistrationTimeout   = planner.ReasonRegistrationTimeout
 	ReasonProvisioning          = "ProvisioningInProgress"
 	ReasonCapacitySatisfied     = "CapacitySatisfied"
 	ReasonWaitingForISO         = "WaitingForISO"

@@ -379,28 +379,18 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 			in.ForeignAvailable++
 		}
 	}
-	// The Agents' own state is fresher than the VsphereAgents' status: a VM whose Agent is already
-	// reserved is in use even if its VsphereAgent has not caught up yet.
-	agentOfVM := map[string]agents.Agent{}
-	for _, a := range s.matching {
-		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" {
-			agentOfVM[name] = a
-		}
-	}
 	now := r.Opts.Clock.Now()
+	observed := observeVMs(s, deleting)
 	var expired []afv1.VsphereAgent
-	for _, va := range s.vas {
-		st := vmStateOf(&va, deleting[va.Name])
-		if a, ok := agentOfVM[va.Name]; ok && a.IsBound() && !st.Releasing {
-			st.InUse, st.InFlight, st.Available, st.Released = true, false, false, false
-		}
-		in.VMs = append(in.VMs, st)
-		if va.Status.VM.Phase == afv1.VMPhaseFailed && va.DeletionTimestamp.IsZero() &&
-			va.Status.VM.LastTransitionTime != nil && now.Sub(va.Status.VM.LastTransitionTime.Time) > r.Opts.FailedRetention {
-			expired = append(expired, va)
+	for i, o := range observed {
+		in.VMs = append(in.VMs, planner.StateOf(o))
+		if planner.FailedExpired(o, now, r.Opts.FailedRetention) {
+			expired = append(expired, s.vas[i])
 		}
 	}
-	s.blocked = r.creationBlocked(s)
+	if planner.RegistrationFailing(observed, r.Opts.RegistrationFailureThreshold) {
+		s.blocked = ReasonRegistrationFailing
+	}
 	switch {
 	case s.blocked != "":
 		in.CreateBlocked, in.BlockReason = true, s.blocked
@@ -442,51 +432,34 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 	return kerrors.NewAggregate(errs)
 }
 
-// vmStateOf maps a VsphereAgent to the planner's view.
-func vmStateOf(va *afv1.VsphereAgent, deleting bool) planner.VMState {
-	st := planner.VMState{Name: va.Name, CreatedAt: va.CreationTimestamp.Time}
-	if deleting || !va.DeletionTimestamp.IsZero() {
-		st.Releasing = true
-		return st
-	}
-	switch va.Status.VM.Phase {
-	case afv1.VMPhaseFailed:
-		st.Failed = true
-	case afv1.VMPhaseBound:
-		st.InUse = true
-	case afv1.VMPhaseAvailable:
-		st.Available = true
-	case afv1.VMPhaseReleased:
-		st.Released = true
-	default: // "", Pending, Provisioning
-		st.InFlight = true
-	}
-	if va.Status.VM.MachineRef != "" && va.Status.VM.Phase != afv1.VMPhaseReleased {
-		st.InUse = true
-	}
-	return st
-}
-
-// creationBlocked stops creation when the pool's most recent VMs all failed to register, instead of
-// creating VMs in a loop. Deleting the failed VsphereAgents (or waiting FailedRetention) retries.
-func (r *PoolReconciler) creationBlocked(s *poolScope) string {
-	var lastSuccess time.Time
-	for _, va := range s.vas {
-		if c := findCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" && c.LastTransitionTime.After(lastSuccess) {
-			lastSuccess = c.LastTransitionTime.Time
+// observeVMs maps each of the pool's VsphereAgents (s.vas, same order) to what the planner decides on.
+// deleting names the ones the pool deleted that its cache still lists. The Agents' own state is fresher
+// than the VsphereAgents' status: whether a VM's Agent is already bound is read from the Agent.
+func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation {
+	boundAgentOfVM := map[string]bool{}
+	for _, a := range s.matching {
+		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" {
+			boundAgentOfVM[name] = a.IsBound()
 		}
 	}
-	failed := 0
-	for _, va := range s.vas {
-		if va.Status.VM.Phase == afv1.VMPhaseFailed && failedCreationCountsAsFailure(va.Status.VM.Reason) &&
-			va.Status.VM.LastTransitionTime != nil && va.Status.VM.LastTransitionTime.After(lastSuccess) {
-			failed++
+	out := make([]planner.VMObservation, 0, len(s.vas))
+	for i := range s.vas {
+		va := &s.vas[i]
+		o := planner.VMObservation{
+			Name: va.Name, Phase: va.Status.VM.Phase, Reason: va.Status.VM.Reason,
+			Deleting: !va.DeletionTimestamp.IsZero(), DeleteIssued: deleting[va.Name],
+			MachineRef: va.Status.VM.MachineRef != "", AgentBound: boundAgentOfVM[va.Name],
+			CreatedAt: va.CreationTimestamp.Time,
 		}
+		if t := va.Status.VM.LastTransitionTime; t != nil {
+			o.PhaseChangedAt = t.Time
+		}
+		if c := findCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
+			o.RegisteredAt = c.LastTransitionTime.Time
+		}
+		out = append(out, o)
 	}
-	if failed >= r.Opts.RegistrationFailureThreshold {
-		return ReasonRegistrationFailing
-	}
-	return ""
+	return out
 }
 
 // createVsphereAgents creates n VsphereAgents named <namePrefix>-<random>.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -32,26 +33,16 @@ func createFailureReason(err error) string {
 	case vsphere.ClassInvalid:
 		return afv1.ReasonInvalidPlacement
 	case vsphere.ClassOwnership:
-		return string(vsphere.ClassOwnership)
+		return planner.ReasonOwnershipMismatch
 	}
 	return afv1.ReasonVMCreateFailed
-}
-
-// failedCreationCountsAsFailure lists the Failed reasons the pool's registration breaker counts: VMs that
-// never registered and VMs whose creation was refused for good.
-func failedCreationCountsAsFailure(reason string) bool {
-	switch reason {
-	case ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, string(vsphere.ClassOwnership):
-		return true
-	}
-	return false
 }
 
 // createFailed gives a failed VM creation an exit instead of a phase-less retry loop.
 //   - A permanent refusal (permanentAllowed, see vsphere.IsPermanentCreateError: the name is taken by a
 //     VM that is not ours, the placement does not resolve, a VM with our instance UUID lacks our marker)
 //     makes the VsphereAgent Failed at once with that reason: the pool replaces it under a new name,
-//     counts it towards the registration breaker and deletes it after FailedRetention like any failure.
+//     counts it towards the registration breaker (planner.CountsTowardsBreaker) and deletes it after FailedRetention like any failure.
 //     The other VM is never touched.
 //   - Anything else is retried with backoff until registrationTimeout, counted from the VsphereAgent's
 //     creation, has passed; then it is Failed (RegistrationTimeout) as well.

@@ -8,21 +8,11 @@ import (
 	"time"
 )
 
-// VMState is what the planner needs to know about one of the pool's VMs (one VsphereAgent).
+// VMState is what the planner needs to know about one of the pool's VMs (one VsphereAgent): its one
+// lifecycle state (see Lifecycle) and its age.
 type VMState struct {
-	Name string
-	// InFlight: created (or being created) but its Agent has not registered or is not yet suitable.
-	InFlight bool
-	// Available: its Agent is registered, prepared and free to bind.
-	Available bool
-	// InUse: its Agent is bound/reserved, or a Machine references it. Never surplus.
-	InUse bool
-	// Failed: its VM never registered (or vanished); not capacity.
-	Failed bool
-	// Releasing: already being released (deleting).
-	Releasing bool
-	// Released: its Agent was unbound after use (scale-down); the VM is removed, never reused.
-	Released bool
+	Name  string
+	State VMLifecycle
 	// CreatedAt orders surplus removal (newest first).
 	CreatedAt time.Time
 }
@@ -89,22 +79,20 @@ func Compute(in Input) Plan {
 	var p Plan
 	total := in.PendingCreates
 	for _, vm := range in.VMs {
-		switch {
-		case vm.Releasing:
+		switch vm.State {
+		case VMReleasing:
 			continue
-		case vm.Failed:
+		case VMFailed:
 			p.Failed++
 			continue
-		case vm.Released && !vm.InUse:
+		case VMReleased:
 			// Still a VM until destroyed: counts against maxVMs, never as supply.
 			p.Released = append(p.Released, vm.Name)
-			total++
-			continue
-		case vm.InUse:
+		case VMInUse:
 			p.InUse++
-		case vm.Available:
+		case VMAvailable:
 			p.Available++
-		case vm.InFlight:
+		case VMInFlight:
 			p.InFlight++
 		}
 		total++
@@ -197,16 +185,14 @@ func (p *Plan) capBy(create, limit, used int, reason, situation string) int {
 func pickSurplus(vms []VMState, n int) []string {
 	var cands []VMState
 	for _, vm := range vms {
-		if vm.Releasing || vm.Failed || vm.InUse || vm.Released {
-			continue
-		}
-		if vm.Available || vm.InFlight {
+		switch vm.State {
+		case VMAvailable, VMInFlight:
 			cands = append(cands, vm)
 		}
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].InFlight != cands[j].InFlight {
-			return cands[i].InFlight
+		if inFlightI, inFlightJ := cands[i].State == VMInFlight, cands[j].State == VMInFlight; inFlightI != inFlightJ {
+			return inFlightI
 		}
 		if !cands[i].CreatedAt.Equal(cands[j].CreatedAt) {
 			return cands[i].CreatedAt.After(cands[j].CreatedAt)

@@ -6,18 +6,32 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
-// VM state bits of one fuzzed VM (any combination, including contradictory ones a stale cache can
-// produce, e.g. Released and InUse at once).
+// Observation bits of one fuzzed VM: the low three bits pick the VsphereAgent phase, the others set
+// the observed facts, in any combination (including ones a stale cache can produce, e.g. phase Released
+// while its Agent is bound again).
 const (
-	bitInFlight = 1 << iota
-	bitAvailable
-	bitInUse // bound/reserved Agent, or a Machine references the VM (vmStateOf sets InUse for a machineRef)
-	bitFailed
-	bitReleasing
-	bitReleased
+	bitDeleting = 1 << (iota + 3)
+	bitDeleteIssued
+	bitMachineRef
+	bitAgentBound
 )
+
+// fuzzPhases are the VsphereAgent phases a fuzzed VM can report, the empty one (never written yet) first.
+var fuzzPhases = []afv1.VMPhase{"", afv1.VMPhasePending, afv1.VMPhaseProvisioning, afv1.VMPhaseAvailable,
+	afv1.VMPhaseBound, afv1.VMPhaseReleased, afv1.VMPhaseFailed, afv1.VMPhaseDeleting}
+
+// fuzzObservation decodes one observation byte.
+func fuzzObservation(name string, b byte, createdAt time.Time) VMObservation {
+	return VMObservation{
+		Name: name, Phase: fuzzPhases[b&7], CreatedAt: createdAt,
+		Deleting: b&bitDeleting != 0, DeleteIssued: b&bitDeleteIssued != 0,
+		MachineRef: b&bitMachineRef != 0, AgentBound: b&bitAgentBound != 0,
+	}
+}
 
 // Input flag bits.
 const (
@@ -28,22 +42,14 @@ const (
 	flagMaxConc
 )
 
-// fuzzVMs decodes two bytes per VM: state bits, creation minute (ties are frequent on purpose).
+// fuzzVMs decodes two bytes per VM: observation bits (mapped through Lifecycle, so the plan is fuzzed
+// from what a pass observes), creation minute (ties are frequent on purpose).
 func fuzzVMs(b []byte) []VMState {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var out []VMState
 	for i := 0; i+1 < len(b) && len(out) < 256; i += 2 {
-		s := b[i]
-		out = append(out, VMState{
-			Name:      fmt.Sprintf("vm-%03d", len(out)),
-			InFlight:  s&bitInFlight != 0,
-			Available: s&bitAvailable != 0,
-			InUse:     s&bitInUse != 0,
-			Failed:    s&bitFailed != 0,
-			Releasing: s&bitReleasing != 0,
-			Released:  s&bitReleased != 0,
-			CreatedAt: base.Add(time.Duration(b[i+1]%16) * time.Minute),
-		})
+		o := fuzzObservation(fmt.Sprintf("vm-%03d", len(out)), b[i], base.Add(time.Duration(b[i+1]%16)*time.Minute))
+		out = append(out, StateOf(o))
 	}
 	return out
 }
@@ -63,13 +69,15 @@ func fuzzVMs(b []byte) []VMState {
 //   - the Delete/Create actions agree with Release/Create, and the plan does not depend on the order
 //     of the VM list nor modify the input.
 func FuzzPlan(f *testing.F) {
-	// Seeds: the former FuzzCompute seed ("ffauxr"), a scale-down, a burst with pending creates, caps.
-	f.Add(uint16(5), uint16(1), uint16(2), []byte{1, 0, 1, 1, 2, 2, 4, 3, 8, 4, 16, 5}, int32(10), int32(3), uint8(flagRemoveSurplus|flagMaxVMs|flagMaxConc))
-	f.Add(uint16(0), uint16(0), uint16(0), []byte{2, 0, 2, 1, 4, 2, 6, 3, 36, 4, 32, 5}, int32(0), int32(1), uint8(flagRemoveSurplus))
-	f.Add(uint16(20), uint16(0), uint16(5), []byte{1, 0, 1, 0, 1, 0}, int32(12), int32(4), uint8(flagMaxVMs|flagMaxConc))
-	f.Add(uint16(3), uint16(5), uint16(0), []byte{2, 1, 1, 2, 6, 3}, int32(0), int32(1), uint8(flagRemoveSurplus))
+	// Seeds (phase index | observation bits, minute): in flight, in flight, available, bound, failed,
+	// deleting available; a scale-down with released VMs (one of them bound again, one with a leftover
+	// machineRef); a burst with pending creates; caps; paused; blocked.
+	f.Add(uint16(5), uint16(1), uint16(2), []byte{2, 0, 2, 1, 3, 2, 4, 3, 6, 4, 3 | bitDeleting, 5}, int32(10), int32(3), uint8(flagRemoveSurplus|flagMaxVMs|flagMaxConc))
+	f.Add(uint16(0), uint16(0), uint16(0), []byte{3, 0, 3, 1, 5, 2, 5 | bitAgentBound, 3, 1 | bitMachineRef, 4, 5 | bitMachineRef, 5}, int32(0), int32(1), uint8(flagRemoveSurplus))
+	f.Add(uint16(20), uint16(0), uint16(5), []byte{2, 0, 2, 0, 0, 0}, int32(12), int32(4), uint8(flagMaxVMs|flagMaxConc))
+	f.Add(uint16(3), uint16(5), uint16(0), []byte{3, 1, 2, 2, 3 | bitMachineRef, 3}, int32(0), int32(1), uint8(flagRemoveSurplus))
 	f.Add(uint16(4), uint16(0), uint16(0), []byte{}, int32(0), int32(1), uint8(flagPaused|flagRemoveSurplus))
-	f.Add(uint16(4), uint16(0), uint16(0), []byte{32, 0, 40, 1}, int32(0), int32(1), uint8(flagCreateBlocked|flagRemoveSurplus))
+	f.Add(uint16(4), uint16(0), uint16(0), []byte{5, 0, 5 | bitDeleteIssued, 1}, int32(0), int32(1), uint8(flagCreateBlocked|flagRemoveSurplus))
 	f.Fuzz(func(t *testing.T, waiting, foreign, pending uint16, vmBytes []byte, maxVMs, maxConc int32, flags uint8) {
 		in := Input{
 			Waiting: int(waiting), ForeignAvailable: int(foreign), PendingCreates: int(pending),
@@ -103,21 +111,17 @@ func FuzzPlan(f *testing.F) {
 		var releasedAfterUse []string
 		for _, vm := range in.VMs {
 			byName[vm.Name] = vm
-			if vm.Releasing || vm.Failed {
+			if vm.State == VMReleasing || vm.State == VMFailed {
 				continue
 			}
 			live++
-			if vm.InUse {
-				continue
-			}
-			if vm.Released {
+			switch vm.State {
+			case VMReleased:
 				releasedAfterUse = append(releasedAfterUse, vm.Name)
-				continue
-			}
-			if vm.Available || vm.InFlight {
+			case VMAvailable:
 				supply++
-			}
-			if vm.InFlight && !vm.Available {
+			case VMInFlight:
+				supply++
 				inFlight++
 			}
 		}
@@ -167,13 +171,13 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("released %q twice", name)
 			}
 			seen[name] = true
-			if vm.InUse {
+			if vm.State == VMInUse {
 				t.Fatalf("released VM %q that is in use (bound, reserved or backing a Machine): %+v", name, vm)
 			}
-			if vm.Releasing || vm.Failed {
+			if vm.State == VMReleasing || vm.State == VMFailed {
 				t.Fatalf("released VM %q that is releasing or failed: %+v", name, vm)
 			}
-			if !vm.Released {
+			if vm.State != VMReleased {
 				surplusReleased++
 			}
 		}
@@ -196,7 +200,7 @@ func FuzzPlan(f *testing.F) {
 		// Every VM unbound after use goes under Delete (unless paused), none under Retain.
 		var gotReleased []string
 		for _, name := range p.Release {
-			if byName[name].Released {
+			if byName[name].State == VMReleased {
 				gotReleased = append(gotReleased, name)
 			}
 		}

@@ -9,26 +9,12 @@ import (
 func i32(v int32) *int32 { return &v }
 
 func vms(spec string) []VMState {
-	// One letter per VM: f=in flight, a=available, u=in use, x=failed, r=releasing.
+	// One letter per VM: f=in flight, a=available, u=in use, x=failed, r=releasing, d=released.
+	states := map[rune]VMLifecycle{'f': VMInFlight, 'a': VMAvailable, 'u': VMInUse, 'x': VMFailed, 'r': VMReleasing, 'd': VMReleased}
 	var out []VMState
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, c := range spec {
-		vm := VMState{Name: string(rune('a'+i)) + "-vm", CreatedAt: base.Add(time.Duration(i) * time.Minute)}
-		switch c {
-		case 'f':
-			vm.InFlight = true
-		case 'a':
-			vm.Available = true
-		case 'u':
-			vm.InUse = true
-		case 'x':
-			vm.Failed = true
-		case 'r':
-			vm.Releasing = true
-		case 'd':
-			vm.Released = true
-		}
-		out = append(out, vm)
+		out = append(out, VMState{Name: string(rune('a'+i)) + "-vm", State: states[c], CreatedAt: base.Add(time.Duration(i) * time.Minute)})
 	}
 	return out
 }

@@ -1,0 +1,128 @@
+package planner
+
+import (
+	"time"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+)
+
+// VMLifecycle is where one of the pool's VMs stands, as far as capacity is concerned: one value, decided
+// by Lifecycle from what was observed about the VM.
+type VMLifecycle string
+
+const (
+	// VMInFlight: created or being created (VsphereAgent phase empty, Pending or Provisioning); its Agent
+	// has not registered or is not prepared yet. Supply that is on its way.
+	VMInFlight VMLifecycle = "InFlight"
+	// VMAvailable: its Agent registered, was prepared and is free to bind.
+	VMAvailable VMLifecycle = "Available"
+	// VMInUse: its Agent is bound or reserved, or a Machine references the VM. Never surplus.
+	VMInUse VMLifecycle = "InUse"
+	// VMReleased: its Agent was unbound after use (scale-down); the VM is removed, never reused.
+	VMReleased VMLifecycle = "Released"
+	// VMReleasing: already being released (deletion requested or under way).
+	VMReleasing VMLifecycle = "Releasing"
+	// VMFailed: its VM could not be created or never registered; not capacity, replaced by the pool.
+	VMFailed VMLifecycle = "Failed"
+)
+
+// VMObservation is what one pass observed about one VM (one VsphereAgent and its Agent).
+type VMObservation struct {
+	Name string
+	// Phase and Reason are the VsphereAgent's status.vm.phase and status.vm.reason.
+	Phase  afv1.VMPhase
+	Reason string
+	// Deleting: the VsphereAgent carries a deletion timestamp.
+	Deleting bool
+	// DeleteIssued: the pool deleted it and its cache has not shown the deletion yet (expectations).
+	DeleteIssued bool
+	// MachineRef: status.vm.machineRef names a Machine.
+	MachineRef bool
+	// AgentBound: the VM's Agent (found by the pool's labels) is bound or reserved by an AgentMachine.
+	// The Agents are fresher than the VsphereAgent's status, which may not have caught up yet.
+	AgentBound bool
+	// CreatedAt is the VsphereAgent's creation time (orders surplus removal, newest first).
+	CreatedAt time.Time
+	// PhaseChangedAt is status.vm.lastTransitionTime: when a Failed VM failed (zero when unknown).
+	PhaseChangedAt time.Time
+	// RegisteredAt is when its AgentRegistered condition last became True (zero when never).
+	RegisteredAt time.Time
+}
+
+// Lifecycle decides the VM's one state. Precedence, first match wins:
+//  1. deletion requested or under way: Releasing;
+//  2. phase Failed: Failed (a failure stays one, whatever its Agent or Machine says);
+//  3. its Agent is bound (the "Agent already bound" override): InUse, even when the status says
+//     Released or has not caught up yet;
+//  4. phase Released: Released (a machineRef left over from its use does not make it InUse);
+//  5. phase Bound, or a machineRef: InUse;
+//  6. phase Available: Available;
+//  7. anything else (empty, Pending, Provisioning, or a phase this planner does not know): InFlight.
+func Lifecycle(o VMObservation) VMLifecycle {
+	switch {
+	case o.Deleting || o.DeleteIssued:
+		return VMReleasing
+	case o.Phase == afv1.VMPhaseFailed:
+		return VMFailed
+	case o.AgentBound:
+		return VMInUse
+	case o.Phase == afv1.VMPhaseReleased:
+		return VMReleased
+	case o.Phase == afv1.VMPhaseBound || o.MachineRef:
+		return VMInUse
+	case o.Phase == afv1.VMPhaseAvailable:
+		return VMAvailable
+	}
+	return VMInFlight
+}
+
+// StateOf is the planner's view of one observed VM.
+func StateOf(o VMObservation) VMState {
+	return VMState{Name: o.Name, State: Lifecycle(o), CreatedAt: o.CreatedAt}
+}
+
+// FailedExpired reports whether a Failed VsphereAgent has been kept for longer than retention: it has
+// served as evidence for the registration breaker and is deleted now (the pool replaced it long ago).
+// One already being deleted, or whose failure time is unknown, is left alone.
+func FailedExpired(o VMObservation, now time.Time, retention time.Duration) bool {
+	return o.Phase == afv1.VMPhaseFailed && !o.Deleting && !o.PhaseChangedAt.IsZero() && now.Sub(o.PhaseChangedAt) > retention
+}
+
+// Failed reasons the registration breaker counts: a VM that never registered, and a VM whose creation
+// was refused for good (a foreign VM holds the name, the placement does not resolve, a VM with our
+// instance UUID lacks our ownership marker). Other Failed reasons are not a registration problem.
+const (
+	ReasonRegistrationTimeout = "RegistrationTimeout"
+	ReasonOwnershipMismatch   = "OwnershipMismatch"
+	// ReasonRegistrationFailing blocks creation while the breaker is open.
+	ReasonRegistrationFailing = "RegistrationFailing"
+)
+
+// CountsTowardsBreaker reports whether a Failed VM with this reason counts towards the breaker.
+func CountsTowardsBreaker(reason string) bool {
+	switch reason {
+	case ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, ReasonOwnershipMismatch:
+		return true
+	}
+	return false
+}
+
+// RegistrationFailing is the pool's registration breaker: it is open (creation stops, instead of
+// creating VMs in a loop) when at least threshold of the pool's VMs failed (with a reason that counts,
+// see CountsTowardsBreaker) after the last time any of its VMs registered an Agent. Deleting the failed
+// VsphereAgents, or FailedRetention expiring them, closes it again.
+func RegistrationFailing(vms []VMObservation, threshold int) bool {
+	var lastSuccess time.Time
+	for _, o := range vms {
+		if o.RegisteredAt.After(lastSuccess) {
+			lastSuccess = o.RegisteredAt
+		}
+	}
+	failed := 0
+	for _, o := range vms {
+		if o.Phase == afv1.VMPhaseFailed && CountsTowardsBreaker(o.Reason) && !o.PhaseChangedAt.IsZero() && o.PhaseChangedAt.After(lastSuccess) {
+			failed++
+		}
+	}
+	return failed >= threshold
+}
