@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +17,8 @@ import (
 // patch, delete; list and watch are GETs) and, while recording, which objects they touched.
 type apiWrites struct {
 	total atomic.Int64
+	// conflicts and throttled count writes refused with 409 and requests refused with 429.
+	conflicts, throttled atomic.Int64
 
 	mu        sync.Mutex
 	recording map[string]int // "PATCH /apis/.../namespaces/ns/vsphereagents/x/status" -> count
@@ -32,7 +36,16 @@ type countingTransport struct {
 
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.c.count(req)
-	return t.next.RoundTrip(req)
+	res, err := t.next.RoundTrip(req)
+	if err == nil {
+		switch res.StatusCode {
+		case http.StatusConflict:
+			t.c.conflicts.Add(1)
+		case http.StatusTooManyRequests:
+			t.c.throttled.Add(1)
+		}
+	}
+	return res, err
 }
 
 func (c *apiWrites) count(req *http.Request) {
@@ -80,13 +93,52 @@ func kindOf(what string) string {
 	return what
 }
 
-// soapCalls counts SOAP round trips of the operator's vSphere sessions.
+// soapCalls counts SOAP round trips of the operator's vSphere sessions, in total and by method.
 type soapCalls struct {
 	soap.RoundTripper
-	n *atomic.Int64
+	n        *atomic.Int64
+	byMethod *methodCounts
 }
 
 func (c soapCalls) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
 	c.n.Add(1)
+	c.byMethod.add(strings.TrimSuffix(strings.TrimPrefix(reflect.TypeOf(req).String(), "*methods."), "Body"))
 	return c.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// methodCounts counts calls by SOAP method; snapshot and since give the calls of a window.
+type methodCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *methodCounts) add(method string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == nil {
+		m.n = map[string]int{}
+	}
+	m.n[method]++
+}
+
+func (m *methodCounts) snapshot() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int, len(m.n))
+	for k, v := range m.n {
+		out[k] = v
+	}
+	return out
+}
+
+// since returns the calls made after before (a snapshot), most frequent first.
+func (m *methodCounts) since(before map[string]int) []target {
+	var out []target
+	for k, v := range m.snapshot() {
+		if d := v - before[k]; d > 0 {
+			out = append(out, target{k, d})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].n > out[j].n || (out[i].n == out[j].n && out[i].what < out[j].what) })
+	return out
 }

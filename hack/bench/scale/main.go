@@ -1,7 +1,11 @@
 // Command scale provisions 50 pools × 20 waiting AgentMachines (1 000 VMs) against a real API server
 // (envtest) and the vCenter simulator, with the operator's controllers in-process, and measures: time
 // until every AgentMachine has a bound Agent, the operator's API writes per pool, vSphere SOAP calls
-// per VM, and API writes during a 30 s window with nothing changing (target 0). It ends with
+// per VM, and API writes during a 30 s window with nothing changing (target 0). While demand is open it
+// logs progress lines (machines rendered, VsphereAgents requested, VMs created and powered on, Agents
+// registered, prepared and bound, with the operator's queues and the world driver's pass), and at the
+// end names every plateau (a stage that stood still for 15 s) with the stage that held it and why
+// (plateau.go). It breaks the writes down by verb and resource and the vSphere calls by method. It ends with
 //
 //	scale: <pools> pools, <vms> VMs, demand satisfied in <s> s, <w> API writes/pool, <c> vSphere calls/VM, <idle> writes while idle
 //
@@ -22,18 +26,29 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
 	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// sampleEvery spaces progress samples (every other one is logged); minPlateau is how long a stage
+// must stand still to be named as a plateau.
+const (
+	sampleEvery = 2500 * time.Millisecond
+	minPlateau  = 15 * time.Second
 )
 
 func main() {
@@ -73,11 +88,11 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		}
 	}()
 
-	sample, err := harness.LoadSamplePool()
+	samplePool, err := harness.LoadSamplePool()
 	if err != nil {
 		return err
 	}
-	if _, err := h.AdaptToSimulator(ctx, sample); err != nil {
+	if _, err := h.AdaptToSimulator(ctx, samplePool); err != nil {
 		return err
 	}
 	logf("creating %d hub scenarios (namespace pair, HostedCluster, NodePool, InfraEnv, Secret each)", nPools)
@@ -107,8 +122,9 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 
 	writes := &apiWrites{}
 	var soapN atomic.Int64
+	soapByMethod := &methodCounts{}
 	sessions := vsphere.NewSessions(vsphere.SessionOptions{WrapRoundTripper: func(rt soap.RoundTripper) soap.RoundTripper {
-		return soapCalls{RoundTripper: rt, n: &soapN}
+		return soapCalls{RoundTripper: rt, n: &soapN, byMethod: soapByMethod}
 	}})
 	if _, err := h.StartManagerInProcess(harness.InProcessOptions{
 		Controllers: controllers.Options{Sessions: sessions},
@@ -121,7 +137,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}
 
 	for _, s := range scenarios {
-		p := sample.DeepCopy()
+		p := samplePool.DeepCopy()
 		p.Namespace, p.Name = s.Namespace, "workers"
 		p.Spec.HostedClusterRef.Name, p.Spec.NodePoolRef.Name, p.Spec.InfraEnvRef.Name = s.HostedCluster.Name, s.NodePool.Name, s.InfraEnv.Name
 		p.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
@@ -150,7 +166,14 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		return err
 	}
 
+	vc, err := h.VC.Login(ctx) // the bench's own session: its calls are not the operator's
+	if err != nil {
+		return err
+	}
+	defer func() { _ = vc.Logout(context.WithoutCancel(ctx)) }()
+
 	writesBefore, soapBefore := writes.total.Load(), soapN.Load()
+	conflictsBefore, soapMethodsBefore := writes.conflicts.Load(), soapByMethod.snapshot()
 	writes.record()
 	logf("autoscaler: %d NodePools 0 -> %d at once", nPools, perPool)
 	start := time.Now()
@@ -160,15 +183,15 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		}
 	}
 	want := nPools * perPool
-	if err := poll(ctx, bindTimeout, func() (bool, string, error) {
-		bound, err := boundAgents(ctx, h.Client)
-		if err != nil {
-			return false, "", err
-		}
-		return bound == want, fmt.Sprintf("%d/%d Agents bound (%.0fs)", bound, want, time.Since(start).Seconds()), nil
-	}); err != nil {
+	progress := &sampler{c: h.Client, vc: vc.Client, gatherer: ctrlmetrics.Registry, world: w, start: start,
+		throttled: func() int { return int(writes.throttled.Load()) }}
+	logf("progress every %s: the pipeline (machines and registered/bound: the world; requested, created, powered on, prepared: the operator), the operator's queues, the world's pass", 2*sampleEvery)
+	bindCtx, cancelBind := context.WithTimeout(ctx, bindTimeout)
+	err = progress.run(bindCtx, sampleEvery, 2, func(s sample) bool { return s.Counts[stageBound] >= want })
+	cancelBind()
+	if err != nil {
 		explainStall(ctx, h.Client, perPool)
-		return err
+		return fmt.Errorf("waiting for %d bound Agents: %w", want, err)
 	}
 	satisfied := time.Since(start)
 	logf("demand satisfied in %.1fs; waiting for the world to finish installing and go quiet", satisfied.Seconds())
@@ -187,13 +210,17 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}
 	// Let in-flight reconciles of the last changes finish before the window opens.
 	time.Sleep(5 * time.Second)
-	if vms, err = countVMs(ctx, h, scenarios, perPool); err != nil {
+	if vms, err = countVMs(ctx, h.Client, vc.Client, perPool); err != nil {
 		return err
 	}
 	provisionWrites, provisionSOAP := writes.total.Load()-writesBefore, soapN.Load()-soapBefore
 
-	logf("operator API writes while provisioning, by kind:")
-	logByKind(writes.stop())
+	logf("operator API writes while provisioning, by verb and resource (%d conflicts):", writes.conflicts.Load()-conflictsBefore)
+	logByKind(writes.stop(), nPools, vms)
+	logf("operator vSphere calls while provisioning, by method:")
+	for _, t := range soapByMethod.since(soapMethodsBefore) {
+		logf("  %6d  %-40s %5.2f/VM", t.n, t.what, float64(t.n)/float64(max(vms, 1)))
+	}
 	logf("idle window: %s with nothing changing (world quiet, demand satisfied)", idle)
 	worldBefore := w.Writes()
 	writes.record()
@@ -209,8 +236,8 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		logf("note: the world wrote %d times during the window (not idle on its side)", wd)
 	}
 	if idleWrites > 0 {
-		logf("operator writes while idle, by kind:")
-		logByKind(targets)
+		logf("operator writes while idle, by verb and resource:")
+		logByKind(targets, 1, 0)
 		logf("most written objects:")
 		for i, t := range targets {
 			if i == 10 {
@@ -221,6 +248,13 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}
 	if vms != want {
 		logf("WARNING: %d VMs carry the pools' markers, want %d", vms, want)
+	}
+	ps := plateaus(progress.all(), want, minPlateau)
+	if len(ps) == 0 {
+		logf("no plateau: every stage moved at least every %s", minPlateau)
+	}
+	for _, p := range ps {
+		logf("%s", p)
 	}
 	fmt.Printf("scale: %d pools, %d VMs, demand satisfied in %.1f s, %.0f API writes/pool, %.1f vSphere calls/VM, %d writes while idle\n",
 		nPools, vms, satisfied.Seconds(), float64(provisionWrites)/float64(nPools), float64(provisionSOAP)/float64(max(vms, 1)), idleWrites)
@@ -264,17 +298,6 @@ func listAgents(ctx context.Context, c client.Client) ([]unstructured.Unstructur
 	return l.Items, nil
 }
 
-func boundAgents(ctx context.Context, c client.Client) (int, error) {
-	agents, err := listAgents(ctx, c)
-	n := 0
-	for _, a := range agents {
-		if a.GetLabels()[world.LabelAgentMachineRef] != "" {
-			n++
-		}
-	}
-	return n, err
-}
-
 func installedAgents(ctx context.Context, c client.Client) (int, error) {
 	agents, err := listAgents(ctx, c)
 	n := 0
@@ -289,26 +312,66 @@ func installedAgents(ctx context.Context, c client.Client) (int, error) {
 	return n, err
 }
 
-// countVMs counts the simulator VMs carrying each pool's ownership marker.
-func countVMs(ctx context.Context, h *harness.Harness, scenarios []*world.Scenario, want int) (int, error) {
+// countVMs counts the simulator VMs carrying a pool's ownership marker (one listing for every pool),
+// and logs per pool a count other than want, and VMs whose instance UUID names no VsphereAgent.
+func countVMs(ctx context.Context, c client.Client, vc *vim25.Client, want int) (int, error) {
+	var pools afv1.VsphereAgentPoolList
+	if err := c.List(ctx, &pools); err != nil {
+		return 0, err
+	}
+	var vas afv1.VsphereAgentList
+	if err := c.List(ctx, &vas); err != nil {
+		return 0, err
+	}
+	poolOf := map[string]*afv1.VsphereAgentPool{}
+	for i := range pools.Items {
+		poolOf[string(pools.Items[i].UID)] = &pools.Items[i]
+	}
+	vaUIDs := map[string]bool{}
+	phases := map[string]map[afv1.VMPhase]int{}
+	for _, va := range vas.Items {
+		vaUIDs[strings.ToLower(string(va.UID))] = true
+		if phases[va.Namespace] == nil {
+			phases[va.Namespace] = map[afv1.VMPhase]int{}
+		}
+		phases[va.Namespace][va.Status.VM.Phase]++
+	}
+	v, err := view.NewManager(vc).CreateContainerView(ctx, vc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var vms []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name", "config.instanceUuid", "config.extraConfig"}, &vms); err != nil {
+		return 0, err
+	}
+	perPool := map[string]int{}
 	n := 0
-	for _, s := range scenarios {
-		snap, err := h.Observe(ctx, types.NamespacedName{Namespace: s.Namespace, Name: "workers"}, nil, types.NamespacedName{})
-		if err != nil {
-			return 0, err
+	for _, vm := range vms {
+		if vm.Config == nil {
+			continue
 		}
-		n += len(snap.VMs)
-		if len(snap.VMs) != want {
-			phases := map[afv1.VMPhase]int{}
-			for _, va := range snap.VAs {
-				phases[va.Status.VM.Phase]++
+		poolUID := ""
+		for _, o := range vm.Config.ExtraConfig {
+			if ov := o.GetOptionValue(); ov.Key == vsphere.ExtraConfigPoolUID {
+				poolUID, _ = ov.Value.(string)
 			}
-			logf("%s: %d VMs for %d AgentMachines (VsphereAgent phases %v, pool status waiting=%d available=%d bound=%d, planned %v)",
-				s.Namespace, len(snap.VMs), want, phases, snap.Pool.Status.WaitingAgentMachines, snap.Pool.Status.AvailableAgents,
-				snap.Pool.Status.BoundAgents, snap.Pool.Status.PlannedActions)
 		}
-		if leaks := snap.Leaks(); len(leaks) > 0 {
-			logf("%s: %s", s.Namespace, strings.Join(leaks, "; "))
+		p := poolOf[poolUID]
+		if p == nil {
+			continue
+		}
+		n++
+		perPool[string(p.UID)]++
+		if !vaUIDs[strings.ToLower(vm.Config.InstanceUuid)] {
+			logf("%s: VM %s (instance UUID %s) carries the pool's marker but has no VsphereAgent", p.Namespace, vm.Name, vm.Config.InstanceUuid)
+		}
+	}
+	for _, p := range pools.Items {
+		if got := perPool[string(p.UID)]; got != want {
+			logf("%s: %d VMs for %d AgentMachines (VsphereAgent phases %v, pool status waiting=%d available=%d bound=%d, planned %v)",
+				p.Namespace, got, want, phases[p.Namespace], p.Status.WaitingAgentMachines, p.Status.AvailableAgents,
+				p.Status.BoundAgents, p.Status.PlannedActions)
 		}
 	}
 	return n, nil
@@ -324,18 +387,26 @@ func setReplicas(ctx context.Context, c client.Client, key types.NamespacedName,
 	return c.Patch(ctx, np, client.RawPatch(types.MergePatchType, patch))
 }
 
-func logByKind(targets []target) {
+// logByKind prints writes by verb and resource: in total, per pool and (with vms > 0) per VM.
+func logByKind(targets []target, pools, vms int) {
 	byKind := map[string]int{}
 	for _, t := range targets {
 		byKind[kindOf(t.what)] += t.n
 	}
-	var kinds []string
-	for k, n := range byKind {
-		kinds = append(kinds, fmt.Sprintf("%6d  %s", n, k))
+	kinds := make([]string, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(kinds)))
+	sort.Slice(kinds, func(i, j int) bool {
+		return byKind[kinds[i]] > byKind[kinds[j]] || (byKind[kinds[i]] == byKind[kinds[j]] && kinds[i] < kinds[j])
+	})
 	for _, k := range kinds {
-		logf("  %s", k)
+		n := byKind[k]
+		line := fmt.Sprintf("  %6d  %-40s %7.1f/pool", n, k, float64(n)/float64(max(pools, 1)))
+		if vms > 0 {
+			line += fmt.Sprintf("  %5.2f/VM", float64(n)/float64(vms))
+		}
+		logf("%s", line)
 	}
 }
 

@@ -102,6 +102,69 @@ type Driver struct {
 	// passCache holds lists taken during the current Step, valid while no write happened since
 	// (an idle pass lists each kind once).
 	passCache map[schemaGVK]cachedList
+
+	// timing is the driver's own pacing (benches attribute plateaus with it); it has its own lock
+	// because a pass holds mu for its whole duration.
+	timingMu sync.Mutex
+	timing   PassTiming
+}
+
+// PassTiming is the world driver's own pacing: its passes are serial, so one slow phase (say, a
+// thousand Agents registered one by one) holds every other behaviour until the pass ends.
+type PassTiming struct {
+	// Passes is how many Steps finished.
+	Passes int
+	// Phase is the phase running now ("" between passes), since PhaseStart; PassStart is when the
+	// running pass began (zero between passes).
+	Phase                 string
+	PhaseStart, PassStart time.Time
+	// LastPass is how long the last finished pass took; LongestPhase and LongestPhaseTook name its
+	// slowest phase.
+	LastPass         time.Duration
+	LongestPhase     string
+	LongestPhaseTook time.Duration
+	// Errors counts passes that ended with an error; LastError is the latest (phase: error).
+	Errors    int
+	LastError string
+}
+
+// Timing returns the driver's pacing (safe to call while a pass runs).
+func (d *Driver) Timing() PassTiming {
+	d.timingMu.Lock()
+	defer d.timingMu.Unlock()
+	return d.timing
+}
+
+func (d *Driver) startPhase(name string, now time.Time) {
+	d.timingMu.Lock()
+	defer d.timingMu.Unlock()
+	if d.timing.PassStart.IsZero() {
+		d.timing.PassStart = now
+		d.timing.LongestPhase, d.timing.LongestPhaseTook = "", 0
+	}
+	d.timing.Phase, d.timing.PhaseStart = name, now
+}
+
+func (d *Driver) endPhase(now time.Time, err error) {
+	d.timingMu.Lock()
+	defer d.timingMu.Unlock()
+	if took := now.Sub(d.timing.PhaseStart); took >= d.timing.LongestPhaseTook {
+		d.timing.LongestPhase, d.timing.LongestPhaseTook = d.timing.Phase, took
+	}
+	if err != nil {
+		d.timing.LastError = d.timing.Phase + ": " + err.Error()
+	}
+}
+
+func (d *Driver) endPass(now time.Time, failed bool) {
+	d.timingMu.Lock()
+	defer d.timingMu.Unlock()
+	d.timing.Passes++
+	d.timing.LastPass = now.Sub(d.timing.PassStart)
+	d.timing.Phase, d.timing.PassStart = "", time.Time{}
+	if failed {
+		d.timing.Errors++
+	}
 }
 
 type cachedList struct {
@@ -182,16 +245,20 @@ func (d *Driver) Step(ctx context.Context) (int, error) {
 		{"binding", d.bindWaiting},
 		{"installation", d.completeInstallations},
 	} {
+		d.startPhase(phase.name, d.now())
 		err := phase.run(ctx)
 		if apierrors.IsConflict(err) {
 			// Someone else wrote first, as happens between real controllers: re-read next pass.
 			d.writes++
+			d.endPhase(d.now(), nil)
 			continue
 		}
+		d.endPhase(d.now(), err)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", phase.name, err))
 		}
 	}
+	d.endPass(d.now(), len(errs) > 0)
 	return d.writes - before, errors.Join(errs...)
 }
 

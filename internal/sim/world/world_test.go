@@ -290,3 +290,21 @@ func TestStepFollowsNodePoolReplicasUnlessManual(t *testing.T) {
 		}
 	}
 }
+
+func TestTimingReportsPassesAndTheirSlowestPhase(t *testing.T) {
+	s := scenario(t)
+	d, _ := newWorld(t, s, world.Options{})
+	if got := d.Timing(); got.Passes != 0 || got.Phase != "" {
+		t.Fatalf("before any pass: %+v", got)
+	}
+	must(t, d.SetReplicas(t.Context(), s.NodePool, 2))
+	step(t, d)
+	step(t, d)
+	got := d.Timing()
+	if got.Passes != 2 || got.Phase != "" || !got.PassStart.IsZero() || got.Errors != 0 {
+		t.Errorf("after two passes: %+v", got)
+	}
+	if got.LongestPhase == "" {
+		t.Errorf("the slowest phase of the last pass is not named: %+v", got)
+	}
+}
