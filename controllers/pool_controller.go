@@ -61,6 +61,8 @@ type PoolReconciler struct {
 	refusalEvents eventLimiter
 	// placement remembers when each pool's placement was last checked (preflight).
 	placement placementChecks
+	// domains remembers failing creations and capacity readings per failure domain.
+	domains domainTracker
 }
 
 // poolScope is what one pass observed and decided; phases fill it in order.
@@ -88,6 +90,8 @@ type poolScope struct {
 	// VsphereAgent is created while it is set.
 	preflightBlock string
 	requeue        time.Duration
+	// domains are the pool's failure domains (one, "", without any) as observeDomains found them.
+	domains []domainView
 }
 
 type conditionUpdate struct {
@@ -116,6 +120,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 			}
 			forgetPoolMetrics(req.Namespace, req.Name)
 			r.refusalEvents.forgetPrefix(req.String() + "/")
+			r.domains.forgetPool(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -141,7 +146,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 
 	var errs []error
 	for _, phase := range []func(context.Context, *poolScope) error{
-		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.checkSelector, r.connectVSphere, r.checkPlacement, r.refreshISO, r.planAndAct,
+		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.checkSelector, r.connectVSphere, r.checkPlacement, r.refreshISO, r.observeDomains, r.planAndAct,
 	} {
 		if err := phase(ctx, s); err != nil {
 			if errors.Is(err, errStop) {
@@ -182,6 +187,7 @@ func inventoryOnly(before, after *afv1.VsphereAgentPoolStatus) bool {
 	b.UnreadyAgentMachines, b.AgentMachinesWithoutAgent = after.UnreadyAgentMachines, after.AgentMachinesWithoutAgent
 	b.MatchingAgents, b.BoundAgents, b.AvailableAgents, b.VMs = after.MatchingAgents, after.BoundAgents, after.AvailableAgents, after.VMs
 	b.OwnedVMs, b.PlannedActions = after.OwnedVMs, after.PlannedActions
+	batchDomainCounts(b, after)
 	// Condition messages carry counts too; a change of status or reason is never batched.
 	for i := range b.Conditions {
 		if c := findCondition(after.Conditions, b.Conditions[i].Type); c != nil && c.Status == b.Conditions[i].Status && c.Reason == b.Conditions[i].Reason {
@@ -382,8 +388,20 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 	now := r.Opts.Clock.Now()
 	observed := observeVMs(s, deleting)
 	var expired []afv1.VsphereAgent
+	var abandoned []string
+	if len(s.pool.Spec.VSphere.FailureDomains) > 0 {
+		in.DomainOf = map[string]string{}
+	}
 	for i, o := range observed {
-		in.VMs = append(in.VMs, planner.StateOf(o))
+		st := planner.StateOf(o)
+		if in.DomainOf != nil {
+			in.DomainOf[o.Name] = s.vas[i].Spec.FailureDomain
+		}
+		if s.abandoned(&s.vas[i]) {
+			st.State = planner.VMReleasing // not supply: the demand goes to another failure domain
+			abandoned = append(abandoned, o.Name)
+		}
+		in.VMs = append(in.VMs, st)
 		if planner.FailedExpired(o, now, r.Opts.FailedRetention) {
 			expired = append(expired, s.vas[i])
 		}
@@ -410,13 +428,13 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 	if s.plan.Create > 0 {
 		if wait := r.debounce.wait(poolKey, s.waiting); wait > 0 {
 			s.requeueAfter(wait)
-		} else if err := r.createVsphereAgents(ctx, s, poolKey, s.plan.Create); err != nil {
+		} else if err := r.createVsphereAgents(ctx, s, poolKey, s.domainTargets(s.plan.Create)); err != nil {
 			errs = append(errs, err)
 		}
 	} else {
 		r.debounce.forget(poolKey) // no creation needed: the next burst starts a fresh window
 	}
-	for _, name := range s.plan.Release {
+	for _, name := range append(s.plan.Release, abandoned...) {
 		if err := r.release(ctx, s, poolKey, name); err != nil {
 			errs = append(errs, err)
 		}
@@ -462,15 +480,20 @@ func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation 
 	return out
 }
 
-// createVsphereAgents creates n VsphereAgents named <namePrefix>-<random>.
-func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, n int) error {
+// createVsphereAgents creates one VsphereAgent named <namePrefix>-<random> per entry of domains, placed
+// in that failure domain ("" without failure domains).
+func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, domains []string) error {
 	prefix := namePrefix(s.pool)
-	for i := 0; i < n; i++ {
+	for _, domain := range domains {
 		va := &afv1.VsphereAgent{}
 		va.GenerateName = prefix + "-"
 		va.Namespace = s.pool.Namespace
 		va.Labels = map[string]string{afv1.LabelPool: s.pool.Name}
 		va.Spec.PoolRef.Name = s.pool.Name
+		if domain != "" {
+			va.Labels[afv1.LabelFailureDomain] = domain
+			va.Spec.FailureDomain = domain
+		}
 		if err := controllerutil.SetControllerReference(s.pool, va, r.Scheme()); err != nil {
 			return err
 		}
@@ -482,8 +505,9 @@ func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, 
 			return err
 		}
 		r.expectations.expectCreate(poolKey, va.Name)
+		r.domains.created(poolKey, va.Name, domain)
 		metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "create").Inc()
-		r.Recorder.Eventf(s.pool, "Normal", "VMRequested", "created VsphereAgent %s for %d waiting AgentMachine(s)", va.Name, s.waiting)
+		r.Recorder.Eventf(s.pool, "Normal", "VMRequested", "created VsphereAgent %s for %d waiting AgentMachine(s)%s", va.Name, s.waiting, inDomain(domain))
 	}
 	r.debounce.forget(poolKey)
 	return nil

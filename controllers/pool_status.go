@@ -166,4 +166,5 @@ func forgetPoolMetrics(ns, name string) {
 	metrics.PoolWaiting.DeletePartialMatch(labels)
 	metrics.PoolCapacity.DeletePartialMatch(labels)
 	metrics.VMResources.DeletePartialMatch(labels)
+	metrics.PoolHeadroom.DeletePartialMatch(labels)
 }

@@ -72,23 +72,43 @@ func placementReason(problems []vsphere.PlacementProblem) string {
 	return afv1.ReasonTagNotFound
 }
 
-func placementSpecOf(pool *afv1.VsphereAgentPool) vsphere.PlacementSpec {
+// placementSpecOf is the placement of one failure domain of the pool (see poolDomains).
+func placementSpecOf(pool *afv1.VsphereAgentPool, d domainPlacement) vsphere.PlacementSpec {
 	v := pool.Spec.VSphere
-	folder := v.Folder
-	if folder == "" {
-		folder = pool.Spec.HostedClusterRef.Name
-	}
-	spec := vsphere.PlacementSpec{Datacenter: v.Datacenter, DatastoreCluster: v.DatastoreCluster, ISODatastore: v.ISODatastore,
-		ResourcePool: v.ResourcePool, Folder: folder, Network: v.Network, Tags: v.VMTags}
+	spec := vsphere.PlacementSpec{Datacenter: v.Datacenter, DatastoreCluster: d.DatastoreCluster, ISODatastore: v.ISODatastore,
+		ResourcePool: d.ResourcePool, Folder: d.Folder, Network: d.Network, Tags: v.VMTags}
 	if hw := pool.Spec.Template.Hardware; hw != nil {
 		spec.StoragePolicy = hw.StoragePolicyName
-		for _, d := range hw.DataDisks {
-			if d.Datastore != "" {
-				spec.DataDiskDatastores = append(spec.DataDiskDatastores, d.Datastore)
+		for _, dd := range hw.DataDisks {
+			if dd.Datastore != "" {
+				spec.DataDiskDatastores = append(spec.DataDiskDatastores, dd.Datastore)
 			}
 		}
 	}
 	return spec
+}
+
+// checkDomainPlacements resolves the placement of every failure domain of the pool; a problem names its
+// domain (when the pool has failure domains).
+func checkDomainPlacements(ctx context.Context, vs vsphere.Client, pool *afv1.VsphereAgentPool) ([]vsphere.PlacementProblem, error) {
+	var all []vsphere.PlacementProblem
+	seen := map[string]bool{}
+	for _, d := range poolDomains(pool) {
+		problems, err := vs.CheckPlacement(ctx, placementSpecOf(pool, d))
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range problems {
+			if d.Name != "" {
+				pr.Message = domainLabel(d.Name) + ": " + pr.Message
+			}
+			if !seen[pr.Message] {
+				seen[pr.Message] = true
+				all = append(all, pr)
+			}
+		}
+	}
+	return all, nil
 }
 
 // checkPlacement is the pool's preflight: before any VsphereAgent is created, every object named in
@@ -116,7 +136,7 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 		}
 		return r.checkPrivileges(ctx, s)
 	}
-	problems, err := s.vs.CheckPlacement(ctx, placementSpecOf(p))
+	problems, err := checkDomainPlacements(ctx, s.vs, p)
 	if err != nil {
 		// vCenter could not be asked: unknown, not invalid. Nothing is created until it is known.
 		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, afv1.ReasonPlacementUnchecked,

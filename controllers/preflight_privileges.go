@@ -14,8 +14,24 @@ import (
 
 const privilegesSufficientMessage = "the credentials hold the vCenter privileges the operator uses on the folder, resource pool, datastores and network"
 
-func privilegeSpecOf(pool *afv1.VsphereAgentPool) vsphere.PrivilegeSpec {
-	return vsphere.PrivilegeSpec{PlacementSpec: placementSpecOf(pool), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall}
+// checkDomainPrivileges asks for the privileges on the placement of every failure domain of the pool; an
+// entity shared by several domains is listed once.
+func checkDomainPrivileges(ctx context.Context, vs vsphere.Client, pool *afv1.VsphereAgentPool) ([]vsphere.MissingPrivileges, error) {
+	var all []vsphere.MissingPrivileges
+	seen := map[string]bool{}
+	for _, d := range poolDomains(pool) {
+		missing, err := vs.CheckPrivileges(ctx, vsphere.PrivilegeSpec{PlacementSpec: placementSpecOf(pool, d), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range missing {
+			if k := m.Kind + "/" + m.Name; !seen[k] {
+				seen[k] = true
+				all = append(all, m)
+			}
+		}
+	}
+	return all, nil
 }
 
 // privilegeKindNames names the entity kinds in messages.
@@ -67,7 +83,7 @@ func (r *PoolReconciler) checkPrivileges(ctx context.Context, s *poolScope) erro
 		}
 		return nil
 	}
-	missing, err := s.vs.CheckPrivileges(ctx, privilegeSpecOf(p))
+	missing, err := checkDomainPrivileges(ctx, s.vs, p)
 	if err != nil {
 		// vCenter could not be asked: unknown, not insufficient. Nothing is created until it is known.
 		setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, afv1.ReasonPrivilegesUnchecked,

@@ -47,9 +47,9 @@ func TestPrivilegeSpecAndMemoKey(t *testing.T) {
 	p := &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: types.UID("u1")}}
 	p.Spec.HostedClusterRef.Name = "hc"
 	p.Spec.ISO.EjectAfterInstall = true
-	spec := privilegeSpecOf(p)
-	if !spec.EjectAfterInstall || spec.Folder != "hc" {
-		t.Fatalf("privilegeSpecOf: %+v", spec)
+	spec := placementSpecOf(p, poolDomains(p)[0])
+	if spec.Folder != "hc" {
+		t.Fatalf("placementSpecOf: %+v", spec)
 	}
 	a, b := privilegesMemoKey(p, "alice"), privilegesMemoKey(p, "bob")
 	p2 := p.DeepCopy()

@@ -171,9 +171,13 @@ func (o *operator) stop() {
 }
 
 // scenario creates a hub (namespaces, HostedCluster, NodePool, InfraEnv with the ISO URL, Secret).
-func newScenario() *world.Scenario {
+func newScenario() *world.Scenario { return newScenarioOn(vc) }
+
+// newScenarioOn is newScenario with the credentials Secret naming simulator sim.
+func newScenarioOn(sim *vcsim.Env) *world.Scenario {
+	GinkgoHelper()
 	n := nsCounter.Add(1)
-	u := *vc.URL
+	u := *sim.URL
 	u.User = url.UserPassword(vcsim.Username, vcsim.Password)
 	s, err := world.Setup(context.Background(), k8s, world.SetupOptions{
 		Namespace: fmt.Sprintf("t%d", n), HostedCluster: "hc", NodePool: "np", InfraEnv: "ie",
@@ -182,13 +186,17 @@ func newScenario() *world.Scenario {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	// The pools' VM folder exists before the operator and the world run (see vcsim.EnsureFolder).
-	Expect(vc.EnsureFolder(context.Background(), "agent-forge/"+s.Namespace)).To(Succeed())
+	Expect(sim.EnsureFolder(context.Background(), "agent-forge/"+s.Namespace)).To(Succeed())
 	return s
 }
 
 // startWorld runs a world driver for the scenario until the test ends.
-func startWorld(s *world.Scenario, o world.Options) *world.Driver {
-	gc, err := vc.Login(context.Background())
+func startWorld(s *world.Scenario, o world.Options) *world.Driver { return startWorldOn(vc, s, o) }
+
+// startWorldOn is startWorld on simulator sim.
+func startWorldOn(sim *vcsim.Env, s *world.Scenario, o world.Options) *world.Driver {
+	GinkgoHelper()
+	gc, err := sim.Login(context.Background())
 	Expect(err).NotTo(HaveOccurred())
 	o.Client, o.VSphere, o.Datacenter = k8s, gc.Client, vcsim.Datacenter
 	o.Namespaces = s.Namespaces()

@@ -215,6 +215,13 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, vsphereReason(err), err.Error(), va.Generation)
 		return r.createFailed(ctx, s, nil, va.Name, err, false)
 	}
+	if _, ok := domainOf(pool, va.Spec.FailureDomain); !ok {
+		// The domain was removed from the pool before the VM was created: the pool releases this one.
+		r.setPhase(va, afv1.VMPhasePending, ReasonFailureDomainNotFound)
+		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonFailureDomainNotFound,
+			"failure domain "+va.Spec.FailureDomain+" is no longer in the pool's spec.vsphere.failureDomains; no VM is created", va.Generation)
+		return false, nil
+	}
 	spec := vmSpec(va, pool)
 	info, err := vs.CreateVM(ctx, spec)
 	if err != nil {
@@ -244,13 +251,10 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 // vmSpec renders the pool's template for this VM.
 func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 	v, t := pool.Spec.VSphere, pool.Spec.Template
-	folder := v.Folder
-	if folder == "" {
-		folder = pool.Spec.HostedClusterRef.Name
-	}
+	pl, _ := domainOf(pool, va.Spec.FailureDomain) // ensureVM checked it exists
 	return vsphere.VMSpec{
-		Name: va.Name, Datacenter: v.Datacenter, DatastoreCluster: v.DatastoreCluster, ResourcePool: v.ResourcePool,
-		Folder: folder, Network: v.Network, Tags: v.VMTags, GuestID: v.GuestID, SCSIType: v.SCSIType, Firmware: v.Firmware,
+		Name: va.Name, Datacenter: v.Datacenter, DatastoreCluster: pl.DatastoreCluster, ResourcePool: pl.ResourcePool,
+		Folder: pl.Folder, Network: pl.Network, Tags: v.VMTags, GuestID: v.GuestID, SCSIType: v.SCSIType, Firmware: v.Firmware,
 		NetworkAdapter: v.NetworkAdapterType, NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
 		EagerlyScrub: v.DiskEagerlyScrub, ISOPath: pool.Status.ISO.Path, Ownership: ownership(va, pool),
 		Hardware: hardwareOf(pool),
@@ -324,6 +328,10 @@ func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (
 	for k, v := range pool.Spec.Agent.LabelSet() {
 		wantLabels[k] = v
 	}
+	topology := topologyLabels(pool, va.Spec.FailureDomain)
+	for k, v := range topology {
+		wantLabels[k] = v
+	}
 	approve := pool.Spec.Agent.Approve == nil || *pool.Spec.Agent.Approve
 	patch := map[string]any{}
 	labels := map[string]any{}
@@ -344,6 +352,9 @@ func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (
 	}
 	if approve && !a.Approved {
 		spec["approved"] = true
+	}
+	if nodeLabels := missingNodeLabels(a, topology); len(nodeLabels) > 0 {
+		spec["nodeLabels"] = nodeLabels // merged: the Agent's other node labels stay
 	}
 	if len(spec) > 0 {
 		patch["spec"] = spec

@@ -25,12 +25,20 @@ const (
 	VMPhaseFailed VMPhase = "Failed"
 )
 
-// VsphereAgentSpec names the pool a VM belongs to.
+// VsphereAgentSpec names the pool a VM belongs to and the failure domain it is placed in.
+// +kubebuilder:validation:XValidation:rule="has(self.failureDomain) == has(oldSelf.failureDomain) && (!has(self.failureDomain) || self.failureDomain == oldSelf.failureDomain)",message="spec.failureDomain is immutable"
 type VsphereAgentSpec struct {
 	// PoolRef names the VsphereAgentPool in the same namespace. Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.poolRef is immutable"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pool"
 	PoolRef LocalObjectReference `json:"poolRef"`
+
+	// FailureDomain names the pool's failure domain (spec.vsphere.failureDomains) the VM is placed in,
+	// chosen by the pool at creation; empty when the pool has none. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Failure Domain",xDescriptors="urn:alm:descriptor:com.tectonic.ui:text"
+	FailureDomain string `json:"failureDomain,omitempty"`
 }
 
 // VMStatus records the VM's identity and lifecycle.
@@ -160,6 +168,7 @@ type VsphereAgentStatus struct {
 // +kubebuilder:printcolumn:name="VM",type=string,JSONPath=`.status.vm.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.vm.phase`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.vm.agentRef`
+// +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.failureDomain`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="vSphere Agent",resources={{Agent,v1beta1}}
 type VsphereAgent struct {

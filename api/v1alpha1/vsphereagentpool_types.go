@@ -181,6 +181,15 @@ type VSphereSpec struct {
 	// +kubebuilder:default=false
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eager-Zeroed Disk",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	DiskEagerlyScrub bool `json:"diskEagerlyScrub,omitempty"`
+
+	// FailureDomains spread the VMs over several placements (see FailureDomain); empty means one
+	// placement, the fields above.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Failure Domains"
+	FailureDomains []FailureDomain `json:"failureDomains,omitempty"`
 }
 
 // VMTemplateSpec sizes and names the VMs of a pool.
@@ -508,8 +517,14 @@ type VsphereAgentPoolStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Ejections"
 	ISOEjections *ISOEjectionSummary `json:"isoEjections,omitempty"`
+	// FailureDomains reports each failure domain (or the one placement): VMs, headroom, availability.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Failure Domains"
+	FailureDomains []FailureDomainStatus `json:"failureDomains,omitempty"`
 	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
-	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent.
+	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -4,7 +4,9 @@
 // table, checks invariants and ends with one summary line; exit code 1 when an invariant failed.
 //
 // Env: DEMO_SCALE=<peak replicas> (default 5), DEMO_KEEP=1 (keep running until Ctrl-C and print a
-// kubeconfig), DEMO_REQUIRE_EJECT=1 (missing ISO ejection is a violation even if no VM started ejecting).
+// kubeconfig), DEMO_REQUIRE_EJECT=1 (missing ISO ejection is a violation even if no VM started ejecting),
+// DEMO_ZONES=<n> (2..8: the simulator gets n clusters, the pool one failure domain per cluster; the summary
+// adds how the VMs spread and the zone labels are an invariant).
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
 	"github.com/containeroo/agent-forge-operator/internal/testenv"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
 )
 
 // outDir holds the manager binary, its log and the kept kubeconfig (relative to the repo root).
@@ -76,6 +79,8 @@ func run() int {
 type config struct {
 	peak, first, final int
 	keep, requireEject bool
+	// zones is the number of failure domains (simulated clusters); 0 without.
+	zones int
 }
 
 func configFromEnv() (config, error) {
@@ -92,6 +97,13 @@ func configFromEnv() (config, error) {
 	if c.final >= c.peak {
 		c.final = c.peak - 1
 	}
+	if s := os.Getenv("DEMO_ZONES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 2 || n > 8 {
+			return c, fmt.Errorf("DEMO_ZONES=%q: want an integer 2..8", s)
+		}
+		c.zones = n
+	}
 	c.keep = os.Getenv("DEMO_KEEP") == "1"
 	c.requireEject = os.Getenv("DEMO_REQUIRE_EJECT") == "1"
 	return c, nil
@@ -104,6 +116,8 @@ type demo struct {
 	h    *harness.Harness
 	sc   *scene
 	door *doorLocker
+	// zoneSeen dedupes zone invariant messages (DEMO_ZONES).
+	zoneSeen map[string]bool
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -118,7 +132,8 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.h, err = harness.Start(ctx, harness.Options{Progress: func(msg string) { d.v.println("==> %s", msg) }})
+	d.h, err = harness.Start(ctx, harness.Options{Progress: func(msg string) { d.v.println("==> %s", msg) },
+		VCSim: vcsim.Options{Clusters: d.cfg.zones}})
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,7 @@ func setupScene(ctx context.Context, d *demo, outDir, managerBin string) (*scene
 	if len(changes) == 0 {
 		d.v.println("    no field needed adjusting for the simulator")
 	}
+	d.useZones(pool)
 
 	s, err := d.h.Scenario(ctx, world.SetupOptions{
 		Namespace: pool.Namespace, HostedCluster: pool.Spec.HostedClusterRef.Name, NodePool: pool.Spec.NodePoolRef.Name,
@@ -128,6 +129,9 @@ func (d *demo) observe(ctx context.Context) (*harness.Snapshot, error) {
 		return nil, err
 	}
 	d.t.Observe(s)
+	if err := d.checkZones(octx, s); err != nil {
+		return nil, err
+	}
 	if d.door != nil {
 		d.door.observe(s)
 		d.t.SetLockQuestionsAnswered(d.door.answered())

@@ -16,11 +16,13 @@ type Agent struct {
 	Approved              bool
 	Hostname, Role        string
 	ClusterDeploymentName string
-	MACs                  []string // lower-case
-	Serial                string   // systemVendor.serialNumber
-	Conditions            []Condition
-	Deleting              bool
-	Obj                   *unstructured.Unstructured
+	// NodeLabels is spec.nodeLabels: labels assisted-service puts on the host's node once it is Ready.
+	NodeLabels map[string]string
+	MACs       []string // lower-case
+	Serial     string   // systemVendor.serialNumber
+	Conditions []Condition
+	Deleting   bool
+	Obj        *unstructured.Unstructured
 }
 
 // AgentFrom builds the view.
@@ -33,6 +35,7 @@ func AgentFrom(u *unstructured.Unstructured) Agent {
 	a.Hostname, _, _ = unstructured.NestedString(u.Object, "spec", "hostname")
 	a.Role, _, _ = unstructured.NestedString(u.Object, "spec", "role")
 	a.ClusterDeploymentName, _, _ = unstructured.NestedString(u.Object, "spec", "clusterDeploymentName", "name")
+	a.NodeLabels, _, _ = unstructured.NestedStringMap(u.Object, "spec", "nodeLabels")
 	a.Serial, _, _ = unstructured.NestedString(u.Object, "status", "inventory", "systemVendor", "serialNumber")
 	ifaces, _, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "interfaces")
 	for _, i := range ifaces {

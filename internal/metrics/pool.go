@@ -33,6 +33,12 @@ var (
 		Name: "agent_forge_vm_resources",
 		Help: "Configured resources of each pool VM by resource (cpus, memory_bytes, disk_bytes).",
 	}, []string{LabelPoolNamespace, "pool", "vm", "resource"})
+	// PoolHeadroom is how many more VMs of a pool's template fit in each failure domain ("" for a pool
+	// without failure domains), as last measured from vCenter's capacity (see vsphere.HeadroomFor).
+	PoolHeadroom = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agent_forge_pool_headroom_vms",
+		Help: "VMs of the pool's template that still fit in each failure domain (CPU, memory, disk with the safety margin).",
+	}, []string{LabelPoolNamespace, "pool", "failure_domain"})
 	// ReconcileDuration is the latency of reconciles per controller.
 	ReconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "agent_forge_reconcile_duration_seconds",

@@ -9,7 +9,7 @@ import (
 // All returns every metric of the operator.
 func All() []prometheus.Collector {
 	return []prometheus.Collector{
-		PoolCapacity, PoolWaiting, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
+		PoolCapacity, PoolWaiting, PoolHeadroom, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
 		VsphereVMOperations, VsphereCallDuration,
 		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated,
 	}

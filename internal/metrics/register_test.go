@@ -25,6 +25,7 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 	metrics.VsphereCallDuration.WithLabelValues("CreateVM_Task").Observe(0)
 	metrics.PoolCapacity.WithLabelValues("ns", "pool", "waiting").Set(0)
 	metrics.PoolWaiting.WithLabelValues("ns", "pool").Set(0)
+	metrics.PoolHeadroom.WithLabelValues("ns", "pool", "zone-a").Set(0)
 	metrics.VMsRequested.WithLabelValues("ns", "pool", "create").Add(0)
 	metrics.VMResources.WithLabelValues("ns", "pool", "vm", "cpus").Set(0)
 	metrics.ReconcileDuration.WithLabelValues("pool", "success").Observe(0)
@@ -54,6 +55,7 @@ func TestNoMetricUsesTheNamespaceLabel(t *testing.T) {
 	}
 	metrics.PoolCapacity.WithLabelValues("clusters", "workers", "waiting").Set(1)
 	metrics.PoolWaiting.WithLabelValues("clusters", "workers").Set(1)
+	metrics.PoolHeadroom.WithLabelValues("clusters", "workers", "zone-a").Set(3)
 	metrics.VMsRequested.WithLabelValues("clusters", "workers", "create").Add(0)
 	metrics.VMResources.WithLabelValues("clusters", "workers", "vm", "cpus").Set(4)
 	families, err := reg.Gather()

@@ -38,6 +38,9 @@ type Input struct {
 	BlockReason   string
 	// RemoveSurplus is true under cleanupPolicy Delete.
 	RemoveSurplus bool
+	// DomainOf maps VM names to their failure domain; surplus is taken from the most populated domain
+	// first (zones.go). Nil when the pool has no failure domains.
+	DomainOf map[string]string
 }
 
 // Action is one decision with its reason.
@@ -155,7 +158,7 @@ func Compute(in Input) Plan {
 			Message: fmt.Sprintf("%d VM(s) not needed; cleanupPolicy Retain keeps them", surplus)})
 		return p
 	}
-	picked := pickSurplus(in.VMs, surplus)
+	picked := pickSurplus(in.VMs, surplus, in.DomainOf)
 	p.Release = append(p.Release, picked...)
 	for _, name := range picked {
 		p.Actions = append(p.Actions, Action{Kind: "Delete", Target: name, Reason: ReasonSurplus,
@@ -182,7 +185,7 @@ func (p *Plan) capBy(create, limit, used int, reason, situation string) int {
 
 // pickSurplus chooses which VMs to release: in-flight ones before registered ones (a registered,
 // free Agent is the fastest capacity if demand comes back), newest first.
-func pickSurplus(vms []VMState, n int) []string {
+func pickSurplus(vms []VMState, n int, domainOf map[string]string) []string {
 	var cands []VMState
 	for _, vm := range vms {
 		switch vm.State {
@@ -199,6 +202,9 @@ func pickSurplus(vms []VMState, n int) []string {
 		}
 		return cands[i].Name < cands[j].Name
 	})
+	if len(domainOf) > 0 {
+		return pickByPopulatedDomain(cands, n, vms, domainOf)
+	}
 	if n > len(cands) {
 		n = len(cands)
 	}

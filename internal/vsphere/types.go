@@ -192,6 +192,9 @@ type Client interface {
 	// on the folder, resource pool, datastores and network of spec (RequiredPrivileges) and lists the
 	// entities with missing ones; an error means vCenter could not be asked.
 	CheckPrivileges(ctx context.Context, spec PrivilegeSpec) ([]MissingPrivileges, error)
+	// ReadCapacity reads, read-only, the CPU and memory of the resource pool's owner cluster (or host) and
+	// the space of the datastore (or datastore cluster members) of spec; see HeadroomFor.
+	ReadCapacity(ctx context.Context, spec CapacitySpec) (*Capacity, error)
 
 	// EjectISO disconnects and ejects one CD-ROM of an owned VM (see EjectRequest). It never blocks on a
 	// task a guest holds: it returns EjectInProgress/EjectQuestionPending and is called again later.

@@ -385,7 +385,7 @@ func TestConsoleDashboard(t *testing.T) {
 		t.Fatalf("not a console dashboard ConfigMap: %+v", cm.Metadata)
 	}
 	known := map[string]bool{}
-	for _, m := range []string{"agent_forge_pool_capacity", "agent_forge_pool_waiting_agentmachines", "agent_forge_pool_vm_requests_total",
+	for _, m := range []string{"agent_forge_pool_capacity", "agent_forge_pool_waiting_agentmachines", "agent_forge_pool_vm_requests_total", "agent_forge_pool_headroom_vms",
 		"agent_forge_vm_resources", "agent_forge_vsphere_vm_operations_total", "agent_forge_vsphere_call_duration_seconds_bucket",
 		"agent_forge_iso_operations_total", "agent_forge_iso_bytes_transferred_total", "agent_forge_reconcile_duration_seconds_bucket",
 		"agent_forge_external_crds_missing"} {

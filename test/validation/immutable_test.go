@@ -16,6 +16,7 @@ var immutableCases = []struct {
 	{"pool nodePoolRef", validPoolYAML, set("spec.nodePoolRef.name", "other-workers"), "spec.nodePoolRef"},
 	{"pool controlPlaneNamespace", validPoolYAML, set("spec.controlPlaneNamespace", "clusters-other"), "spec.controlPlaneNamespace"},
 	{"agent poolRef", validAgentYAML, set("spec.poolRef.name", "other-pool"), "spec.poolRef"},
+	{"agent failureDomain added", validAgentYAML, set("spec.failureDomain", "zone-a"), "spec"},
 }
 
 func TestImmutableFieldsRefuseUpdates(t *testing.T) {
@@ -39,6 +40,8 @@ func TestMutableFieldsAcceptUpdates(t *testing.T) {
 		set("spec.paused", true),
 		set("spec.hostedClusterRef.name", "renamed"),
 		set("spec.limits", map[string]interface{}{"maxVMs": 5, "maxConcurrentProvisioning": 5}),
+		set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"name": "zone-a", "region": "eu", "computeCluster": "C1",
+			"datastore": "ds1", "network": "pg1", "folder": "f/a", "maxVMs": 3}, map[string]interface{}{"name": "zone-b", "resourcePool": "C2/Resources/rp"}}),
 	} {
 		e(t, obj)
 	}

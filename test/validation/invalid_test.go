@@ -117,6 +117,27 @@ var invalidPools = []invalidCase{
 	one("vmTags more than 32", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", tags(33))),
 	one("vmTags empty item", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", []interface{}{"ok", ""})),
 	one("vmTags duplicate", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", []interface{}{"cat/a", "cat/a"})),
+
+	// Failure domains.
+	one("failure domain names not unique", "spec.vsphere.failureDomains[1]", set("spec.vsphere.failureDomains", []interface{}{
+		map[string]interface{}{"name": "a"}, map[string]interface{}{"name": "a", "datastore": "ds2"}})),
+	one("failure domain without a name", "spec.vsphere.failureDomains[0].name", set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"datastore": "ds"}})),
+	one("failure domain name not a label value", "spec.vsphere.failureDomains[0].name", set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"name": "zone a"}})),
+	one("failure domain region not a label value", "spec.vsphere.failureDomains[0].region", set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"name": "a", "region": "-eu"}})),
+	one("failure domain with computeCluster and resourcePool", "spec.vsphere.failureDomains[0]", set("spec.vsphere.failureDomains", []interface{}{
+		map[string]interface{}{"name": "a", "computeCluster": "C1", "resourcePool": "C1/Resources/rp"}})),
+	one("failure domain folder with ..", "spec.vsphere.failureDomains[0].folder", set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"name": "a", "folder": "vm/../x"}})),
+	one("failure domain maxVMs negative", "spec.vsphere.failureDomains[0].maxVMs", set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"name": "a", "maxVMs": -1}})),
+	one("failure domains more than 32", "spec.vsphere.failureDomains", set("spec.vsphere.failureDomains", failureDomains(33))),
+}
+
+// failureDomains returns n valid failure domains.
+func failureDomains(n int) []interface{} {
+	out := make([]interface{}, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, map[string]interface{}{"name": "zone-" + strings.Repeat("z", i+1)})
+	}
+	return out
 }
 
 var invalidAgents = []invalidCase{
@@ -124,6 +145,7 @@ var invalidAgents = []invalidCase{
 	one("poolRef name empty", "spec.poolRef.name", set("spec.poolRef.name", "")),
 	one("poolRef name uppercase", "spec.poolRef.name", set("spec.poolRef.name", "Workers")),
 	one("poolRef name with underscore", "spec.poolRef.name", set("spec.poolRef.name", "demo_workers")),
+	one("failureDomain too long", "spec.failureDomain", set("spec.failureDomain", strings.Repeat("z", 64))),
 }
 
 func TestInvalidPoolsAreRefused(t *testing.T) {

@@ -77,9 +77,10 @@ func Start(ctx context.Context, o Options) (h *Harness, err error) {
 	if h.progress == nil {
 		h.progress = func(string) {}
 	}
+	started := h // the error returns below set h to nil before this runs
 	defer func() {
 		if err != nil {
-			_ = h.Close()
+			_ = started.Close()
 			h = nil
 		}
 	}()

@@ -40,6 +40,10 @@ type AgentView struct {
 	Name         string
 	AgentMachine string // agentMachineRef label: bound when set
 	Installed    bool
+	// VsphereAgent is the operator's label naming the VM's VsphereAgent.
+	VsphereAgent string
+	// Zone is the topology.kubernetes.io/zone label; NodeZone the same key of spec.nodeLabels.
+	Zone, NodeZone string
 }
 
 // Observe reads a Snapshot of pool. nodePool and d are optional (Machines stay empty without them).
@@ -68,7 +72,9 @@ func (h *Harness) Observe(ctx context.Context, pool types.NamespacedName, d *wor
 		return nil, err
 	}
 	for _, a := range agents.Items {
-		s.Agents = append(s.Agents, AgentView{Name: a.GetName(), AgentMachine: a.GetLabels()[world.LabelAgentMachineRef], Installed: conditionTrue(&a, world.CondInstalled)})
+		nodeLabels, _, _ := unstructured.NestedStringMap(a.Object, "spec", "nodeLabels")
+		s.Agents = append(s.Agents, AgentView{Name: a.GetName(), AgentMachine: a.GetLabels()[world.LabelAgentMachineRef], Installed: conditionTrue(&a, world.CondInstalled),
+			VsphereAgent: a.GetLabels()[afv1.LabelVsphereAgent], Zone: a.GetLabels()[afv1.LabelTopologyZone], NodeZone: nodeLabels[afv1.LabelTopologyZone]})
 	}
 	sort.Slice(s.Agents, func(i, j int) bool { return s.Agents[i].Name < s.Agents[j].Name })
 

@@ -23,11 +23,14 @@ type Tracker struct {
 	last                 *Snapshot
 	// lockAnswers is how many CD-ROM lock questions the operator answered (counted by the simulator).
 	lockAnswers int
+	// zones are the pool's failure domains (SetZones); vmZone the domain of every VM ever seen.
+	zones  []string
+	vmZone map[string]string
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{vmsSeen: map[string]string{}, agentsBound: map[string]bool{}, ejected: map[string]bool{}}
+	return &Tracker{vmsSeen: map[string]string{}, agentsBound: map[string]bool{}, ejected: map[string]bool{}, vmZone: map[string]string{}}
 }
 
 // Observe records a snapshot.
@@ -54,6 +57,9 @@ func (t *Tracker) Observe(s *Snapshot) {
 		}
 	}
 	for i := range s.VAs {
+		if uuid := s.VAs[i].Status.VM.InstanceUUID; uuid != "" {
+			t.vmZone[strings.ToLower(uuid)] = s.VAs[i].Spec.FailureDomain
+		}
 		switch EjectionReason(&s.VAs[i]) {
 		case afv1.ReasonEjected:
 			t.ejected[s.VAs[i].Name] = true
@@ -92,8 +98,36 @@ func (t *Tracker) CleanedUp() int {
 
 // Summary is the one-line result, e.g. "demo: 5 VMs created, ... 0 invariant violations".
 func (t *Tracker) Summary(prefix string) string {
-	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up, %d invariant violations",
-		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), len(t.violations))
+	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up%s, %d invariant violations",
+		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), t.spread(), len(t.violations))
+}
+
+// SetZones names the pool's failure domains: Summary then reports how the created VMs spread over them.
+func (t *Tracker) SetZones(zones []string) { t.zones = zones }
+
+// Spread counts the VMs ever created per failure domain, in the order of SetZones.
+func (t *Tracker) Spread() []int {
+	out := make([]int, len(t.zones))
+	for uuid := range t.vmsSeen {
+		for i, z := range t.zones {
+			if t.vmZone[uuid] == z {
+				out[i]++
+			}
+		}
+	}
+	return out
+}
+
+// spread is ", spread 2/2/1 over 3 zones" with zones set, else "".
+func (t *Tracker) spread() string {
+	if len(t.zones) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(t.zones))
+	for _, n := range t.Spread() {
+		parts = append(parts, fmt.Sprint(n))
+	}
+	return fmt.Sprintf(", spread %s over %d zones", strings.Join(parts, "/"), len(t.zones))
 }
 
 // SetLockQuestionsAnswered records how many CD-ROM lock questions were answered (for Summary).

@@ -284,6 +284,12 @@ func (c *controller) mux() *http.ServeMux {
 	handle(m, c, "faults/clear", func(empty) (any, error) { e.Model.Service.ClearFaultRules(); return empty{}, nil })
 	handle(m, c, "privileges/deny", func(r privilegeReq) (any, error) { e.DenyPrivilege(r.Entity, r.PrivID); return empty{}, nil })
 	handle(m, c, "privileges/reset", func(empty) (any, error) { e.ResetPrivileges(); return empty{}, nil })
+	handle(m, c, "capacity/cluster", func(r clusterCapacityReq) (any, error) {
+		return empty{}, e.SetClusterCapacity(r.Cluster, r.Capacity)
+	})
+	handle(m, c, "capacity/datastore", func(r datastoreSpaceReq) (any, error) {
+		return empty{}, e.SetDatastoreSpace(r.Datastore, r.CapacityBytes, r.FreeBytes)
+	})
 	handle(m, c, "privileges/denied", func(r privilegeReq) (any, error) { return privilegesResp{e.DeniedPrivileges(r.Entity)}, nil })
 	return m
 }

@@ -74,6 +74,9 @@ type Options struct {
 	Delay simulator.DelayConfig
 	// NoTLS serves plain HTTP (only for tools that cannot take a CA bundle).
 	NoTLS bool
+	// Clusters is the number of clusters (DC0_C0 ...; 0 means 1). With more than one each cluster i also
+	// gets its own datastore (ZoneOf(i)), for failure domains.
+	Clusters int
 }
 
 // Env is a running simulator: in this process (Start) or in its own (StartProcess). The methods work
@@ -100,6 +103,10 @@ type Env struct {
 func Start(opts Options) (*Env, error) {
 	model := simulator.VPX()
 	model.Datastore = 2
+	if opts.Clusters > 1 {
+		model.Cluster = opts.Clusters
+		model.Datastore = 2 + opts.Clusters
+	}
 	model.DelayConfig = opts.Delay
 	if err := model.Create(); err != nil {
 		return nil, fmt.Errorf("create simulator model: %w", err)
@@ -124,6 +131,7 @@ func Start(opts Options) (*Env, error) {
 		env.Close()
 		return nil, err
 	}
+	env.prepareCapacity()
 	return env, nil
 }
 

@@ -1,0 +1,462 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// capacityCheckInterval is how often a domain's capacity is read from vCenter while the pool reconciles;
+// a domain short of capacity is retried on this timer.
+const capacityCheckInterval = 30 * time.Second
+
+// domainBackoff is how long a failure domain whose VM creations failed is skipped: 1 min after the first
+// failure, doubled for each further failure in a row, at most 15 min; a VM created there resets it.
+var domainBackoff = planner.Backoff{Base: time.Minute, Ceiling: 15 * time.Minute}
+
+// ReasonFailureDomainNotFound: a VsphereAgent's failure domain was removed from the pool before its VM
+// was created (the pool releases it).
+const ReasonFailureDomainNotFound = "FailureDomainNotFound"
+
+// ReasonNoFailureDomainAvailable is the planned action's reason when VMs are needed but no failure domain
+// takes one.
+const ReasonNoFailureDomainAvailable = "NoFailureDomainAvailable"
+
+// domainPlacement is where one failure domain puts a VM, the pool's values filled in where it gives none.
+type domainPlacement struct {
+	Name, Region                                    string
+	ResourcePool, DatastoreCluster, Network, Folder string
+	MaxVMs                                          *int32
+}
+
+// poolDomains lists the pool's failure domains; a pool without any has one, named "", with its own
+// placement.
+func poolDomains(pool *afv1.VsphereAgentPool) []domainPlacement {
+	v := pool.Spec.VSphere
+	base := domainPlacement{ResourcePool: v.ResourcePool, DatastoreCluster: v.DatastoreCluster, Network: v.Network, Folder: v.Folder}
+	if base.Folder == "" {
+		base.Folder = pool.Spec.HostedClusterRef.Name
+	}
+	if len(v.FailureDomains) == 0 {
+		return []domainPlacement{base}
+	}
+	out := make([]domainPlacement, 0, len(v.FailureDomains))
+	for _, fd := range v.FailureDomains {
+		d := base
+		d.Name, d.Region, d.MaxVMs = fd.Name, fd.Region, fd.MaxVMs
+		switch {
+		case fd.ResourcePool != "":
+			d.ResourcePool = fd.ResourcePool
+		case fd.ComputeCluster != "":
+			d.ResourcePool = strings.TrimSuffix(fd.ComputeCluster, "/") + "/Resources" // the cluster's root pool
+		}
+		if fd.Datastore != "" {
+			d.DatastoreCluster = fd.Datastore
+		}
+		if fd.Network != "" {
+			d.Network = fd.Network
+		}
+		if fd.Folder != "" {
+			d.Folder = fd.Folder
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// domainOf returns the placement of the named failure domain of the pool.
+func domainOf(pool *afv1.VsphereAgentPool, name string) (domainPlacement, bool) {
+	for _, d := range poolDomains(pool) {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return domainPlacement{}, false
+}
+
+// vmNeed is what one VM of the pool's template takes from a placement: its vCPUs and memory, and on the
+// boot datastore its swap file (memory minus reservation) and the disks provisioned thick there (the boot
+// disk with diskEagerlyScrub, data disks Thick or EagerlyZeroed without a datastore of their own).
+func vmNeed(pool *afv1.VsphereAgentPool) vsphere.VMNeed {
+	t := pool.Spec.Template
+	n := vsphere.VMNeed{NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB}
+	if pool.Spec.VSphere.DiskEagerlyScrub { // eager-zeroed thick; otherwise the disk is thin
+		n.ThickDiskGiB = int64(t.DiskGiB)
+	}
+	if hw := t.Hardware; hw != nil {
+		if hw.MemoryReservationMiB != nil {
+			n.MemoryReservationMiB = *hw.MemoryReservationMiB
+		}
+		for _, d := range hw.DataDisks {
+			if d.Datastore == "" && (d.ProvisioningMode == afv1.ProvisioningThick || d.ProvisioningMode == afv1.ProvisioningEagerlyZeroed) {
+				n.ThickDiskGiB += int64(d.SizeGiB)
+			}
+		}
+	}
+	return n
+}
+
+// domainTracker remembers, per pool and failure domain, failed creations (backoff), the last capacity
+// reading and the VsphereAgents created but not yet seen in the cache. The zero value is ready.
+type domainTracker struct {
+	mu       sync.Mutex
+	failing  map[string]*domainFailures
+	capacity map[string]*capacityReading
+	recent   map[string]map[string]string // pool key -> VsphereAgent name -> domain
+}
+
+type domainFailures struct {
+	failures   int
+	lastAt     time.Time
+	retryAfter time.Time
+	last       string // what failed last (VsphereAgent and reason)
+	seen       map[types.UID]bool
+}
+
+type capacityReading struct {
+	at       time.Time
+	headroom int
+	short    []string
+	err      string
+	// createdSince counts VMs the pool placed here after the reading: the headroom left is headroom − it.
+	createdSince int
+}
+
+func (t *domainTracker) forgetPool(poolKey string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k := range t.failing {
+		if strings.HasPrefix(k, poolKey+"/") {
+			delete(t.failing, k)
+		}
+	}
+	for k := range t.capacity {
+		if strings.HasPrefix(k, poolKey+"/") {
+			delete(t.capacity, k)
+		}
+	}
+	delete(t.recent, poolKey)
+}
+
+// created records VsphereAgents just created in domain (not in the cache yet).
+func (t *domainTracker) created(poolKey, name, domain string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.recent == nil {
+		t.recent = map[string]map[string]string{}
+	}
+	if t.recent[poolKey] == nil {
+		t.recent[poolKey] = map[string]string{}
+	}
+	t.recent[poolKey][name] = domain
+	if c := t.capacity[poolKey+"/"+domain]; c != nil {
+		c.createdSince++
+	}
+}
+
+// unseen returns, per domain, the VsphereAgents created but not yet listed, dropping those now present.
+func (t *domainTracker) unseen(poolKey string, present map[string]bool) map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int{}
+	for name, d := range t.recent[poolKey] {
+		if present[name] {
+			delete(t.recent[poolKey], name)
+			continue
+		}
+		out[d]++
+	}
+	return out
+}
+
+// creationFailed reports whether va's VM creation failed in a way its domain answers for: a create
+// vCenter refused (retried or for good), or a VM that never registered.
+func creationFailed(va *afv1.VsphereAgent) bool {
+	switch va.Status.VM.Phase {
+	case afv1.VMPhasePending:
+		return va.Status.VM.Reason == afv1.ReasonVMCreateFailed
+	case afv1.VMPhaseFailed:
+		return va.Status.VM.Reason != afv1.ReasonDuplicateName && planner.CountsTowardsBreaker(va.Status.VM.Reason)
+	}
+	return false
+}
+
+// noteFailures updates the domain's failure record from its VsphereAgents: each one failing counts once;
+// a VM created after the last failure resets the count. It returns the record (nil: never failed).
+func (t *domainTracker) noteFailures(key string, vas []*afv1.VsphereAgent, now time.Time) *domainFailures {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failing == nil {
+		t.failing = map[string]*domainFailures{}
+	}
+	f := t.failing[key]
+	for _, va := range vas {
+		if created := va.Status.VM.CreatedAt; f != nil && created != nil && created.After(f.lastAt) {
+			delete(t.failing, key) // a VM was created here since: the domain works again
+			f = nil
+		}
+	}
+	for _, va := range vas {
+		if !creationFailed(va) {
+			continue
+		}
+		if f == nil {
+			f = &domainFailures{seen: map[types.UID]bool{}}
+			t.failing[key] = f
+		}
+		if f.seen[va.UID] {
+			continue
+		}
+		f.seen[va.UID] = true
+		f.failures++
+		f.lastAt = now
+		f.retryAfter = now.Add(domainBackoff.Next(f.failures))
+		f.last = fmt.Sprintf("VsphereAgent %s: %s", va.Name, va.Status.VM.Reason)
+		if c := findCondition(va.Status.Conditions, afv1.ConditionVMCreated); c != nil && c.Status == metav1.ConditionFalse {
+			f.last += " (" + redactText(c.Message) + ")"
+		}
+	}
+	if f == nil {
+		return nil
+	}
+	out := *f
+	return &out
+}
+
+// reading returns the domain's capacity reading, reading it again when older than capacityCheckInterval.
+func (t *domainTracker) reading(ctx context.Context, key string, vs vsphere.Client, spec vsphere.CapacitySpec, need vsphere.VMNeed, now time.Time) capacityReading {
+	t.mu.Lock()
+	c := t.capacity[key]
+	t.mu.Unlock()
+	if c != nil && now.Sub(c.at) < capacityCheckInterval {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return *c
+	}
+	fresh := &capacityReading{at: now}
+	if capa, err := vs.ReadCapacity(ctx, spec); err != nil {
+		fresh.err = redactText(err.Error())
+	} else {
+		h := vsphere.HeadroomFor(*capa, need)
+		fresh.headroom, fresh.short = h.VMs, h.Short
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.capacity == nil {
+		t.capacity = map[string]*capacityReading{}
+	}
+	t.capacity[key] = fresh
+	return *fresh
+}
+
+// domainView is what observeDomains found about one failure domain.
+type domainView struct {
+	planner.Domain
+	placement domainPlacement
+	status    afv1.FailureDomainStatus
+	// abandon: the domain is skipped for failing creations; its VsphereAgents without a VM are released.
+	abandon bool
+}
+
+// observeDomains counts the pool's VMs per failure domain, skips domains whose creations keep failing
+// (backoff on the injected clock) and domains without capacity for one more VM of the template, and
+// reports both in condition FailureDomainsAvailable, status.failureDomains, Events and the headroom metric.
+func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error {
+	p := s.pool
+	poolKey := client.ObjectKeyFromObject(p).String()
+	now := r.Opts.Clock.Now()
+	placements := poolDomains(p)
+	byDomain := map[string][]*afv1.VsphereAgent{}
+	present := map[string]bool{}
+	for i := range s.vas {
+		va := &s.vas[i]
+		present[va.Name] = true
+		byDomain[va.Spec.FailureDomain] = append(byDomain[va.Spec.FailureDomain], va)
+	}
+	unseen := r.domains.unseen(poolKey, present)
+	multi := len(placements) > 1
+	s.domains = s.domains[:0]
+	var problems []string
+	reason := ""
+	for _, pl := range placements {
+		v := domainView{placement: pl, Domain: planner.Domain{Name: pl.Name, MaxVMs: pl.MaxVMs, VMs: unseen[pl.Name], InFlight: unseen[pl.Name]}}
+		for _, va := range byDomain[pl.Name] {
+			if !va.DeletionTimestamp.IsZero() || va.Status.VM.Phase == afv1.VMPhaseFailed {
+				continue
+			}
+			v.VMs++
+			switch va.Status.VM.Phase {
+			case "", afv1.VMPhasePending, afv1.VMPhaseProvisioning:
+				v.InFlight++
+			}
+		}
+		v.status = afv1.FailureDomainStatus{Name: pl.Name, VMs: int32(v.VMs), InFlight: int32(v.InFlight), Available: true}
+		key := poolKey + "/" + pl.Name
+		label := domainLabel(pl.Name)
+		// With one placement there is nowhere else to go: its VsphereAgents keep retrying (createFailed).
+		if f := r.domains.noteFailures(key, byDomain[pl.Name], now); multi && f != nil && now.Before(f.retryAfter) {
+			v.Skipped, v.abandon = true, true
+			msg := fmt.Sprintf("%s: VM creation failed %d time(s) in a row (last: %s); skipped until %s", label, f.failures, f.last, f.retryAfter.UTC().Format(time.RFC3339))
+			v.status.Available, v.status.Reason, v.status.Message = false, afv1.ReasonCreationsFailing, msg
+			v.status.RetryAfter = &metav1.Time{Time: f.retryAfter}
+			problems = append(problems, msg)
+			reason = afv1.ReasonCreationsFailing
+			s.requeueAfter(f.retryAfter.Sub(now))
+			if r.refusalEvents.allow(key+"/failing", fmt.Sprintf("%d", f.failures), now) {
+				r.Recorder.Eventf(p, "Warning", afv1.ReasonCreationsFailing, "%s; the other failure domains take the demand", msg)
+			}
+		}
+		if s.vs != nil && s.preflightBlock == "" && !p.Spec.Paused {
+			c := r.domains.reading(ctx, key, s.vs, vsphere.CapacitySpec{Datacenter: p.Spec.VSphere.Datacenter,
+				ResourcePool: pl.ResourcePool, DatastoreCluster: pl.DatastoreCluster}, vmNeed(p), now)
+			switch {
+			case c.err != "":
+				// Unknown, not short: vCenter itself refuses a create that does not fit.
+				v.status.Message = "capacity could not be read: " + c.err
+				if v.status.Reason == "" {
+					v.status.Reason = afv1.ReasonCapacityUnchecked
+				}
+				s.requeueAfter(capacityCheckInterval)
+			default:
+				left := max(c.headroom-c.createdSince, 0)
+				v.Headroom = &left
+				h := int32(min(left, 1<<30))
+				v.status.Headroom = &h
+				metrics.PoolHeadroom.WithLabelValues(p.Namespace, p.Name, pl.Name).Set(float64(left))
+				if left == 0 && !v.Skipped {
+					v.Skipped = true
+					msg := fmt.Sprintf("%s: no room for one more VM of %d vCPU, %d MiB: %s", label, p.Spec.Template.NumCPUs,
+						p.Spec.Template.MemoryMiB, strings.Join(c.short, "; "))
+					if len(c.short) == 0 {
+						msg = fmt.Sprintf("%s: the VMs created since vCenter's last reading used its headroom; read again within %s", label, capacityCheckInterval)
+					}
+					v.status.Available, v.status.Reason, v.status.Message = false, afv1.ReasonInsufficientCapacity, msg
+					problems = append(problems, msg)
+					s.requeueAfter(capacityCheckInterval) // retried on this timer
+					if reason == "" {
+						reason = afv1.ReasonInsufficientCapacity
+					}
+					if len(c.short) > 0 && r.refusalEvents.allow(key+"/capacity", afv1.ReasonInsufficientCapacity, now) {
+						r.Recorder.Eventf(p, "Warning", afv1.ReasonInsufficientCapacity, "%s; no VM is created there, retried every %s", msg, capacityCheckInterval)
+					}
+				} else if left > 0 {
+					r.refusalEvents.clear(key + "/capacity")
+				}
+			}
+		}
+		s.domains = append(s.domains, v)
+	}
+	if len(p.Spec.VSphere.FailureDomains) > 0 {
+		p.Status.FailureDomains = p.Status.FailureDomains[:0]
+		for _, v := range s.domains {
+			p.Status.FailureDomains = append(p.Status.FailureDomains, v.status)
+		}
+	} else {
+		p.Status.FailureDomains = nil
+	}
+	if len(problems) == 0 {
+		setCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, true, afv1.ReasonFailureDomainsAvailable,
+			"every failure domain takes new VMs", p.Generation)
+		return nil
+	}
+	sort.Strings(problems)
+	setCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, false, reason, strings.Join(problems, "; "), p.Generation)
+	return nil
+}
+
+// domainLabel names a domain in messages.
+func domainLabel(name string) string {
+	if name == "" {
+		return "the pool's placement"
+	}
+	return "failure domain " + name
+}
+
+// domainTargets places n new VMs over the pool's failure domains (planner.Spread); fewer when no
+// domain takes more, recorded as a planned action.
+func (s *poolScope) domainTargets(n int) []string {
+	ds := make([]planner.Domain, 0, len(s.domains))
+	for _, v := range s.domains {
+		ds = append(ds, v.Domain)
+	}
+	targets := planner.Spread(ds, n)
+	if len(targets) < n {
+		s.plan.Actions = append(s.plan.Actions, planner.Action{Kind: "Wait", Reason: ReasonNoFailureDomainAvailable,
+			Message: fmt.Sprintf("%d VM(s) needed, the failure domains take %d now (see condition %s)", n, len(targets), afv1.ConditionFailureDomainsAvailable)})
+	}
+	return targets
+}
+
+// abandoned reports whether va has no VM and sits in a domain skipped for failing creations, or in a
+// domain the pool no longer lists: the pool releases it and the demand goes elsewhere.
+func (s *poolScope) abandoned(va *afv1.VsphereAgent) bool {
+	if va.Status.VM.InstanceUUID != "" || !va.DeletionTimestamp.IsZero() || va.Status.VM.Phase == afv1.VMPhaseFailed {
+		return false
+	}
+	for _, v := range s.domains {
+		if v.Name == va.Spec.FailureDomain {
+			return v.abandon && va.Status.VM.Reason == afv1.ReasonVMCreateFailed
+		}
+	}
+	return len(s.domains) > 0 // its domain was removed from the pool
+}
+
+// inDomain is " in failure domain <name>" for messages, "" without failure domains.
+func inDomain(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " in failure domain " + name
+}
+
+// topologyLabels are the labels a VM's Agent carries for its failure domain: topology.kubernetes.io/zone
+// and, when the domain names one, topology.kubernetes.io/region. None without a failure domain.
+func topologyLabels(pool *afv1.VsphereAgentPool, domain string) map[string]string {
+	if domain == "" {
+		return nil
+	}
+	out := map[string]string{afv1.LabelTopologyZone: domain}
+	if d, ok := domainOf(pool, domain); ok && d.Region != "" {
+		out[afv1.LabelTopologyRegion] = d.Region
+	}
+	return out
+}
+
+// missingNodeLabels returns the topology labels the Agent's spec.nodeLabels lacks or holds otherwise
+// (as a merge patch value); assisted-service applies spec.nodeLabels to the node of a day-2 host.
+func missingNodeLabels(a *agents.Agent, want map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range want {
+		if got, ok := a.NodeLabels[k]; !ok || got != v {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// batchDomainCounts copies into b the per-domain counters of after (VMs, in flight, headroom) of domains
+// whose availability and reason did not change: like the pool's other counters, they are written batched.
+func batchDomainCounts(b, after *afv1.VsphereAgentPoolStatus) {
+	if len(b.FailureDomains) != len(after.FailureDomains) {
+		return
+	}
+	for i := range b.FailureDomains {
+		d, a := &b.FailureDomains[i], after.FailureDomains[i]
+		if d.Name == a.Name && d.Available == a.Available && d.Reason == a.Reason {
+			d.VMs, d.InFlight, d.Headroom, d.Message = a.VMs, a.InFlight, a.Headroom, a.Message
+		}
+	}
+}

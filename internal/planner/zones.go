@@ -1,0 +1,130 @@
+package planner
+
+import (
+	"time"
+)
+
+// Domain is one failure domain of a pool as a pass sees it (a pool without failure domains has one,
+// named "").
+type Domain struct {
+	Name string
+	// VMs counts the pool's VMs placed in the domain (any state but releasing).
+	VMs int
+	// InFlight counts the domain's VMs created but not yet registered.
+	InFlight int
+	// MaxVMs caps the domain's VMs (nil: no cap).
+	MaxVMs *int32
+	// Headroom is how many more VMs fit (nil: not measured, no cap).
+	Headroom *int
+	// Skipped: the domain takes no new VM now (its creations keep failing, its capacity is short).
+	Skipped bool
+}
+
+// room is how many more VMs the domain takes; -1 means no cap.
+func (d Domain) room() int {
+	r := -1
+	if d.Skipped {
+		return 0
+	}
+	if d.MaxVMs != nil {
+		r = max(int(*d.MaxVMs)-d.VMs, 0)
+	}
+	if d.Headroom != nil && (r < 0 || *d.Headroom < r) {
+		r = max(*d.Headroom, 0)
+	}
+	return r
+}
+
+// Spread places n new VMs, one at a time, each in the domain with the fewest VMs of this pool, ties
+// broken by the fewest in flight, then by name; a skipped domain, or one at its maxVMs or out of
+// headroom, takes none. It returns the domain of each VM placed, fewer than n when every domain is full.
+func Spread(domains []Domain, n int) []string {
+	ds := make([]Domain, len(domains))
+	copy(ds, domains)
+	taken := make([]int, len(ds))
+	var out []string
+	for len(out) < n {
+		best := -1
+		for i, d := range ds {
+			if r := d.room(); r == 0 || (r > 0 && taken[i] >= r) {
+				continue
+			}
+			if best < 0 || fewer(ds[i], ds[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		out = append(out, ds[best].Name)
+		ds[best].VMs++
+		ds[best].InFlight++
+		taken[best]++
+	}
+	return out
+}
+
+func fewer(a, b Domain) bool {
+	if a.VMs != b.VMs {
+		return a.VMs < b.VMs
+	}
+	if a.InFlight != b.InFlight {
+		return a.InFlight < b.InFlight
+	}
+	return a.Name < b.Name
+}
+
+// pickByPopulatedDomain releases n of the candidates (already in release order) from the most populated
+// domains first: each pick takes the first candidate of the domain with the most VMs (population counts
+// every VM of the pool, in use or not), ties by domain name. VMs in use are never candidates.
+func pickByPopulatedDomain(cands []VMState, n int, vms []VMState, domainOf map[string]string) []string {
+	population := map[string]int{}
+	for _, vm := range vms {
+		if vm.State != VMReleasing && vm.State != VMFailed {
+			population[domainOf[vm.Name]]++
+		}
+	}
+	used := make([]bool, len(cands))
+	var out []string
+	for len(out) < n {
+		best := -1
+		for i, c := range cands {
+			if used[i] {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			pi, pb := population[domainOf[c.Name]], population[domainOf[cands[best].Name]]
+			if pi > pb || (pi == pb && domainOf[c.Name] < domainOf[cands[best].Name]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		used[best] = true
+		population[domainOf[cands[best].Name]]--
+		out = append(out, cands[best].Name)
+	}
+	return out
+}
+
+// Backoff is the skip window of a failure domain whose VM creations failed: base after the first failure,
+// doubled for each further failure in a row, at most ceiling.
+type Backoff struct {
+	Base, Ceiling time.Duration
+}
+
+// Next returns how long a domain with failures consecutive failures is skipped.
+func (b Backoff) Next(failures int) time.Duration {
+	if failures <= 0 {
+		return 0
+	}
+	d := b.Base
+	for i := 1; i < failures && d < b.Ceiling; i++ {
+		d *= 2
+	}
+	return min(d, b.Ceiling)
+}
