@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,7 +26,6 @@ const (
 	ReasonWaitingForISO         = "WaitingForISO"
 	ReasonWaitingForCredentials = "WaitingForVSphere"
 	ReasonVMCreated             = "VMCreated"
-	ReasonVMNotFound            = "VMNotFound"
 	ReasonAgentRegistered       = "AgentRegistered"
 	ReasonAwaitingRegistration  = "AwaitingRegistration"
 	ReasonAgentPrepared         = "AgentPrepared"
@@ -32,7 +33,6 @@ const (
 	ReasonAgentUnbound          = "AgentUnbound"
 	ReasonAgentMissing          = "AgentMissing"
 	ReasonPoolNotFound          = "PoolNotFound"
-	ReasonAmbiguousAgent        = "AmbiguousAgent"
 )
 
 // setCondition sets a condition; LastTransitionTime only moves when the status changes, so a
@@ -45,6 +45,19 @@ func setCondition(conds *[]metav1.Condition, condType string, ok bool, reason, m
 	meta.SetStatusCondition(conds, metav1.Condition{
 		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
 	})
+}
+
+// stampTransitions gives every condition whose status changed during a pass (or that is new) the injected
+// clock's time as lastTransitionTime: setCondition (meta.SetStatusCondition) stamps the wall clock, and
+// condition times must agree with Options.Clock like every other time the operator writes or compares
+// (the registration breaker compares AgentRegistered's time with the VM's failure time).
+func stampTransitions(before, after []metav1.Condition, now time.Time) {
+	t := metav1.NewTime(now)
+	for i := range after {
+		if b := findCondition(before, after[i].Type); b == nil || b.Status != after[i].Status {
+			after[i].LastTransitionTime = t
+		}
+	}
 }
 
 func findCondition(conds []metav1.Condition, condType string) *metav1.Condition {

@@ -157,6 +157,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		}
 	}
 	r.setStatus(s, len(errs) == 0)
+	stampTransitions(before.Conditions, pool.Status.Conditions, r.Opts.Clock.Now())
 	if !equality.Semantic.DeepEqual(before, &pool.Status) {
 		if wait := r.statusWrites.delay(req.String(), inventoryOnly(before, &pool.Status)); wait > 0 {
 			// Only counters and the VM list moved: batch them (a burst of VM phase changes is one write).

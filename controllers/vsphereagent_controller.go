@@ -71,6 +71,7 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	s := &vmScope{va: va, log: ctrl.LoggerFrom(ctx)}
 	before := va.Status.DeepCopy()
 	defer func() {
+		stampTransitions(before.Conditions, va.Status.Conditions, r.Opts.Clock.Now())
 		wrote := true
 		if !equality.Semantic.DeepEqual(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
 			err := r.Status().Update(ctx, va)
