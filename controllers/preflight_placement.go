@@ -17,8 +17,8 @@ import (
 // (objects renamed or removed in vCenter behind the operator's back).
 const placementRecheckInterval = 10 * time.Minute
 
-// placementChecks remembers, per pool, the generation and time of the last placement check. The zero
-// value is ready.
+// placementChecks remembers, per pool UID (see placementMemoKey), the generation and time of the last
+// placement check. The zero value is ready.
 type placementChecks struct {
 	mu   sync.Mutex
 	last map[string]placementCheck
@@ -46,7 +46,20 @@ func (p *placementChecks) done(key string, c placementCheck) {
 	if p.last == nil {
 		p.last = map[string]placementCheck{}
 	}
+	// Verdicts older than a recheck are never used again (deleted pools leave theirs behind): drop them.
+	for k, v := range p.last {
+		if c.at.Sub(v.at) > 2*placementRecheckInterval {
+			delete(p.last, k)
+		}
+	}
 	p.last[key] = c
+}
+
+// placementMemoKey keys a pool's placement verdict by its UID (the generation is compared by due): a pool
+// deleted and created again under the same name starts at generation 1 again and must be checked afresh,
+// never inherit the verdict of its predecessor.
+func placementMemoKey(p *afv1.VsphereAgentPool) string {
+	return client.ObjectKeyFromObject(p).String() + "/placement/" + string(p.UID)
 }
 
 const placementValidMessage = "every object named in spec.vsphere (and the hardware profile's datastores and storage policy) exists and is of the right kind"
@@ -122,8 +135,9 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 		return nil // VSphereReachable says why
 	}
 	key := client.ObjectKeyFromObject(p).String()
+	memo := placementMemoKey(p)
 	now := r.Opts.Clock.Now()
-	if last, due := r.placement.due(key, p.Generation, now); !due {
+	if last, due := r.placement.due(memo, p.Generation, now); !due {
 		if last.reason != "" {
 			s.preflightBlock = last.reason
 			setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, last.reason, last.message, p.Generation)
@@ -148,7 +162,7 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	s.requeueAfter(placementRecheckInterval)
 	topic := key + "/placement"
 	if len(problems) == 0 {
-		r.placement.done(key, placementCheck{generation: p.Generation, at: now})
+		r.placement.done(memo, placementCheck{generation: p.Generation, at: now})
 		r.refusalEvents.clear(topic)
 		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
 		return r.checkPrivileges(ctx, s)
@@ -159,7 +173,7 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	}
 	reason := placementReason(problems)
 	msg := fmt.Sprintf("spec.vsphere does not resolve in vCenter: %s; no VM is created", strings.Join(msgs, "; "))
-	r.placement.done(key, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
+	r.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
 	s.preflightBlock = reason
 	setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
 	if r.refusalEvents.allow(topic, reason, now) {
