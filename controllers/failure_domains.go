@@ -116,6 +116,23 @@ type domainTracker struct {
 	failing  map[string]*domainFailures
 	capacity map[string]*capacityReading
 	recent   map[string]map[string]string // pool key -> VsphereAgent name -> domain
+	metered  map[string]map[string]bool   // pool key -> domains listed on the last pass
+}
+
+// meter records the pool's failure domains and deletes the headroom series of the ones no longer listed
+// (a failure domain removed from the spec).
+func (t *domainTracker) meter(pool *afv1.VsphereAgentPool, poolKey string, domains map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for d := range t.metered[poolKey] {
+		if !domains[d] {
+			metrics.PoolHeadroom.DeleteLabelValues(pool.Namespace, pool.Name, d)
+		}
+	}
+	if t.metered == nil {
+		t.metered = map[string]map[string]bool{}
+	}
+	t.metered[poolKey] = domains
 }
 
 type domainFailures struct {
@@ -149,6 +166,7 @@ func (t *domainTracker) forgetPool(poolKey string) {
 		}
 	}
 	delete(t.recent, poolKey)
+	delete(t.metered, poolKey)
 }
 
 // created records VsphereAgents just created in domain (not in the cache yet).
@@ -289,6 +307,11 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 	unseen := r.domains.unseen(poolKey, present)
 	multi := len(placements) > 1
 	s.domains = s.domains[:0]
+	listed := map[string]bool{}
+	for _, pl := range placements {
+		listed[pl.Name] = true
+	}
+	r.domains.meter(p, poolKey, listed)
 	var problems []string
 	reason := ""
 	for _, pl := range placements {

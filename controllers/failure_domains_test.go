@@ -5,7 +5,11 @@ import (
 	"testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -87,5 +91,50 @@ func TestVMNeedCountsThickDisksAndReservation(t *testing.T) {
 	}}
 	if got := vmNeed(pool); got != (vsphere.VMNeed{NumCPUs: 4, MemoryMiB: 16384, MemoryReservationMiB: 8192, ThickDiskGiB: 180}) {
 		t.Fatalf("thick boot disk, thick data disks on the boot datastore, reservation: %+v", got)
+	}
+}
+
+func TestHeadroomSeriesOfARemovedDomainGo(t *testing.T) {
+	pool := &afv1.VsphereAgentPool{}
+	pool.Namespace, pool.Name = "ns-meter", "p"
+	var tr domainTracker
+	metrics.PoolHeadroom.WithLabelValues("ns-meter", "p", "a").Set(3)
+	metrics.PoolHeadroom.WithLabelValues("ns-meter", "p", "b").Set(4)
+	tr.meter(pool, "ns-meter/p", map[string]bool{"a": true, "b": true})
+	tr.meter(pool, "ns-meter/p", map[string]bool{"a": true})
+	ch := make(chan prometheus.Metric, 1024)
+	metrics.PoolHeadroom.Collect(ch)
+	close(ch)
+	n := 0
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == metrics.LabelPoolNamespace && l.GetValue() == "ns-meter" {
+				n++
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d headroom series left, want only domain a's", n)
+	}
+	metrics.PoolHeadroom.DeletePartialMatch(map[string]string{metrics.LabelPoolNamespace: "ns-meter"})
+}
+
+func TestDomainCountersAreBatched(t *testing.T) {
+	three, four := int32(3), int32(4)
+	before := &afv1.VsphereAgentPoolStatus{FailureDomains: []afv1.FailureDomainStatus{
+		{Name: "a", VMs: 1, Available: true, Headroom: &three}, {Name: "b", VMs: 1, Available: true}}}
+	after := &afv1.VsphereAgentPoolStatus{FailureDomains: []afv1.FailureDomainStatus{
+		{Name: "a", VMs: 2, InFlight: 1, Available: true, Headroom: &four}, {Name: "b", Available: false, Reason: afv1.ReasonInsufficientCapacity}}}
+	b := before.DeepCopy()
+	batchDomainCounts(b, after)
+	if !reflect.DeepEqual(b.FailureDomains[0], after.FailureDomains[0]) {
+		t.Fatalf("counters of an unchanged domain are batched: %+v", b.FailureDomains[0])
+	}
+	if reflect.DeepEqual(b.FailureDomains[1], after.FailureDomains[1]) {
+		t.Fatal("a domain that became unavailable must not be batched")
 	}
 }
