@@ -92,6 +92,8 @@ type poolScope struct {
 	requeue        time.Duration
 	// domains are the pool's failure domains (one, "", without any) as observeDomains found them.
 	domains []domainView
+	// staticIP is the pass's view of the leases of a static-IP pool (nil for DHCP pools).
+	staticIP *staticIPScope
 }
 
 type conditionUpdate struct {
@@ -146,7 +148,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 
 	var errs []error
 	for _, phase := range []func(context.Context, *poolScope) error{
-		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.checkSelector, r.connectVSphere, r.checkPlacement, r.refreshISO, r.observeDomains, r.planAndAct,
+		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.checkSelector, r.connectVSphere, r.checkPlacement, r.refreshISO, r.observeDomains, r.observeLeases, r.planAndAct, r.prepareLeases,
 	} {
 		if err := phase(ctx, s); err != nil {
 			if errors.Is(err, errStop) {
@@ -415,6 +417,8 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 		in.CreateBlocked, in.BlockReason = true, s.blocked
 	case s.preflightBlock != "":
 		in.CreateBlocked, in.BlockReason = true, s.preflightBlock
+	case s.staticIPBlock() != "":
+		in.CreateBlocked, in.BlockReason = true, s.staticIPBlock()
 	case s.vs == nil:
 		in.CreateBlocked, in.BlockReason = true, ReasonWaitingForCredentials
 	case s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "":

@@ -181,6 +181,9 @@ func (r *PoolReconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctr
 		// The VsphereAgents' finalizers run; their deletion events bring us back.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
+	if err := r.releaseAllLeases(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.Recorder.Event(pool, "Normal", "PoolDeleted", fmt.Sprintf("cleanupPolicy %s applied to %d VM(s)", policyOf(pool), len(vas.Items)))
 	controllerutil.RemoveFinalizer(pool, afv1.FinalizerPool)
 	r.expectations.forget(client.ObjectKeyFromObject(pool).String())

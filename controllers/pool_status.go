@@ -61,7 +61,7 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 	st.OwnedVMs = st.OwnedVMs[:0]
 	for _, va := range s.vas {
 		st.OwnedVMs = append(st.OwnedVMs, afv1.OwnedVM{Name: va.Name, InstanceUUID: va.Status.VM.InstanceUUID,
-			Phase: va.Status.VM.Phase, AgentRef: va.Status.VM.AgentRef, MachineRef: va.Status.VM.MachineRef})
+			Phase: va.Status.VM.Phase, AgentRef: va.Status.VM.AgentRef, MachineRef: va.Status.VM.MachineRef, Address: staticAddressOf(&va)})
 	}
 	if len(st.OwnedVMs) == 0 {
 		st.OwnedVMs = nil
@@ -69,6 +69,7 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 	st.VMs = int32(len(s.vas))
 	st.ISOEjections = ejectionSummary(s.vas)
 	r.setCRDCondition(p)
+	r.setLeaseStatus(s)
 
 	st.PlannedActions = nil
 	for _, a := range s.plan.Actions {
@@ -130,6 +131,9 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 			ready, reason, msg = false, c.Reason, c.Message
 			break
 		}
+	}
+	if ready && s.staticIPBlock() != "" {
+		ready, reason, msg = false, s.staticIP.block, s.staticIP.blockMsg
 	}
 	if p.Spec.Paused {
 		ready, reason, msg = false, ReasonPaused, "spec.paused is true: no action is taken"

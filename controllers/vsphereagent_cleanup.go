@@ -46,6 +46,9 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	}
 	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
 	done := func(reason, msg string) (ctrl.Result, error) {
+		if err := r.settleLease(ctx, va, reason == "CleanedUp"); err != nil {
+			return ctrl.Result{}, err
+		}
 		r.Recorder.Event(va, "Normal", reason, msg)
 		metrics.VMResources.DeletePartialMatch(map[string]string{metrics.LabelPoolNamespace: va.Namespace, "vm": va.Name})
 		controllerutil.RemoveFinalizer(va, afv1.FinalizerVsphereAgent)

@@ -210,6 +210,10 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
 		return false, nil
 	}
+	mac, ready, err := r.staticIPLease(ctx, s)
+	if err != nil || !ready {
+		return false, err
+	}
 	vs, err := r.client(ctx, s)
 	if err != nil {
 		r.setPhase(va, afv1.VMPhasePending, ReasonWaitingForCredentials)
@@ -224,6 +228,7 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 		return false, nil
 	}
 	spec := vmSpec(va, pool)
+	spec.MACAddress = mac
 	info, err := vs.CreateVM(ctx, spec)
 	if err != nil {
 		return r.createFailed(ctx, s, vs, spec.Name, err, true)

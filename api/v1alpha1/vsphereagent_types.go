@@ -148,6 +148,10 @@ type VsphereAgentStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="VM"
 	VM VMStatus `json:"vm,omitempty"`
+	// StaticIP is the VM's address lease (pools with spec.network).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Static IP"
+	StaticIP *StaticIPStatus `json:"staticIP,omitempty"`
 	// ISOEjection is the in-flight ejection record (crash recovery); empty when none runs.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Ejection"

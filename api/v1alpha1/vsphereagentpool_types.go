@@ -83,6 +83,12 @@ type VsphereAgentPoolSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Registration Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	RegistrationTimeout *metav1.Duration `json:"registrationTimeout,omitempty"`
 
+	// Network gives the VMs static addresses from Cluster API IPAM pools (no DHCP on the VM network).
+	// Unset: the VMs get their address by DHCP, as before.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Static IP Network"
+	Network *NetworkSpec `json:"network,omitempty"`
+
 	// Paused stops every action of the pool (creates, deletes, Agent changes, ISO refresh); status is
 	// still reported.
 	// +optional
@@ -353,6 +359,9 @@ type OwnedVM struct {
 	// MachineRef names the Machine the Agent backs, in the control plane namespace.
 	// +optional
 	MachineRef string `json:"machineRef,omitempty"`
+	// Address is the VM's static address (pools with spec.network).
+	// +optional
+	Address string `json:"address,omitempty"`
 }
 
 // PlannedAction is one action the planner decided on the last pass.
@@ -523,8 +532,12 @@ type VsphereAgentPoolStatus struct {
 	// +listMapKey=name
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Failure Domains"
 	FailureDomains []FailureDomainStatus `json:"failureDomains,omitempty"`
+	// Leases counts the static address leases (pools with spec.network).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Static IP Leases"
+	Leases *LeaseSummary `json:"leases,omitempty"`
 	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
-	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable.
+	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable, StaticIPsReady.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -57,6 +57,9 @@ type VMSpec struct {
 	Ownership Ownership
 	// Hardware is the optional hardware profile (zero: none).
 	Hardware Hardware
+	// MACAddress, when set, is the NIC's manually assigned MAC (VMware's static range): static-IP pools
+	// give each VM the MAC its NMStateConfig names. Empty: vCenter generates one.
+	MACAddress string
 }
 
 // VMInfo is what the operator reads back about a VM.
@@ -165,6 +168,8 @@ type Client interface {
 	DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
 	// ListPoolVMs lists VMs in the datacenter whose ownership marker names poolUID.
 	ListPoolVMs(ctx context.Context, datacenter, poolUID string) ([]VMInfo, error)
+	// NICMACs lists the MACs of every NIC of every VM in the datacenter (any owner), lower case.
+	NICMACs(ctx context.Context, datacenter string) ([]string, error)
 
 	// UploadISO streams r to a temporary name next to finalPath, then moves it to finalPath
 	// ("[ds] dir/name.iso"). The final name never holds a partial file. size may be -1 if unknown.

@@ -63,6 +63,7 @@ func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo, poli
 		return types.VirtualMachineConfigSpec{}, nil, NewError(ClassInvalid, "CreateVM", "networkAdapterType: %v", err)
 	}
 	nic.GetVirtualDevice().Key = devices.NewKey()
+	manualMAC(nic, spec.MACAddress)
 	devices = append(devices, nic)
 
 	changes, err := devices.ConfigSpec(types.VirtualDeviceConfigSpecOperationAdd)

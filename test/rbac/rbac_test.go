@@ -132,7 +132,8 @@ func TestShippedPermissions(t *testing.T) {
 }
 
 // runScenario plays the operator's whole job in namespace ns, with the operator running as a
-// ServiceAccount holding perms (leader election and secure metrics on, as deployed): the discovery ISO
+// ServiceAccount holding perms (leader election and secure metrics on, as deployed), on a static-IP pool
+// (address leases from the world's IPAM pool, NMStateConfigs in the regenerated image): the discovery ISO
 // is cached, the NodePool scales 0 -> 2 (VMs created, Agents prepared and bound, ISOs ejected after
 // install), then 2 -> 1 (a VM and its Agent removed), the metrics are scraped by an authorized reader,
 // and the pool is deleted (its VMs destroyed by the Delete policy). With stopOnRefusal it returns as soon
@@ -159,8 +160,14 @@ func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, i
 		return rec, err
 	}
 	pool.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
+	// A static-IP pool: its job uses every grant a DHCP pool's does, plus the IPAM claims, addresses and
+	// NMStateConfigs of its leases.
+	staticIPs, err := h.EnableStaticIPs(ctx, s, pool, 1)
+	if err != nil {
+		return rec, err
+	}
 	ie := s.InfraEnv
-	w, err := h.StartWorldUntil(ctx, world.Options{Namespaces: s.Namespaces(), InfraEnv: &ie,
+	w, err := h.StartWorldUntil(ctx, world.Options{Namespaces: s.Namespaces(), InfraEnv: &ie, StaticIP: staticIPs,
 		RegistrationDelay: 200 * time.Millisecond, ValidationDelay: 100 * time.Millisecond, InstallDelay: 500 * time.Millisecond}, 100*time.Millisecond)
 	if err != nil {
 		return rec, err

@@ -129,6 +129,19 @@ var invalidPools = []invalidCase{
 	one("failure domain folder with ..", "spec.vsphere.failureDomains[0].folder", set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"name": "a", "folder": "vm/../x"}})),
 	one("failure domain maxVMs negative", "spec.vsphere.failureDomains[0].maxVMs", set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"name": "a", "maxVMs": -1}})),
 	one("failure domains more than 32", "spec.vsphere.failureDomains", set("spec.vsphere.failureDomains", failureDomains(33))),
+
+	// Static IPs.
+	one("network without addressesFromPools", "spec.network.addressesFromPools", set("spec.network", map[string]interface{}{"spareLeases": 1})),
+	one("network with no pool", "spec.network.addressesFromPools", set("spec.network", map[string]interface{}{"addressesFromPools": []interface{}{}})),
+	one("network with two pools", "spec.network.addressesFromPools", set("spec.network", staticNetwork(ipPool("a"), ipPool("b")))),
+	one("network pool kind missing", "spec.network.addressesFromPools[0].kind", set("spec.network", staticNetwork(map[string]interface{}{"apiGroup": "ipam.cluster.x-k8s.io", "name": "a"}))),
+	one("network pool name uppercase", "spec.network.addressesFromPools[0].name", set("spec.network", staticNetwork(ipPool("Vm-Net")))),
+	one("network nameserver not an IP", "spec.network.nameservers", set("spec.network", withField(staticNetwork(ipPool("a")), "nameservers", []interface{}{"dns.example.com"}))),
+	one("network route destination not a CIDR", "spec.network.routes[0].to", set("spec.network", withField(staticNetwork(ipPool("a")), "routes", []interface{}{map[string]interface{}{"to": "10.1.0.0", "via": "10.0.0.1"}}))),
+	one("network route via not an IP", "spec.network.routes[0].via", set("spec.network", withField(staticNetwork(ipPool("a")), "routes", []interface{}{map[string]interface{}{"to": "10.1.0.0/16", "via": "gw"}}))),
+	one("network spareLeases negative", "spec.network.spareLeases", set("spec.network", withField(staticNetwork(ipPool("a")), "spareLeases", -1))),
+	one("network spareLeases above 100", "spec.network.spareLeases", set("spec.network", withField(staticNetwork(ipPool("a")), "spareLeases", 101))),
+	one("network interfaceName with space", "spec.network.interfaceName", set("spec.network", withField(staticNetwork(ipPool("a")), "interfaceName", "ens 192"))),
 }
 
 // failureDomains returns n valid failure domains.
@@ -138,6 +151,23 @@ func failureDomains(n int) []interface{} {
 		out = append(out, map[string]interface{}{"name": "zone-" + strings.Repeat("z", i+1)})
 	}
 	return out
+}
+
+func ipPool(name string) map[string]interface{} {
+	return map[string]interface{}{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": name}
+}
+
+func staticNetwork(pools ...map[string]interface{}) map[string]interface{} {
+	list := make([]interface{}, 0, len(pools))
+	for _, p := range pools {
+		list = append(list, p)
+	}
+	return map[string]interface{}{"addressesFromPools": list}
+}
+
+func withField(m map[string]interface{}, k string, v interface{}) map[string]interface{} {
+	m[k] = v
+	return m
 }
 
 var invalidAgents = []invalidCase{

@@ -50,6 +50,9 @@ func (d *Driver) registerAgents(ctx context.Context) error {
 		if !ok {
 			continue
 		}
+		if _, ok := d.staticAddressFor(vm); !ok {
+			continue // no DHCP: a host whose image lacks its config never reaches assisted-service
+		}
 		agents, cached := agentsByNS[infraEnv.Namespace]
 		if !cached {
 			l := newList(AgentGVK)
@@ -157,7 +160,7 @@ func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.Names
 				"name": "ens192", "macAddress": vm.MAC, "speedMbps": int64(10000), "mtu": int64(1500),
 				"hasCarrier": true, "vendor": "0x15ad", "product": "0x07b0",
 				"flags":         []any{"up", "broadcast", "running", "multicast"},
-				"ipV4Addresses": []any{}, "ipV6Addresses": []any{},
+				"ipV4Addresses": d.reportedIPv4(vm), "ipV6Addresses": []any{},
 			}},
 			"systemVendor": map[string]any{
 				"serialNumber": SerialFromBIOSUUID(vm.BIOSUUID), "productName": "VMware7,1",

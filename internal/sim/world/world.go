@@ -73,6 +73,8 @@ type Options struct {
 	ManualMachines bool
 	// BindingDisabled starts the world with the provider's automatic binding off (see SetBinding).
 	BindingDisabled bool
+	// StaticIP plays static addressing (image regeneration with NMStateConfigs, an IPAM provider); nil: DHCP.
+	StaticIP *StaticIPOptions
 }
 
 // Driver plays HyperShift/CAPI, the Agent CAPI provider and assisted-service.
@@ -107,6 +109,7 @@ type Driver struct {
 	// because a pass holds mu for its whole duration.
 	timingMu sync.Mutex
 	timing   PassTiming
+	static   *staticWorld
 }
 
 // PassTiming is the world driver's own pacing: its passes are serial, so one slow phase (say, a
@@ -198,6 +201,7 @@ func New(opts Options) (*Driver, error) {
 		firstSeen:    map[string]time.Time{},
 		registered:   map[string]types.NamespacedName{},
 		registeredAt: map[types.NamespacedName]time.Time{},
+		static:       &staticWorld{bySHA: map[string]int{}, bootedWithout: map[string]string{}, reported: map[string]string{}},
 	}, nil
 }
 
@@ -240,6 +244,8 @@ func (d *Driver) Step(ctx context.Context) (int, error) {
 	}{
 		{"nodepools", d.reconcileNodePools}, // HyperShift + CAPI MachineSet
 		{"deletions", d.processDeletions},
+		{"ipam", d.allocateAddresses},  // Cluster API IPAM provider
+		{"images", d.regenerateImages}, // assisted-service image regeneration (NMStateConfigs)
 		{"registration", d.registerAgents},
 		{"agent-status", d.updateAgentStatus},
 		{"binding", d.bindWaiting},

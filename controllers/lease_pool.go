@@ -1,0 +1,537 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/leases"
+)
+
+// Static addressing (pools with spec.network): a lease is an IPAddressClaim owned by the pool, carrying a
+// MAC from VMware's static range, and the NMStateConfig (owned by the claim) that puts the claimed address
+// into the InfraEnv's discovery image. Claims and NMStateConfigs are read live (no informer: hubs without
+// CAPI IPAM still run DHCP pools), and the pool polls while leases are in flight.
+// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddressclaims,verbs=list;create;update;delete
+// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddresses,verbs=get
+// +kubebuilder:rbac:groups=agent-install.openshift.io,resources=nmstateconfigs,verbs=list;create;delete
+
+const (
+	// labelLeaseState marks a claim whose VM is gone (released: removed in the next batch) or kept (retained).
+	labelLeaseState = "agent-forge.containeroo.ch/lease-state"
+	// labelLease names, on an NMStateConfig, the claim (lease) it belongs to.
+	labelLease = "agent-forge.containeroo.ch/lease"
+	// annotationMAC is the lease's MAC on its claim.
+	annotationMAC = "agent-forge.containeroo.ch/mac"
+	// leasePoll is how often a pool or VM with leases in flight looks again (claims are not watched).
+	leasePoll = 2 * time.Second
+)
+
+// staticIPScope is what one pool pass observed about its leases.
+type staticIPScope struct {
+	leases   []leases.Lease
+	claims   map[string]*unstructured.Unstructured
+	selector map[string]string
+	// usedMACs are the MACs of every claim and NMStateConfig in the namespace (any owner).
+	usedMACs map[string]bool
+	// block is the reason no VM may be created (with blockMsg), "" when leases can be served.
+	block, blockMsg string
+}
+
+// staticIPBlock is the reason static addressing blocks creation ("" for DHCP pools or when leases flow).
+func (s *poolScope) staticIPBlock() string {
+	if s.staticIP == nil {
+		return ""
+	}
+	return s.staticIP.block
+}
+
+// observeLeases reads the pool's leases and decides whether creation must wait (no IPAM, no selector,
+// exhausted IPAM pool).
+func (r *PoolReconciler) observeLeases(ctx context.Context, s *poolScope) error {
+	if s.pool.Spec.Network == nil {
+		return nil
+	}
+	st := &staticIPScope{claims: map[string]*unstructured.Unstructured{}, usedMACs: map[string]bool{}}
+	s.staticIP = st
+	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
+		st.block, st.blockMsg = afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim: install Cluster API's IPAM CRDs and an IPAM provider"
+		r.staticIPRefused(s)
+		return nil
+	}
+	sel, msg, err := r.nmStateSelector(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	if msg != "" {
+		st.block, st.blockMsg = afv1.ReasonNoNMStateSelector, msg
+		r.staticIPRefused(s)
+		return nil
+	}
+	st.selector = sel
+	claims := agents.NewList(agents.IPAddressClaimGVK())
+	if err := r.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace)); err != nil {
+		return fmt.Errorf("listing IPAddressClaims: %w", err)
+	}
+	configs := agents.NewList(agents.NMStateConfigGVK)
+	if err := r.APIReader.List(ctx, configs, client.InNamespace(s.pool.Namespace)); err != nil {
+		return fmt.Errorf("listing NMStateConfigs: %w", err)
+	}
+	ourConfigs := map[string]*unstructured.Unstructured{}
+	for i := range configs.Items {
+		c := &configs.Items[i]
+		for _, mac := range nmStateMACs(c) {
+			st.usedMACs[mac] = true
+		}
+		if c.GetLabels()[afv1.LabelPool] == s.pool.Name {
+			ourConfigs[c.GetName()] = c
+		}
+	}
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if mac := strings.ToLower(c.GetAnnotations()[annotationMAC]); mac != "" {
+			st.usedMACs[mac] = true
+		}
+		if c.GetLabels()[afv1.LabelPool] != s.pool.Name || !ownedBy(c, s.pool.UID) {
+			continue
+		}
+		st.claims[c.GetName()] = c
+		st.leases = append(st.leases, leaseOf(c, ourConfigs[c.GetName()]))
+	}
+	sort.Slice(st.leases, func(i, j int) bool { return st.leases[i].Name < st.leases[j].Name })
+
+	free, exhausted := 0, ""
+	for _, l := range st.leases {
+		switch l.StateOf() {
+		case leases.StateReady, leases.StatePending:
+			free++
+		case leases.StateExhausted:
+			exhausted = l.Exhausted
+		}
+	}
+	if exhausted != "" && free == 0 {
+		ref := s.pool.Spec.Network.AddressesFromPools[0]
+		st.block = afv1.ReasonIPPoolExhausted
+		st.blockMsg = fmt.Sprintf("IPAM pool %s %s has no free address for this pool's next VM (%s); no VM is created until an address is free", ref.Kind, ref.Name, exhausted)
+	}
+	r.staticIPRefused(s)
+	return nil
+}
+
+// staticIPRefused announces a lasting static addressing block by a rate-limited Warning Event (the
+// condition StaticIPsReady carries it too); a cleared block re-arms the Event.
+func (r *PoolReconciler) staticIPRefused(s *poolScope) {
+	key := client.ObjectKeyFromObject(s.pool).String() + "/static-ip"
+	if s.staticIP.block == "" {
+		r.refusalEvents.clear(key)
+		return
+	}
+	if r.refusalEvents.allow(key, s.staticIP.block, r.Opts.Clock.Now()) {
+		r.Recorder.Event(s.pool, "Warning", s.staticIP.block, s.staticIP.blockMsg)
+	}
+}
+
+// nmStateSelector returns the InfraEnv's spec.nmStateConfigLabelSelector.matchLabels, or why it cannot
+// be used: NMStateConfigs that the InfraEnv does not select never reach the image.
+func (r *PoolReconciler) nmStateSelector(ctx context.Context, pool *afv1.VsphereAgentPool) (map[string]string, string, error) {
+	ie := agents.New(agents.InfraEnvGVK)
+	if err := r.Get(ctx, types.NamespacedName{Namespace: pool.Namespace, Name: pool.Spec.InfraEnvRef.Name}, ie); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, "InfraEnv " + pool.Spec.InfraEnvRef.Name + " not found", nil
+		}
+		return nil, "", err
+	}
+	sel, _, _ := unstructured.NestedStringMap(ie.Object, "spec", "nmStateConfigLabelSelector", "matchLabels")
+	exprs, _, _ := unstructured.NestedSlice(ie.Object, "spec", "nmStateConfigLabelSelector", "matchExpressions")
+	switch {
+	case len(exprs) > 0:
+		return nil, "InfraEnv " + ie.GetName() + " selects NMStateConfigs with matchExpressions; static-IP pools need spec.nmStateConfigLabelSelector.matchLabels only", nil
+	case len(sel) == 0:
+		return nil, "InfraEnv " + ie.GetName() + " has no spec.nmStateConfigLabelSelector.matchLabels: no NMStateConfig would reach its discovery image", nil
+	}
+	return sel, "", nil
+}
+
+// leaseOf builds the lease view of a claim and its NMStateConfig (nil when not created yet).
+func leaseOf(claim, config *unstructured.Unstructured) leases.Lease {
+	l := leases.Lease{
+		Name: claim.GetName(), MAC: strings.ToLower(claim.GetAnnotations()[annotationMAC]),
+		Holder: claim.GetLabels()[afv1.LabelVsphereAgent], Disposition: leases.State(claim.GetLabels()[labelLeaseState]),
+		Deleting: claim.GetDeletionTimestamp() != nil,
+	}
+	l.AddressName, _, _ = unstructured.NestedString(claim.Object, "status", "addressRef", "name")
+	for _, c := range agents.Conditions(claim) {
+		if c.Type == "Ready" && c.Status == "False" && c.Reason == "PoolExhausted" {
+			l.Exhausted = c.Message
+			if l.Exhausted == "" {
+				l.Exhausted = "PoolExhausted"
+			}
+		}
+	}
+	if config != nil && config.GetDeletionTimestamp() == nil {
+		l.HasConfig, l.ConfigCreated = true, config.GetCreationTimestamp().Time
+	}
+	return l
+}
+
+func ownedBy(o metav1.Object, uid types.UID) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func nmStateMACs(c *unstructured.Unstructured) []string {
+	ifaces, _, _ := unstructured.NestedSlice(c.Object, "spec", "interfaces")
+	var out []string
+	for _, i := range ifaces {
+		if m, ok := i.(map[string]any); ok {
+			if mac, ok := m["macAddress"].(string); ok {
+				out = append(out, strings.ToLower(mac))
+			}
+		}
+	}
+	return out
+}
+
+// prepareLeases keeps spareLeases leases ahead of the pool's VMs: new claims in one batch, their
+// NMStateConfigs in one batch once the whole batch has addresses (each change regenerates the image),
+// and released leases removed together.
+func (r *PoolReconciler) prepareLeases(ctx context.Context, s *poolScope) error {
+	st := s.staticIP
+	if st == nil || s.pool.Spec.Paused || st.block == afv1.ReasonIPAMUnavailable || st.block == afv1.ReasonNoNMStateSelector {
+		return nil
+	}
+	poolKey := client.ObjectKeyFromObject(s.pool).String()
+	present := map[string]bool{}
+	live := 0
+	for _, va := range s.vas {
+		present[va.Name] = true
+		if va.DeletionTimestamp.IsZero() {
+			live++
+		}
+	}
+	pendingCreates, _ := r.expectations.pending(poolKey, present)
+	plan := leases.Decide(st.leases, live, pendingCreates, int(s.pool.Spec.Network.SpareLeases))
+	if plan.Create > 0 && s.vs != nil {
+		if err := r.createClaims(ctx, s, plan.Create); err != nil {
+			return err
+		}
+	}
+	if err := r.createConfigs(ctx, s); err != nil {
+		return err
+	}
+	if len(plan.Release) > 0 {
+		if err := r.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
+	}
+	for _, l := range st.leases {
+		if st := l.StateOf(); st == leases.StatePending || st == leases.StateAssigned {
+			s.requeueAfter(leasePoll)
+			break
+		}
+	}
+	if plan.Create > 0 || len(plan.Release) > 0 {
+		s.requeueAfter(leasePoll)
+	}
+	return nil
+}
+
+// createClaims creates n claims named <pool>-ip-<i> (lowest free indexes: a stale read retries a name
+// that exists instead of creating a second claim), each with a MAC unused in the namespace and in vCenter.
+func (r *PoolReconciler) createClaims(ctx context.Context, s *poolScope, n int) error {
+	st := s.staticIP
+	nics, err := s.vs.NICMACs(ctx, s.pool.Spec.VSphere.Datacenter)
+	if err != nil {
+		return fmt.Errorf("listing NIC MACs in vCenter: %w", err)
+	}
+	for _, m := range nics {
+		st.usedMACs[m] = true
+	}
+	ref := s.pool.Spec.Network.AddressesFromPools[0]
+	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(r.Opts.Clock.Now().UnixNano())))
+	created := 0
+	for i := 0; created < n && i < 10000; i++ {
+		name := fmt.Sprintf("%s-ip-%d", truncateName(s.pool.Name, 240), i)
+		if _, exists := st.claims[name]; exists {
+			continue
+		}
+		mac, err := leases.NewMAC(rng, st.usedMACs)
+		if err != nil {
+			return err
+		}
+		claim := agents.New(agents.IPAddressClaimGVK())
+		claim.SetNamespace(s.pool.Namespace)
+		claim.SetName(name)
+		claim.SetLabels(map[string]string{afv1.LabelPool: s.pool.Name})
+		claim.SetAnnotations(map[string]string{annotationMAC: mac})
+		claim.Object["spec"] = map[string]any{"poolRef": map[string]any{"apiGroup": ref.APIGroup, "kind": ref.Kind, "name": ref.Name}}
+		if err := controllerutil.SetControllerReference(s.pool, claim, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, claim); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				continue // a claim our stale read missed: it counts, try the next name
+			}
+			r.Recorder.Eventf(s.pool, "Warning", "LeaseClaimFailed", "creating IPAddressClaim %s: %v", name, err)
+			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
+		}
+		st.usedMACs[mac] = true
+		created++
+		if err := crashpoint.Hit(ctx, crashpoint.LeaseClaimed); err != nil {
+			return err
+		}
+	}
+	if created > 0 {
+		r.Recorder.Eventf(s.pool, "Normal", "LeasesClaimed", "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
+	}
+	return nil
+}
+
+func truncateName(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.TrimRight(s, "-.")
+}
+
+// createConfigs writes the NMStateConfig of every claim that has its address, once no claim of the batch
+// still waits for one (one image regeneration per batch, not one per VM).
+func (r *PoolReconciler) createConfigs(ctx context.Context, s *poolScope) error {
+	st := s.staticIP
+	var ready []leases.Lease
+	for _, l := range st.leases {
+		if l.StateOf() != leases.StatePending || l.Deleting {
+			continue
+		}
+		if l.AddressName == "" {
+			if l.Exhausted == "" {
+				return nil // the batch is not complete yet
+			}
+			continue
+		}
+		ready = append(ready, l)
+	}
+	for _, l := range ready {
+		addr, err := r.leasedAddress(ctx, s.pool.Namespace, l.AddressName)
+		if err != nil {
+			return err
+		}
+		if err := r.createConfig(ctx, s.pool, st, l, addr); err != nil {
+			return err
+		}
+		if err := crashpoint.Hit(ctx, crashpoint.LeaseConfigCreated); err != nil {
+			return err
+		}
+	}
+	if len(ready) > 0 {
+		r.Recorder.Eventf(s.pool, "Normal", "LeasesPrepared", "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", len(ready), s.pool.Spec.InfraEnvRef.Name)
+	}
+	return nil
+}
+
+// leasedAddress reads an IPAddress (live: it was just created by the IPAM provider).
+func (r *PoolReconciler) leasedAddress(ctx context.Context, namespace, name string) (leases.Address, error) {
+	return readIPAddress(ctx, r.APIReader, namespace, name)
+}
+
+func readIPAddress(ctx context.Context, reader client.Reader, namespace, name string) (leases.Address, error) {
+	u := agents.New(agents.IPAddressGVK())
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, u); err != nil {
+		return leases.Address{}, fmt.Errorf("reading IPAddress %s: %w", name, err)
+	}
+	var a leases.Address
+	a.Address, _, _ = unstructured.NestedString(u.Object, "spec", "address")
+	prefix, _, _ := unstructured.NestedInt64(u.Object, "spec", "prefix")
+	a.Prefix = int32(prefix)
+	a.Gateway, _, _ = unstructured.NestedString(u.Object, "spec", "gateway")
+	return a, nil
+}
+
+func (r *PoolReconciler) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool, st *staticIPScope, l leases.Lease, addr leases.Address) error {
+	netSpec := pool.Spec.Network
+	iface := netSpec.InterfaceName
+	if iface == "" {
+		iface = "ens192"
+	}
+	cfg := leases.Config{Interface: iface, MAC: l.MAC, Address: addr, Nameservers: netSpec.Nameservers}
+	for _, rt := range netSpec.Routes {
+		cfg.Routes = append(cfg.Routes, leases.Route{To: rt.To, Via: rt.Via, Metric: rt.Metric})
+	}
+	doc, err := leases.NMState(cfg)
+	if err != nil {
+		r.Recorder.Eventf(pool, "Warning", "LeaseInvalid", "lease %s: %v", l.Name, err)
+		return nil
+	}
+	labels := map[string]string{afv1.LabelPool: pool.Name, labelLease: l.Name}
+	for k, v := range st.selector {
+		labels[k] = v
+	}
+	c := agents.New(agents.NMStateConfigGVK)
+	c.SetNamespace(pool.Namespace)
+	c.SetName(l.Name)
+	c.SetLabels(labels)
+	c.Object["spec"] = map[string]any{
+		"config":     doc,
+		"interfaces": []any{map[string]any{"name": iface, "macAddress": l.MAC}},
+	}
+	// Owned by the claim (the lease), without blockOwnerDeletion: that would need update on
+	// ipaddressclaims/finalizers, and the pool removes the NMStateConfig before the claim anyway.
+	claim := st.claims[l.Name]
+	isController := true
+	c.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: claim.GetAPIVersion(), Kind: claim.GetKind(),
+		Name: claim.GetName(), UID: claim.GetUID(), Controller: &isController}})
+	if err := r.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating NMStateConfig %s: %w", l.Name, err)
+	}
+	return nil
+}
+
+// removeLeases deletes each lease's NMStateConfig, then its claim (the IPAM provider frees the address);
+// a crash in between leaves a released claim, removed on the next pass.
+func (r *PoolReconciler) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, st *staticIPScope, names []string) error {
+	for _, name := range names {
+		cfg := agents.New(agents.NMStateConfigGVK)
+		cfg.SetNamespace(pool.Namespace)
+		cfg.SetName(name)
+		if err := r.Delete(ctx, cfg); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting NMStateConfig %s: %w", name, err)
+		}
+		claim := st.claims[name]
+		if claim == nil {
+			continue
+		}
+		uid := claim.GetUID()
+		if err := r.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting IPAddressClaim %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// releaseAllLeases runs when the pool is deleted: leases of VMs that stay (retained, or held by a
+// VsphereAgent kept under Retain) are kept and no longer owned by the pool; every other lease is removed.
+func (r *PoolReconciler) releaseAllLeases(ctx context.Context, s *poolScope) error {
+	if s.pool.Spec.Network == nil {
+		return nil
+	}
+	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
+		return nil
+	}
+	claims := agents.NewList(agents.IPAddressClaimGVK())
+	if err := r.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace), client.MatchingLabels{afv1.LabelPool: s.pool.Name}); err != nil {
+		return fmt.Errorf("listing IPAddressClaims: %w", err)
+	}
+	st := &staticIPScope{claims: map[string]*unstructured.Unstructured{}}
+	var release []string
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if !ownedBy(c, s.pool.UID) {
+			continue
+		}
+		l := leaseOf(c, nil)
+		keep := l.Disposition == leases.StateRetained || (l.Holder != "" && l.Disposition != leases.StateReleased && s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain)
+		if keep {
+			if err := r.retainLease(ctx, r.Client, c, s.pool.UID); err != nil {
+				return err
+			}
+			continue
+		}
+		st.claims[c.GetName()] = c
+		release = append(release, c.GetName())
+	}
+	if len(release) == 0 {
+		return nil
+	}
+	r.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "pool deleted: released %d static address lease(s)", len(release))
+	return r.removeLeases(ctx, s.pool, st, release)
+}
+
+// retainLease marks a lease as kept with its VM and drops the pool's ownership, so that neither the pool's
+// deletion nor garbage collection frees an address a running VM still uses.
+func (r *PoolReconciler) retainLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, poolUID types.UID) error {
+	return markLease(ctx, c, claim, leases.StateRetained, poolUID)
+}
+
+// markLease sets a claim's lease state; retained also drops the owner reference of ownerUID.
+func markLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, state leases.State, ownerUID types.UID) error {
+	labels := claim.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	changed := labels[labelLeaseState] != string(state)
+	labels[labelLeaseState] = string(state)
+	claim.SetLabels(labels)
+	if state == leases.StateRetained {
+		var refs []metav1.OwnerReference
+		for _, ref := range claim.GetOwnerReferences() {
+			if ref.UID != ownerUID {
+				refs = append(refs, ref)
+			} else {
+				changed = true
+			}
+		}
+		claim.SetOwnerReferences(refs)
+	}
+	if !changed {
+		return nil
+	}
+	if err := c.Update(ctx, claim); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("marking lease %s %s: %w", claim.GetName(), state, err)
+	}
+	return nil
+}
+
+// setLeaseStatus reports the leases (status.leases, condition StaticIPsReady) of a static-IP pool.
+func (r *PoolReconciler) setLeaseStatus(s *poolScope) {
+	p := s.pool
+	if p.Spec.Network == nil || s.staticIP == nil {
+		p.Status.Leases = nil
+		meta.RemoveStatusCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady)
+		return
+	}
+	st := s.staticIP
+	sum := &afv1.LeaseSummary{}
+	for _, l := range st.leases {
+		switch l.StateOf() {
+		case leases.StateReady:
+			sum.Ready++
+		case leases.StateAssigned:
+			sum.Assigned++
+		case leases.StatePending, leases.StateExhausted:
+			sum.Pending++
+		case leases.StateRetained:
+			sum.Retained++
+		}
+	}
+	p.Status.Leases = sum
+	gen := p.Generation
+	switch {
+	case st.block != "":
+		setCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, st.block, st.blockMsg, gen)
+	case sum.Ready == 0 && sum.Pending > 0:
+		setCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, afv1.ReasonLeasesPending,
+			fmt.Sprintf("%d lease(s) wait for their address or NMStateConfig; %d held by VMs", sum.Pending, sum.Assigned), gen)
+	default:
+		setCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, true, afv1.ReasonLeasesReady,
+			fmt.Sprintf("%d lease(s) ready, %d held by VMs, %d pending", sum.Ready, sum.Assigned, sum.Pending), gen)
+	}
+}

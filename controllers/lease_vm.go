@@ -1,0 +1,158 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/leases"
+)
+
+// staticAddressOf is the VM's leased address ("" for DHCP VMs).
+func staticAddressOf(va *afv1.VsphereAgent) string {
+	if va.Status.StaticIP == nil {
+		return ""
+	}
+	return va.Status.StaticIP.Address
+}
+
+// staticIPLease returns the MAC the VM is created with (pools with spec.network), holding a lease first.
+// ok is false while the VM must wait: no ready lease yet, or the cached ISO's image predates the lease's
+// NMStateConfig (a VM booted from it would get no address and never register). DHCP pools: "", true.
+func (r *VsphereAgentReconciler) staticIPLease(ctx context.Context, s *vmScope) (mac string, ok bool, err error) {
+	va, pool := s.va, s.pool
+	if pool.Spec.Network == nil {
+		return "", true, nil
+	}
+	wait := func(reason, msg string) (string, bool, error) {
+		r.setPhase(va, afv1.VMPhasePending, reason)
+		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, reason, msg, va.Generation)
+		s.requeueAfter(leasePoll)
+		return "", false, nil
+	}
+	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
+		return wait(afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim")
+	}
+	claims := agents.NewList(agents.IPAddressClaimGVK())
+	if err := r.APIReader.List(ctx, claims, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelPool: pool.Name}); err != nil {
+		return "", false, fmt.Errorf("listing IPAddressClaims: %w", err)
+	}
+	configs := agents.NewList(agents.NMStateConfigGVK)
+	if err := r.APIReader.List(ctx, configs, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelPool: pool.Name}); err != nil {
+		return "", false, fmt.Errorf("listing NMStateConfigs: %w", err)
+	}
+	configOf := map[string]*unstructured.Unstructured{}
+	for i := range configs.Items {
+		configOf[configs.Items[i].GetLabels()[labelLease]] = &configs.Items[i]
+	}
+	image := time.Time{}
+	if pool.Status.ISO != nil && pool.Status.ISO.SourceCreatedTime != nil {
+		image = pool.Status.ISO.SourceCreatedTime.Time
+	}
+
+	var held *unstructured.Unstructured
+	var candidates, inImage []*unstructured.Unstructured
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if !ownedBy(c, pool.UID) && c.GetLabels()[afv1.LabelVsphereAgent] != va.Name {
+			continue
+		}
+		l := leaseOf(c, configOf[c.GetName()])
+		if l.Holder == va.Name && l.Disposition == "" {
+			held = c
+			break
+		}
+		if l.StateOf() == leases.StateReady && !l.Deleting {
+			candidates = append(candidates, c)
+			if leases.ImageCarries(image, l.ConfigCreated) {
+				inImage = append(inImage, c)
+			}
+		}
+	}
+	if held == nil {
+		if len(inImage) > 0 {
+			candidates = inImage // a lease the cached image already carries: the VM is created at once
+		}
+		if len(candidates) == 0 {
+			return wait(afv1.ReasonWaitingForLease, "no static address lease is ready yet (see the pool's StaticIPsReady condition)")
+		}
+		// Spread concurrent VMs over the candidates; a lost race (conflict) retries with a fresh read.
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(va.Name))
+		held = candidates[int(h.Sum32())%len(candidates)]
+		labels := held.GetLabels()
+		labels[afv1.LabelVsphereAgent] = va.Name
+		held.SetLabels(labels)
+		if err := r.Update(ctx, held); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return wait(afv1.ReasonWaitingForLease, "another VM took the lease it was about to hold; retrying")
+			}
+			return "", false, fmt.Errorf("holding lease %s: %w", held.GetName(), err)
+		}
+		if err := crashpoint.Hit(ctx, crashpoint.LeaseAssigned); err != nil {
+			return "", false, err
+		}
+		r.Recorder.Eventf(va, "Normal", "LeaseHeld", "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
+	}
+	l := leaseOf(held, configOf[held.GetName()])
+	if !l.HasConfig {
+		return wait(afv1.ReasonWaitingForLease, "lease "+l.Name+" has no NMStateConfig yet")
+	}
+	if !leases.ImageCarries(image, l.ConfigCreated) {
+		return wait(afv1.ReasonWaitingForImageLease, fmt.Sprintf("the cached discovery ISO (image created %s) predates NMStateConfig %s (created %s): waiting for the regenerated image, else the VM would boot without its address",
+			formatTime(image), l.Name, l.ConfigCreated.UTC().Format(time.RFC3339)))
+	}
+	addr, err := readIPAddress(ctx, r.APIReader, va.Namespace, l.AddressName)
+	if err != nil {
+		return "", false, err
+	}
+	cfgAt, imgAt := metav1.NewTime(l.ConfigCreated), metav1.NewTime(image)
+	va.Status.StaticIP = &afv1.StaticIPStatus{Lease: l.Name, Address: addr.CIDR(), ConfigCreatedAt: &cfgAt, ImageCreatedAt: &imgAt}
+	return l.MAC, true, nil
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// settleLease runs when the VsphereAgent's finalizer ends: a destroyed VM's lease is released (the pool
+// removes released leases in a batch); a VM that stays keeps its lease, no longer owned by the pool.
+func (r *VsphereAgentReconciler) settleLease(ctx context.Context, va *afv1.VsphereAgent, destroyed bool) error {
+	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
+		return nil
+	}
+	claims := agents.NewList(agents.IPAddressClaimGVK())
+	if err := r.APIReader.List(ctx, claims, client.InNamespace(va.Namespace),
+		client.MatchingLabels{afv1.LabelPool: va.Spec.PoolRef.Name, afv1.LabelVsphereAgent: va.Name}); err != nil {
+		return fmt.Errorf("listing IPAddressClaims: %w", err)
+	}
+	state := leases.StateRetained
+	if destroyed {
+		state = leases.StateReleased
+	}
+	poolUID := ""
+	for _, ref := range va.OwnerReferences {
+		if ref.Kind == "VsphereAgentPool" {
+			poolUID = string(ref.UID)
+		}
+	}
+	for i := range claims.Items {
+		if err := markLease(ctx, r.Client, &claims.Items[i], state, types.UID(poolUID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+// Package leases holds the pure rules of static addressing: MACs from VMware's static range, the view of
+// a lease (a Cluster API IPAddressClaim with its IPAddress and NMStateConfig), the nmstate document a
+// lease puts into the discovery image, and the ordering rule that keeps a VM from booting an image that
+// does not carry its configuration.
+package leases
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// VMware accepts manually assigned MACs only in 00:50:56:00:00:00 - 00:50:56:3F:FF:FF.
+const (
+	staticPrefix = "00:50:56"
+	staticSpace  = 0x400000 // the 22 low bits of the last three octets
+)
+
+// IsStaticMAC reports whether mac lies in VMware's static range.
+func IsStaticMAC(mac string) bool {
+	m := strings.ToLower(mac)
+	if len(m) != 17 || !strings.HasPrefix(m, staticPrefix+":") {
+		return false
+	}
+	var a, b, c int
+	if _, err := fmt.Sscanf(m[9:], "%02x:%02x:%02x", &a, &b, &c); err != nil {
+		return false
+	}
+	return a <= 0x3f
+}
+
+// ErrNoFreeMAC is returned when no unused MAC was found in the tries allowed.
+var ErrNoFreeMAC = errors.New("no free MAC in VMware's static range")
+
+// NewMAC picks a random MAC in VMware's static range that is not in used (lower-case keys). Random, not
+// sequential: operators in other clusters (or a restored backup) drawing from the same range rarely meet.
+func NewMAC(rng *rand.Rand, used map[string]bool) (string, error) {
+	for range 64 {
+		n := rng.IntN(staticSpace)
+		mac := fmt.Sprintf("%s:%02x:%02x:%02x", staticPrefix, n>>16, (n>>8)&0xff, n&0xff)
+		if !used[mac] {
+			return mac, nil
+		}
+	}
+	return "", ErrNoFreeMAC
+}
+
+// Address is an address an IPAM provider handed out (an IPAddress's spec).
+type Address struct {
+	Address string
+	Prefix  int32
+	Gateway string
+}
+
+// CIDR is the address with its prefix ("10.0.0.21/24").
+func (a Address) CIDR() string { return fmt.Sprintf("%s/%d", a.Address, a.Prefix) }
+
+// Route is one extra static route.
+type Route struct {
+	To, Via string
+	Metric  *int32
+}
+
+// Config is what one lease's NMStateConfig says about the VM's NIC.
+type Config struct {
+	Interface   string
+	MAC         string
+	Address     Address
+	Nameservers []string
+	Routes      []Route
+}
+
+// NMState renders the nmstate document of spec.config (the YAML assisted-service hands to nmstate on the
+// host whose NIC has MAC): a static IPv4 address, a default route through the gateway, extra routes and
+// DNS servers.
+func NMState(c Config) (map[string]any, error) {
+	addr, err := netip.ParseAddr(c.Address.Address)
+	if err != nil {
+		return nil, fmt.Errorf("address %q: %w", c.Address.Address, err)
+	}
+	if !addr.Is4() {
+		return nil, fmt.Errorf("address %s: only IPv4 addresses are supported", addr)
+	}
+	doc := map[string]any{
+		"interfaces": []any{map[string]any{
+			"name": c.Interface, "type": "ethernet", "state": "up", "mac-address": strings.ToUpper(c.MAC),
+			"ipv4": map[string]any{
+				"enabled": true, "dhcp": false,
+				"address": []any{map[string]any{"ip": c.Address.Address, "prefix-length": int64(c.Address.Prefix)}},
+			},
+			"ipv6": map[string]any{"enabled": false},
+		}},
+	}
+	var routes []any
+	if c.Address.Gateway != "" {
+		routes = append(routes, map[string]any{
+			"destination": "0.0.0.0/0", "next-hop-address": c.Address.Gateway, "next-hop-interface": c.Interface, "table-id": int64(254),
+		})
+	}
+	for _, r := range c.Routes {
+		route := map[string]any{"destination": r.To, "next-hop-address": r.Via, "next-hop-interface": c.Interface, "table-id": int64(254)}
+		if r.Metric != nil {
+			route["metric"] = int64(*r.Metric)
+		}
+		routes = append(routes, route)
+	}
+	if len(routes) > 0 {
+		doc["routes"] = map[string]any{"config": routes}
+	}
+	if len(c.Nameservers) > 0 {
+		servers := make([]any, 0, len(c.Nameservers))
+		for _, s := range c.Nameservers {
+			servers = append(servers, s)
+		}
+		doc["dns-resolver"] = map[string]any{"config": map[string]any{"server": servers}}
+	}
+	return doc, nil
+}
+
+// ImageCarries is the ordering rule: an image created at imageCreated carries a config created at
+// configCreated only if it was generated strictly later. Both are second-resolution API timestamps, so the
+// same second proves nothing: wait for the next image.
+func ImageCarries(imageCreated, configCreated time.Time) bool {
+	if imageCreated.IsZero() || configCreated.IsZero() {
+		return false
+	}
+	return imageCreated.Truncate(time.Second).After(configCreated.Truncate(time.Second))
+}
+
+// State is where a lease stands.
+type State string
+
+const (
+	// StatePending: the claim waits for its address, or the address for its NMStateConfig.
+	StatePending State = "Pending"
+	// StateExhausted: the IPAM provider reports the pool exhausted for this claim.
+	StateExhausted State = "Exhausted"
+	// StateReady: the NMStateConfig exists; the lease is free for a VM.
+	StateReady State = "Ready"
+	// StateAssigned: a VsphereAgent holds the lease.
+	StateAssigned State = "Assigned"
+	// StateRetained: the VM was kept (cleanupPolicy Retain, or still backing a Machine); the lease stays with it.
+	StateRetained State = "Retained"
+	// StateReleased: the VM is gone; the lease is removed in the next batch.
+	StateReleased State = "Released"
+)
+
+// Lease is the view of one lease.
+type Lease struct {
+	Name string
+	MAC  string
+	// Holder is the VsphereAgent holding the lease ("" when free).
+	Holder string
+	// Disposition is set when the holder was deleted: retained or released.
+	Disposition State
+	// AddressName is the claim's status.addressRef.name.
+	AddressName string
+	// Exhausted carries the provider's message when its Ready condition says PoolExhausted.
+	Exhausted string
+	// HasConfig and ConfigCreated describe the NMStateConfig.
+	HasConfig     bool
+	ConfigCreated time.Time
+	Deleting      bool
+}
+
+// StateOf derives the lease's state.
+func (l Lease) StateOf() State {
+	switch {
+	case l.Disposition == StateReleased || l.Disposition == StateRetained:
+		return l.Disposition
+	case l.Holder != "":
+		return StateAssigned
+	case l.Exhausted != "" && l.AddressName == "":
+		return StateExhausted
+	case l.AddressName == "" || !l.HasConfig:
+		return StatePending
+	}
+	return StateReady
+}
+
+// Plan is what the pool does with its leases on one pass.
+type Plan struct {
+	// Create is how many new leases (claims) to create.
+	Create int
+	// Release are the leases to remove (NMStateConfig, then claim), all in this pass.
+	Release []string
+}
+
+// Decide keeps wanted leases (every live VM holds or needs one, plus spares) and removes released ones.
+// Spare leases beyond the target are kept (removing them would regenerate the image only to add them
+// back at the next burst); a pool exhausted at the IPAM provider gets no further claims.
+func Decide(all []Lease, liveVMs, newVMs, spare int) Plan {
+	var p Plan
+	active, exhausted := 0, false
+	for _, l := range all {
+		switch l.StateOf() {
+		case StateReleased:
+			if !l.Deleting {
+				p.Release = append(p.Release, l.Name)
+			}
+			continue
+		case StateRetained:
+			continue
+		case StateExhausted:
+			exhausted = true
+		}
+		if !l.Deleting {
+			active++
+		}
+	}
+	want := liveVMs + newVMs + spare
+	if !exhausted && want > active {
+		p.Create = want - active
+	}
+	return p
+}

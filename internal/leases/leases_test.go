@@ -1,0 +1,105 @@
+package leases
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestNewMACStaysInVMwareStaticRangeAndAvoidsUsed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	used := map[string]bool{}
+	for range 2000 {
+		mac, err := NewMAC(rng, used)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !IsStaticMAC(mac) {
+			t.Fatalf("%s is outside 00:50:56:00:00:00-00:50:56:3f:ff:ff", mac)
+		}
+		if used[mac] {
+			t.Fatalf("%s handed out twice", mac)
+		}
+		used[mac] = true
+	}
+}
+
+func TestIsStaticMAC(t *testing.T) {
+	for mac, want := range map[string]bool{
+		"00:50:56:00:00:00": true, "00:50:56:3f:ff:ff": true, "00:50:56:3F:FF:FF": true,
+		"00:50:56:40:00:00": false, "00:0c:29:00:00:01": false, "00:50:56:00:00": false, "": false,
+	} {
+		if got := IsStaticMAC(mac); got != want {
+			t.Errorf("IsStaticMAC(%q) = %t, want %t", mac, got, want)
+		}
+	}
+}
+
+func TestImageCarries(t *testing.T) {
+	base := time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)
+	for _, tc := range []struct {
+		name          string
+		image, config time.Time
+		want          bool
+	}{
+		{"image a second after the config carries it", base.Add(time.Second), base, true},
+		{"image in the config's second proves nothing", base.Add(900 * time.Millisecond), base.Add(100 * time.Millisecond), false},
+		{"image before the config lacks it", base, base.Add(2 * time.Second), false},
+		{"no image yet", time.Time{}, base, false},
+		{"no config yet", base, time.Time{}, false},
+	} {
+		if got := ImageCarries(tc.image, tc.config); got != tc.want {
+			t.Errorf("%s: got %t", tc.name, got)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	ready := Lease{Name: "r", AddressName: "r", HasConfig: true}
+	held := Lease{Name: "h", AddressName: "h", HasConfig: true, Holder: "vm1"}
+	released := Lease{Name: "x", AddressName: "x", HasConfig: true, Holder: "vm2", Disposition: StateReleased}
+	retained := Lease{Name: "k", AddressName: "k", HasConfig: true, Holder: "vm3", Disposition: StateRetained}
+	exhausted := Lease{Name: "e", Exhausted: "pool vm-net has no free addresses"}
+	for _, tc := range []struct {
+		name                string
+		leases              []Lease
+		live, newVMs, spare int
+		create              int
+		release             []string
+	}{
+		{"spares prepared ahead of demand", nil, 0, 0, 3, 3, nil},
+		{"a burst claims for every new VM plus spares at once", []Lease{ready, ready, ready}, 0, 10, 3, 10, nil},
+		{"held and ready leases count", []Lease{held, ready}, 1, 0, 1, 0, nil},
+		{"released leases are removed together and replaced", []Lease{held, released, released}, 1, 0, 1, 1, []string{"x", "x"}},
+		{"retained leases stay and do not count", []Lease{retained}, 0, 0, 1, 1, nil},
+		{"an exhausted pool gets no further claims", []Lease{exhausted}, 2, 0, 1, 0, nil},
+		{"surplus spares are kept, not churned", []Lease{ready, ready, ready}, 0, 0, 1, 0, nil},
+	} {
+		p := Decide(tc.leases, tc.live, tc.newVMs, tc.spare)
+		if p.Create != tc.create || len(p.Release) != len(tc.release) {
+			t.Errorf("%s: got create %d release %v, want %d %v", tc.name, p.Create, p.Release, tc.create, tc.release)
+		}
+	}
+}
+
+func TestNMStateCarriesAddressRouteAndDNS(t *testing.T) {
+	doc, err := NMState(Config{Interface: "ens192", MAC: "00:50:56:01:02:03", Address: Address{Address: "10.0.0.21", Prefix: 24, Gateway: "10.0.0.1"},
+		Nameservers: []string{"10.0.0.53"}, Routes: []Route{{To: "192.168.0.0/16", Via: "10.0.0.254"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iface := doc["interfaces"].([]any)[0].(map[string]any)
+	if iface["mac-address"] != "00:50:56:01:02:03" {
+		t.Errorf("mac-address %v", iface["mac-address"])
+	}
+	addr := iface["ipv4"].(map[string]any)["address"].([]any)[0].(map[string]any)
+	if addr["ip"] != "10.0.0.21" || addr["prefix-length"] != int64(24) {
+		t.Errorf("address %v", addr)
+	}
+	if routes := doc["routes"].(map[string]any)["config"].([]any); len(routes) != 2 {
+		t.Errorf("routes %v: want the default route and one extra", routes)
+	}
+	if _, err := NMState(Config{Interface: "ens192", MAC: "00:50:56:01:02:03", Address: Address{Address: "fd00::5", Prefix: 64}}); err == nil {
+		t.Error("IPv6 accepted: the nmstate document only writes IPv4")
+	}
+}

@@ -1,0 +1,219 @@
+package world
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// NMStateConfigGVK is assisted-service's static network configuration of a host.
+var NMStateConfigGVK = schema.GroupVersionKind{Group: "agent-install.openshift.io", Version: "v1beta1", Kind: "NMStateConfig"}
+
+// ImageService is the discovery image server whose content the world regenerates (sim.ISOServer).
+type ImageService interface {
+	SetContent(seed uint64, size int64)
+	SHA256() string
+	Size() int64
+}
+
+// StaticIPOptions make the world play static addressing: assisted-service regenerating one InfraEnv's
+// discovery image whenever the set of NMStateConfigs its spec.nmStateConfigLabelSelector selects changes
+// (each version embeds the MAC -> address of the configs it saw), hosts that register only when the image
+// they booted carries their MAC's config (no DHCP: otherwise they never get an address), and an IPAM
+// provider serving Pools.
+type StaticIPOptions struct {
+	InfraEnv types.NamespacedName
+	Images   ImageService
+	Pools    []IPPool
+}
+
+// ImageVersion is one generated discovery image.
+type ImageVersion struct {
+	Number      int
+	SHA256      string
+	CreatedTime time.Time
+	// Addresses maps each embedded config's MAC (lower case) to its address "ip/prefix".
+	Addresses map[string]string
+}
+
+// staticWorld is the driver's static addressing state (guarded by Driver.mu).
+type staticWorld struct {
+	versions    []ImageVersion
+	bySHA       map[string]int
+	fingerprint string
+	// bootedWithout records VMs that booted an image without their config (name -> what happened).
+	bootedWithout map[string]string
+	// reported is the address each registered host (by BIOS UUID, lower case) reports.
+	reported map[string]string
+}
+
+// regenerateImages plays assisted-service: when the selected NMStateConfigs change, a new image is
+// generated (new bytes, status.createdTime moves). Generation takes time: an image is stamped only once
+// the second of the newest config has passed, so its createdTime is strictly after every config it
+// embeds and never after one it misses (second-resolution timestamps).
+func (d *Driver) regenerateImages(ctx context.Context) error {
+	o := d.opts.StaticIP
+	if o == nil || o.Images == nil {
+		return nil
+	}
+	st := d.static
+	ie := newObject(InfraEnvGVK)
+	if err := d.c.Get(ctx, o.InfraEnv, ie); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if len(st.versions) == 0 {
+		created, _, _ := unstructured.NestedString(ie.Object, "status", "createdTime")
+		t, _ := time.Parse(time.RFC3339, created)
+		d.recordVersion(ImageVersion{SHA256: o.Images.SHA256(), CreatedTime: t, Addresses: map[string]string{}})
+	}
+	sel, _, _ := unstructured.NestedStringMap(ie.Object, "spec", "nmStateConfigLabelSelector", "matchLabels")
+	if len(sel) == 0 {
+		return nil
+	}
+	l := newList(NMStateConfigGVK)
+	if err := d.c.List(ctx, l, client.InNamespace(o.InfraEnv.Namespace), client.MatchingLabels(sel)); err != nil {
+		return err
+	}
+	var keys []string
+	var newest time.Time
+	addresses := map[string]string{}
+	for i := range l.Items {
+		c := &l.Items[i]
+		if c.GetDeletionTimestamp() != nil {
+			continue
+		}
+		keys = append(keys, c.GetName()+"/"+string(c.GetUID()))
+		if t := c.GetCreationTimestamp().Time; t.After(newest) {
+			newest = t
+		}
+		mac, addr := configAddress(c)
+		if mac != "" {
+			addresses[mac] = addr
+		}
+	}
+	sort.Strings(keys)
+	fp := strings.Join(keys, ",")
+	if fp == st.fingerprint {
+		return nil
+	}
+	now := d.now().UTC().Truncate(time.Second)
+	last := st.versions[len(st.versions)-1].CreatedTime
+	if !now.After(newest.Truncate(time.Second)) || !now.After(last) {
+		return nil // still generating: the next pass stamps it
+	}
+	next := len(st.versions)
+	o.Images.SetContent(uint64(7000+next), o.Images.Size()) // the bytes first: a download for the new createdTime gets them
+	url, _, _ := unstructured.NestedString(ie.Object, "status", "isoDownloadURL")
+	if err := SetInfraEnvImage(ctx, d.c, o.InfraEnv, url, now); err != nil {
+		return fmt.Errorf("publishing regenerated image: %w", err)
+	}
+	d.writes++
+	st.fingerprint = fp
+	d.recordVersion(ImageVersion{SHA256: o.Images.SHA256(), CreatedTime: now, Addresses: addresses})
+	d.log.Info("discovery image regenerated", "infraEnv", o.InfraEnv, "version", next, "configs", len(keys))
+	return nil
+}
+
+func (d *Driver) recordVersion(v ImageVersion) {
+	st := d.static
+	v.Number = len(st.versions)
+	st.versions = append(st.versions, v)
+	st.bySHA[v.SHA256] = v.Number
+}
+
+// configAddress reads the MAC of an NMStateConfig's interface and the first IPv4 address its nmstate
+// document gives that interface.
+func configAddress(c *unstructured.Unstructured) (mac, address string) {
+	ifaces, _, _ := unstructured.NestedSlice(c.Object, "spec", "interfaces")
+	if len(ifaces) == 0 {
+		return "", ""
+	}
+	m, _ := ifaces[0].(map[string]any)
+	mac = strings.ToLower(fmt.Sprint(m["macAddress"]))
+	name := fmt.Sprint(m["name"])
+	docIfaces, _, _ := unstructured.NestedSlice(c.Object, "spec", "config", "interfaces")
+	for _, di := range docIfaces {
+		dm, _ := di.(map[string]any)
+		if fmt.Sprint(dm["name"]) != name {
+			continue
+		}
+		addrs, _, _ := unstructured.NestedSlice(dm, "ipv4", "address")
+		if len(addrs) > 0 {
+			a, _ := addrs[0].(map[string]any)
+			return mac, fmt.Sprintf("%v/%v", a["ip"], a["prefix-length"])
+		}
+	}
+	return mac, ""
+}
+
+// staticAddressFor decides whether a booted host gets an address: its ISO (cached by the bytes' SHA-256,
+// the file name) is an image version that embeds its MAC's config. ok is false when it does not (the
+// host never registers; recorded as a violation of the ordering rule). Without StaticIP: "", true.
+func (d *Driver) staticAddressFor(vm VM) (string, bool) {
+	if d.opts.StaticIP == nil || d.opts.StaticIP.Images == nil {
+		return "", true
+	}
+	st := d.static
+	base := vm.ISOPath
+	if i := strings.Index(base, "]"); i >= 0 {
+		base = strings.TrimSpace(base[i+1:])
+	}
+	sha := strings.TrimSuffix(path.Base(base), ".iso")
+	n, known := st.bySHA[sha]
+	if !known {
+		st.bootedWithout[vm.Name] = "booted " + vm.ISOPath + ", not a discovery image version the world generated"
+		return "", false
+	}
+	addr, ok := st.versions[n].Addresses[strings.ToLower(vm.MAC)]
+	if !ok {
+		st.bootedWithout[vm.Name] = fmt.Sprintf("booted image version %d, which has no NMStateConfig for MAC %s", n, vm.MAC)
+		return "", false
+	}
+	st.reported[strings.ToLower(vm.BIOSUUID)] = addr
+	return addr, true
+}
+
+// reportedIPv4 is the inventory's ipV4Addresses of a host.
+func (d *Driver) reportedIPv4(vm VM) []any {
+	if a := d.static.reported[strings.ToLower(vm.BIOSUUID)]; a != "" {
+		return []any{a}
+	}
+	return []any{}
+}
+
+// ImageRegenerations counts the images generated after the first (one per change of the selected set).
+func (d *Driver) ImageRegenerations() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.static.versions) == 0 {
+		return 0
+	}
+	return len(d.static.versions) - 1
+}
+
+// ImageVersions returns the generated image versions, oldest first.
+func (d *Driver) ImageVersions() []ImageVersion {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]ImageVersion(nil), d.static.versions...)
+}
+
+// BootedWithoutConfig lists the VMs that booted an image without their network configuration (VM name
+// -> what happened): each is a broken ordering rule.
+func (d *Driver) BootedWithoutConfig() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]string, len(d.static.bootedWithout))
+	for k, v := range d.static.bootedWithout {
+		out[k] = v
+	}
+	return out
+}
