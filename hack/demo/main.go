@@ -6,7 +6,8 @@
 // Env: DEMO_SCALE=<peak replicas> (default 5), DEMO_KEEP=1 (keep running until Ctrl-C and print a
 // kubeconfig), DEMO_REQUIRE_EJECT=1 (missing ISO ejection is a violation even if no VM started ejecting),
 // DEMO_ZONES=<n> (2..8: the simulator gets n clusters, the pool one failure domain per cluster; the summary
-// adds how the VMs spread and the zone labels are an invariant).
+// adds how the VMs spread and the zone labels are an invariant),
+// DEMO_STATIC_IPS=1 (the same scenario on a static-IP pool: no DHCP, addresses leased from an IPAM pool).
 package main
 
 import (
@@ -47,7 +48,7 @@ func run() int {
 	}
 	v := newView(os.Stdout)
 	t := harness.NewTracker()
-	d := &demo{cfg: cfg, v: v, t: t}
+	d := &demo{cfg: cfg, v: v, t: t, staticSeen: map[string]bool{}}
 	runErr := d.run(ctx)
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
@@ -80,7 +81,8 @@ type config struct {
 	peak, first, final int
 	keep, requireEject bool
 	// zones is the number of failure domains (simulated clusters); 0 without.
-	zones int
+	zones     int
+	staticIPs bool
 }
 
 func configFromEnv() (config, error) {
@@ -106,6 +108,7 @@ func configFromEnv() (config, error) {
 	}
 	c.keep = os.Getenv("DEMO_KEEP") == "1"
 	c.requireEject = os.Getenv("DEMO_REQUIRE_EJECT") == "1"
+	c.staticIPs = os.Getenv("DEMO_STATIC_IPS") == "1"
 	return c, nil
 }
 
@@ -118,6 +121,8 @@ type demo struct {
 	door *doorLocker
 	// zoneSeen dedupes zone invariant messages (DEMO_ZONES).
 	zoneSeen map[string]bool
+	// staticSeen are the static-IP violations already recorded (each once).
+	staticSeen map[string]bool
 }
 
 func (d *demo) run(ctx context.Context) error {

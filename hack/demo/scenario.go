@@ -49,6 +49,9 @@ func (d *demo) scenario(ctx context.Context) error {
 	if err := d.scaleDown(ctx, d.cfg.peak, d.cfg.final); err != nil {
 		return err
 	}
+	if err := d.finishStaticIPs(ctx, len(plateaus)); err != nil {
+		return err
+	}
 	for _, name := range d.t.DestroyedUnderDemand() {
 		d.t.Violate("VM %s was destroyed while AgentMachines were still waiting (capacity released under demand, then created again)", name)
 	}

@@ -64,9 +64,15 @@ func setupScene(ctx context.Context, d *demo, outDir, managerBin string) (*scene
 	d.v.println("    Secret %s points at the simulator (server %s, insecure \"true\": acceptable for a loopback simulator only; use caBundle/thumbprint for a real vCenter)",
 		s.Secret, d.h.VC.URL.Host)
 
+	var staticIPs *world.StaticIPOptions
+	if d.cfg.staticIPs {
+		if staticIPs, err = d.enableStaticIPs(ctx, s, pool); err != nil {
+			return nil, err
+		}
+	}
 	ie := s.InfraEnv
 	w, err := d.h.StartWorld(world.Options{
-		Namespaces: s.Namespaces(), InfraEnv: &ie,
+		Namespaces: s.Namespaces(), InfraEnv: &ie, StaticIP: staticIPs,
 		RegistrationDelay: registrationDelay, ValidationDelay: validationDelay, InstallDelay: installDelay,
 	}, worldInterval)
 	if err != nil {
@@ -132,6 +138,7 @@ func (d *demo) observe(ctx context.Context) (*harness.Snapshot, error) {
 	if err := d.checkZones(octx, s); err != nil {
 		return nil, err
 	}
+	d.checkStaticIPs(s)
 	if d.door != nil {
 		d.door.observe(s)
 		d.t.SetLockQuestionsAnswered(d.door.answered())

@@ -42,6 +42,8 @@ type AgentView struct {
 	Installed    bool
 	// VsphereAgent is the operator's label naming the VM's VsphereAgent.
 	VsphereAgent string
+	// IPv4 is the inventory's addresses (static-IP pools).
+	IPv4 []string
 	// Zone is the topology.kubernetes.io/zone label; NodeZone the same key of spec.nodeLabels.
 	Zone, NodeZone string
 }
@@ -74,7 +76,8 @@ func (h *Harness) Observe(ctx context.Context, pool types.NamespacedName, d *wor
 	for _, a := range agents.Items {
 		nodeLabels, _, _ := unstructured.NestedStringMap(a.Object, "spec", "nodeLabels")
 		s.Agents = append(s.Agents, AgentView{Name: a.GetName(), AgentMachine: a.GetLabels()[world.LabelAgentMachineRef], Installed: conditionTrue(&a, world.CondInstalled),
-			VsphereAgent: a.GetLabels()[afv1.LabelVsphereAgent], Zone: a.GetLabels()[afv1.LabelTopologyZone], NodeZone: nodeLabels[afv1.LabelTopologyZone]})
+			VsphereAgent: a.GetLabels()[afv1.LabelVsphereAgent], Zone: a.GetLabels()[afv1.LabelTopologyZone], NodeZone: nodeLabels[afv1.LabelTopologyZone],
+			IPv4: inventoryIPv4(&a)})
 	}
 	sort.Slice(s.Agents, func(i, j int) bool { return s.Agents[i].Name < s.Agents[j].Name })
 

@@ -26,6 +26,8 @@ type Tracker struct {
 	// zones are the pool's failure domains (SetZones); vmZone the domain of every VM ever seen.
 	zones  []string
 	vmZone map[string]string
+	// staticIPs are the addresses ever leased to a created VM (nil: a DHCP scenario, not in Summary).
+	staticIPs map[string]bool
 }
 
 // NewTracker returns an empty Tracker.
@@ -45,6 +47,7 @@ func (t *Tracker) Observe(s *Snapshot) {
 		}
 	}
 	t.last = s
+	t.observeStaticIPs(s)
 	for _, vm := range s.VMs {
 		t.vmsSeen[strings.ToLower(vm.InstanceUUID)] = vm.Name
 	}
@@ -98,8 +101,8 @@ func (t *Tracker) CleanedUp() int {
 
 // Summary is the one-line result, e.g. "demo: 5 VMs created, ... 0 invariant violations".
 func (t *Tracker) Summary(prefix string) string {
-	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up%s, %d invariant violations",
-		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), t.spread(), len(t.violations))
+	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up%s, %s%d invariant violations",
+		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), t.spread(), t.staticIPSummary(), len(t.violations))
 }
 
 // SetZones names the pool's failure domains: Summary then reports how the created VMs spread over them.
