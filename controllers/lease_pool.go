@@ -37,8 +37,15 @@ const (
 	labelLease = "agent-forge.containeroo.ch/lease"
 	// annotationMAC is the lease's MAC on its claim.
 	annotationMAC = "agent-forge.containeroo.ch/mac"
+	// annotationReleasedAt is when a lease's VM was confirmed destroyed (RFC 3339).
+	annotationReleasedAt = "agent-forge.containeroo.ch/released-at"
 	// leasePoll is how often a pool or VM with leases in flight looks again (claims are not watched).
 	leasePoll = 2 * time.Second
+	// releaseQuiet and releaseWindow batch released leases (one image regeneration for a whole scale-down):
+	// removed once no lease was released for releaseQuiet and no VM is being destroyed, at the latest
+	// releaseWindow after the first.
+	releaseQuiet  = 10 * time.Second
+	releaseWindow = time.Minute
 )
 
 // staticIPScope is what one pool pass observed about its leases.
@@ -174,6 +181,9 @@ func leaseOf(claim, config *unstructured.Unstructured) leases.Lease {
 		Deleting: claim.GetDeletionTimestamp() != nil,
 	}
 	l.AddressName, _, _ = unstructured.NestedString(claim.Object, "status", "addressRef", "name")
+	if t, err := time.Parse(time.RFC3339, claim.GetAnnotations()[annotationReleasedAt]); err == nil {
+		l.ReleasedAt = t
+	}
 	for _, c := range agents.Conditions(claim) {
 		if c.Type == "Ready" && c.Status == "False" && c.Reason == "PoolExhausted" {
 			l.Exhausted = c.Message
@@ -237,6 +247,19 @@ func (r *PoolReconciler) prepareLeases(ctx context.Context, s *poolScope) error 
 	if err := r.createConfigs(ctx, s); err != nil {
 		return err
 	}
+	deleting := false
+	for _, va := range s.vas {
+		deleting = deleting || !va.DeletionTimestamp.IsZero()
+	}
+	var released []leases.Lease
+	for _, l := range st.leases {
+		if slicesContains(plan.Release, l.Name) {
+			released = append(released, l)
+		}
+	}
+	if !leases.ReleaseDue(released, deleting, r.Opts.Clock.Now(), releaseQuiet, releaseWindow) {
+		plan.Release = nil // the scale-down is still destroying VMs: release them together
+	}
 	if len(plan.Release) > 0 {
 		if err := r.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
 			return err
@@ -249,7 +272,7 @@ func (r *PoolReconciler) prepareLeases(ctx context.Context, s *poolScope) error 
 			break
 		}
 	}
-	if plan.Create > 0 || len(plan.Release) > 0 {
+	if plan.Create > 0 || len(released) > 0 {
 		s.requeueAfter(leasePoll)
 	}
 	return nil
@@ -468,11 +491,20 @@ func (r *PoolReconciler) releaseAllLeases(ctx context.Context, s *poolScope) err
 // retainLease marks a lease as kept with its VM and drops the pool's ownership, so that neither the pool's
 // deletion nor garbage collection frees an address a running VM still uses.
 func (r *PoolReconciler) retainLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, poolUID types.UID) error {
-	return markLease(ctx, c, claim, leases.StateRetained, poolUID)
+	return markLease(ctx, c, claim, leases.StateRetained, poolUID, r.Opts.Clock.Now())
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // markLease sets a claim's lease state; retained also drops the owner reference of ownerUID.
-func markLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, state leases.State, ownerUID types.UID) error {
+func markLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, state leases.State, ownerUID types.UID, now time.Time) error {
 	labels := claim.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -480,6 +512,14 @@ func markLease(ctx context.Context, c client.Client, claim *unstructured.Unstruc
 	changed := labels[labelLeaseState] != string(state)
 	labels[labelLeaseState] = string(state)
 	claim.SetLabels(labels)
+	if state == leases.StateReleased && changed {
+		ann := claim.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[annotationReleasedAt] = now.UTC().Format(time.RFC3339)
+		claim.SetAnnotations(ann)
+	}
 	if state == leases.StateRetained {
 		var refs []metav1.OwnerReference
 		for _, ref := range claim.GetOwnerReferences() {

@@ -130,7 +130,10 @@ func formatTime(t time.Time) string {
 
 // settleLease runs when the VsphereAgent's finalizer ends: a destroyed VM's lease is released (the pool
 // removes released leases in a batch); a VM that stays keeps its lease, no longer owned by the pool.
-func (r *VsphereAgentReconciler) settleLease(ctx context.Context, va *afv1.VsphereAgent, destroyed bool) error {
+func (r *VsphereAgentReconciler) settleLease(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool, destroyed bool) error {
+	if va.Status.StaticIP == nil && pool != nil && pool.Spec.Network == nil {
+		return nil // a DHCP pool's VM (a lease held before its VM was created has the pool's spec.network)
+	}
 	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
 		return nil
 	}
@@ -150,7 +153,7 @@ func (r *VsphereAgentReconciler) settleLease(ctx context.Context, va *afv1.Vsphe
 		}
 	}
 	for i := range claims.Items {
-		if err := markLease(ctx, r.Client, &claims.Items[i], state, types.UID(poolUID)); err != nil {
+		if err := markLease(ctx, r.Client, &claims.Items[i], state, types.UID(poolUID), r.Opts.Clock.Now()); err != nil {
 			return err
 		}
 	}

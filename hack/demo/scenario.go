@@ -49,7 +49,7 @@ func (d *demo) scenario(ctx context.Context) error {
 	if err := d.scaleDown(ctx, d.cfg.peak, d.cfg.final); err != nil {
 		return err
 	}
-	if err := d.finishStaticIPs(ctx, len(plateaus)); err != nil {
+	if err := d.finishStaticIPs(ctx, len(plateaus), 1); err != nil {
 		return err
 	}
 	for _, name := range d.t.DestroyedUnderDemand() {

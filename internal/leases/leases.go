@@ -164,6 +164,8 @@ type Lease struct {
 	HasConfig     bool
 	ConfigCreated time.Time
 	Deleting      bool
+	// ReleasedAt is when the holder's VM was confirmed destroyed (zero if unknown or not released).
+	ReleasedAt time.Time
 }
 
 // StateOf derives the lease's state.
@@ -216,4 +218,32 @@ func Decide(all []Lease, liveVMs, newVMs, spare int) Plan {
 		p.Create = want - active
 	}
 	return p
+}
+
+// ReleaseDue says whether released leases are removed now. Each removal regenerates the image, so they
+// go in batches: not while the pool is still destroying VMs, and only once no lease was released for quiet
+// (CAPI deletes a scale-down's Machines one after another); never later than window after the first.
+func ReleaseDue(released []Lease, deletionsInFlight bool, now time.Time, quiet, window time.Duration) bool {
+	if len(released) == 0 {
+		return false
+	}
+	var oldest, newest time.Time
+	for _, l := range released {
+		if l.ReleasedAt.IsZero() {
+			continue
+		}
+		if oldest.IsZero() || l.ReleasedAt.Before(oldest) {
+			oldest = l.ReleasedAt
+		}
+		if l.ReleasedAt.After(newest) {
+			newest = l.ReleasedAt
+		}
+	}
+	if !oldest.IsZero() && now.Sub(oldest) >= window {
+		return true
+	}
+	if deletionsInFlight {
+		return false
+	}
+	return newest.IsZero() || now.Sub(newest) >= quiet
 }

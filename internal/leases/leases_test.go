@@ -103,3 +103,25 @@ func TestNMStateCarriesAddressRouteAndDNS(t *testing.T) {
 		t.Error("IPv6 accepted: the nmstate document only writes IPv4")
 	}
 }
+
+func TestReleaseDue(t *testing.T) {
+	now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) Lease { return Lease{Disposition: StateReleased, ReleasedAt: now.Add(-ago)} }
+	for _, tc := range []struct {
+		name     string
+		released []Lease
+		deleting bool
+		want     bool
+	}{
+		{"nothing released", nil, false, false},
+		{"quiet since the last release and no deletion in flight: now", []Lease{at(20 * time.Second), at(11 * time.Second)}, false, true},
+		{"a release moments ago: the scale-down may not be over", []Lease{at(20 * time.Second), at(2 * time.Second)}, false, false},
+		{"a scale-down still destroying VMs: wait for the batch", []Lease{at(20 * time.Second)}, true, false},
+		{"never longer than the window", []Lease{at(time.Second), at(61 * time.Second)}, true, true},
+		{"released before the annotation existed: now", []Lease{{Disposition: StateReleased}}, false, true},
+	} {
+		if got := ReleaseDue(tc.released, tc.deleting, now, 10*time.Second, time.Minute); got != tc.want {
+			t.Errorf("%s: got %t", tc.name, got)
+		}
+	}
+}
