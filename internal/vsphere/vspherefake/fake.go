@@ -30,6 +30,7 @@ const (
 	FindVM          Method = "FindVM"
 	DestroyVM       Method = "DestroyVM"
 	ListPoolVMs     Method = "ListPoolVMs"
+	NICMACs         Method = "NICMACs"
 	UploadISO       Method = "UploadISO"
 	UploadFile      Method = "UploadFile"
 	MoveFile        Method = "MoveFile"
@@ -248,6 +249,9 @@ func (f *Fake) CreateVM(_ context.Context, spec vsphere.VMSpec) (*vsphere.VMInfo
 		BIOSUUID: fmt.Sprintf("4200%04x-0000-4000-8000-%012x", f.next>>16, f.next), MACAddress: fmt.Sprintf("00:50:56:%02x:%02x:%02x", (f.next>>16)&0xff, (f.next>>8)&0xff, f.next&0xff),
 		PoweredOn: true, Ownership: spec.Ownership, Spec: spec,
 	}
+	if spec.MACAddress != "" { // a manually assigned MAC (static-IP pools)
+		vm.MACAddress = strings.ToLower(spec.MACAddress)
+	}
 	if spec.ISOPath != "" {
 		vm.CDROMs = []vsphere.CDROM{{Key: 3000, ISOPath: spec.ISOPath, Connected: true}}
 	}
@@ -305,6 +309,23 @@ func (f *Fake) ListPoolVMs(_ context.Context, datacenter, poolUID string) ([]vsp
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// NICMACs lists the MAC of every VM in the datacenter (one NIC each), lower case.
+func (f *Fake) NICMACs(_ context.Context, datacenter string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(NICMACs); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, vm := range f.vms {
+		if vm.Datacenter == datacenter {
+			out = append(out, strings.ToLower(vm.MACAddress))
+		}
+	}
+	sort.Strings(out)
 	return out, nil
 }
 
