@@ -424,7 +424,17 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 	case s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "":
 		in.CreateBlocked, in.BlockReason = true, ReasonWaitingForISO
 	}
+	// VMs that booted an outdated image leave the supply now, so demand creates their replacements.
+	outdated := outdatedVMs(s, in.VMs, in.CreateBlocked || s.pool.Spec.Paused)
+	for i := range in.VMs {
+		if _, ok := outdated[in.VMs[i].Name]; ok {
+			in.VMs[i].State = planner.VMReleasing
+		}
+	}
 	s.plan = planner.Compute(in)
+	for _, name := range sortedKeys(outdated) {
+		s.plan.Actions = append(s.plan.Actions, planner.Action{Kind: "Delete", Target: name, Reason: afv1.ReasonOutdatedImage, Message: outdated[name].Message})
+	}
 	if s.pool.Spec.Paused {
 		return nil
 	}
@@ -440,9 +450,12 @@ func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
 		r.debounce.forget(poolKey) // no creation needed: the next burst starts a fresh window
 	}
 	for _, name := range append(s.plan.Release, abandoned...) {
-		if err := r.release(ctx, s, poolKey, name); err != nil {
+		if _, err := r.release(ctx, s, poolKey, name); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := r.replaceOutdated(ctx, s, poolKey, outdated); err != nil {
+		errs = append(errs, err)
 	}
 	for i := range expired {
 		if err := r.Delete(ctx, &expired[i], client.Preconditions{UID: &expired[i].UID}); client.IgnoreNotFound(err) != nil {

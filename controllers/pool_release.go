@@ -17,8 +17,9 @@ import (
 
 // release removes one surplus VM: a fresh read proves its Agent is free and no Machine references it;
 // the Agent is unapproved with an optimistic lock (a concurrent reservation wins and the VM is kept);
-// then the VsphereAgent is deleted and its finalizer destroys the VM and deletes the Agent.
-func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, name string) error {
+// then the VsphereAgent is deleted and its finalizer destroys the VM and deletes the Agent. released
+// reports whether the VsphereAgent was deleted (false: kept, or already going).
+func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, name string) (released bool, err error) {
 	var va *afv1.VsphereAgent
 	for i := range s.vas {
 		if s.vas[i].Name == name {
@@ -26,24 +27,24 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 		}
 	}
 	if va == nil || !va.DeletionTimestamp.IsZero() {
-		return nil
+		return false, nil
 	}
 	agent, err := freshAgentOfVM(ctx, r.APIReader, va)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if agent != nil {
 		if agent.IsBound() {
 			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
-			return nil
+			return false, nil
 		}
 		inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineRef)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if inUse {
 			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: Machine %s references its Agent", va.Name, machine)
-			return nil
+			return false, nil
 		}
 		if r.Opts.BeforeUnapprove != nil {
 			r.Opts.BeforeUnapprove(ctx, agent.Namespace, agent.Name)
@@ -52,19 +53,19 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 			if errors.Is(err, errReservationWon) {
 				r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
 				s.requeueAfter(time.Second)
-				return nil
+				return false, nil
 			}
-			return err
+			return false, err
 		}
 	}
 	uid := va.UID
 	if err := r.Delete(ctx, va, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-		return err
+		return false, err
 	}
 	r.expectations.expectDelete(poolKey, va.Name)
 	metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "release").Inc()
 	r.Recorder.Eventf(s.pool, "Normal", "VMReleased", "releasing VM %s: %s", va.Name, releaseReason(s, name))
-	return nil
+	return true, nil
 }
 
 func releaseReason(s *poolScope, name string) string {

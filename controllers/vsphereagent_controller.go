@@ -134,7 +134,7 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 
 	for _, phase := range []func(context.Context, *vmScope) (bool, error){
-		r.ensureVM, r.matchAgent, r.prepareAgent, r.trackBinding, r.checkLiveness, r.ejectISO,
+		r.ensureVM, r.matchAgent, r.prepareAgent, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
 	} {
 		cont, err := phase(work, s)
 		if err != nil {
@@ -241,6 +241,9 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	va.Status.VM.MACAddress = agents.NormalizeMAC(info.MACAddress)
 	va.Status.VM.Datacenter, va.Status.VM.ISOPath = spec.Datacenter, spec.ISOPath
 	va.Status.VM.Hardware = hardwareStatus(spec.Hardware, info)
+	if t := pool.Status.ISO.SourceCreatedTime; t != nil && va.Status.VM.ImageCreatedTime == nil {
+		va.Status.VM.ImageCreatedTime = t.DeepCopy()
+	}
 	if va.Status.VM.CreatedAt == nil {
 		va.Status.VM.CreatedAt = &now
 	}

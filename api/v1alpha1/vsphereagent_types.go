@@ -88,6 +88,12 @@ type VMStatus struct {
 	// CreatedAt is when the VM was created (the registration timeout counts from here).
 	// +optional
 	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
+	// ImageCreatedTime is the version of the discovery image the VM booted: the InfraEnv's
+	// status.createdTime the pool's cached ISO was fetched for when the VM was created (ISOPath names
+	// its bytes). An unbound VM whose image is older than the pool's current one is replaced.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Image Created",xDescriptors="urn:alm:descriptor:text"
+	ImageCreatedTime *metav1.Time `json:"imageCreatedTime,omitempty"`
 	// Hardware is what of the pool's hardware profile the VM was created with (data disks, storage
 	// policy); empty when the pool has no profile.
 	// +optional
@@ -156,7 +162,7 @@ type VsphereAgentStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISO Ejection"
 	ISOEjection *ISOEjectionRecord `json:"isoEjection,omitempty"`
-	// Conditions: Ready, VMCreated, AgentRegistered, AgentPrepared, ISOEjected.
+	// Conditions: Ready, VMCreated, AgentRegistered, AgentPrepared, ISOEjected, ImageCurrent.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

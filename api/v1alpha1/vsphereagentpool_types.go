@@ -324,6 +324,15 @@ type ISOSpec struct {
 	// +kubebuilder:default=false
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eject ISO After Install",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	EjectAfterInstall bool `json:"ejectAfterInstall,omitempty"`
+
+	// ReplaceOutdatedVMs replaces a VM that never bound and booted a discovery image older than the
+	// current one (the InfraEnv's image changed: new version, static network configs, proxy), when no
+	// AgentMachine has reserved its Agent, so no stale image keeps serving. Bound or installed workers
+	// are never touched. On by default; false opts the pool out.
+	// +optional
+	// +kubebuilder:default=true
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replace VMs Booted From an Outdated Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	ReplaceOutdatedVMs *bool `json:"replaceOutdatedVMs,omitempty"`
 }
 
 // LimitsSpec caps the pool's VM count and creation rate.

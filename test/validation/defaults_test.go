@@ -96,6 +96,7 @@ var schemaDefaults = map[string]interface{}{
 	"iso.checkInterval":          "1h",
 	"iso.retainVersions":         int64(2),
 	"iso.ejectAfterInstall":      false,
+	"iso.replaceOutdatedVMs":     true, // opt-out: outdated unbound VMs are replaced unless a pool says false
 	"cleanupPolicy":              "Delete",
 	"registrationTimeout":        "20m",
 	"paused":                     false,
