@@ -133,6 +133,12 @@ func TestHardwareProfileLandsOnTheVM(t *testing.T) {
 		t.Errorf("DiskGiB = %d, want the boot disk's 20", info.DiskGiB)
 	}
 
+	// A retry after a crash adopts the VM and still reports the policy it carries.
+	again, err := c.CreateVM(ctx, spec)
+	if err != nil || !again.Adopted || again.StoragePolicyID != wantPolicy || len(again.Disks) != 4 {
+		t.Fatalf("retry: %+v %v, want the VM adopted with policy %s and 4 disks", again, err, wantPolicy)
+	}
+
 	// The storage policy was asked for on the VM home and on every disk created.
 	capture.mu.Lock()
 	defer capture.mu.Unlock()

@@ -74,6 +74,10 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 		}
 	}
 	info.Adopted = true
+	// The earlier attempt's policy ID is not on the VM's properties: resolve the name again for the caller.
+	if info.StoragePolicyID, err = c.storagePolicyID(ctx, spec.Hardware.StoragePolicyName); err != nil {
+		return nil, err
+	}
 	return info, nil
 }
 
