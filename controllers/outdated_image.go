@@ -52,6 +52,11 @@ func currentImage(s *poolScope) planner.Image {
 	return img
 }
 
+// holdsLease: the VM was created with a static-IP lease (spec.network).
+func holdsLease(va *afv1.VsphereAgent) bool {
+	return va.Status.StaticIP != nil && va.Status.StaticIP.Lease != ""
+}
+
 func replaceOutdatedEnabled(pool *afv1.VsphereAgentPool) bool {
 	return pool.Spec.ISO.ReplaceOutdatedVMs == nil || *pool.Spec.ISO.ReplaceOutdatedVMs
 }
@@ -67,7 +72,7 @@ func outdatedVMs(s *poolScope, states []planner.VMState, createBlocked bool) map
 	for i := range s.vas {
 		v := planner.DecideImage(planner.ImageCheck{
 			Enabled: replaceOutdatedEnabled(s.pool), Current: current, Booted: bootedImage(&s.vas[i]),
-			State: states[i].State, CreateBlocked: createBlocked,
+			State: states[i].State, CreateBlocked: createBlocked, StaticIPLease: holdsLease(&s.vas[i]),
 		})
 		if v.Replace {
 			out[s.vas[i].Name] = v
@@ -111,6 +116,7 @@ func (r *VsphereAgentReconciler) reportImage(_ context.Context, s *vmScope) (boo
 	})
 	v := planner.DecideImage(planner.ImageCheck{
 		Enabled: replaceOutdatedEnabled(s.pool), Current: poolImage(s.pool), Booted: bootedImage(va), State: state,
+		StaticIPLease: holdsLease(va),
 	})
 	if v.Reason != planner.ImageReasonUnknown {
 		setCondition(&va.Status.Conditions, afv1.ConditionImageCurrent, v.Current, v.Reason, v.Message, va.Generation)

@@ -35,6 +35,10 @@ type ImageCheck struct {
 	// State is the VM's lifecycle (Lifecycle): only InFlight and Available VMs (their Agent never bound)
 	// are replaced; InUse ones (Agent reserved or bound, or a Machine references the VM) never.
 	State VMLifecycle
+	// StaticIPLease: the VM holds a static-IP lease (spec.network). Such pools regenerate the image for
+	// every lease batch and release, and the VM was created only once its own configuration was in the
+	// image it booted: replacing it on every regeneration would churn VMs and images without end.
+	StaticIPLease bool
 	// CreateBlocked: the pool cannot create a VM now (preflight, breaker, credentials): no replacement.
 	CreateBlocked bool
 }
@@ -61,8 +65,8 @@ const (
 // DecideImage applies the outdated-image rule, in order: unknown current image or booted image →
 // nothing decided; same bytes, or a booted image not older than the current one → current; InUse →
 // kept (a bound or installed worker is never touched); not InFlight or Available (failed, released,
-// being removed) → left to the rest of the lifecycle; opted out or creation blocked → kept; else
-// replaced.
+// being removed) → left to the rest of the lifecycle; a static-IP lease, opted out or creation blocked
+// → kept; else replaced.
 func DecideImage(c ImageCheck) ImageVerdict {
 	if c.Current.SHA256 == "" || c.Booted.SHA256 == "" {
 		return ImageVerdict{Current: true, Reason: ImageReasonUnknown, Message: "the current or the booted discovery image is not known yet"}
@@ -75,6 +79,8 @@ func DecideImage(c ImageCheck) ImageVerdict {
 	switch {
 	case c.State == VMInUse:
 		return ImageVerdict{Reason: ImageReasonInUse, Message: outdated + "; kept: its Agent is reserved or bound (a worker is never touched)"}
+	case c.StaticIPLease:
+		return ImageVerdict{Reason: ImageReasonKept, Message: outdated + "; kept: it holds a static-IP lease whose configuration is in the image it booted (static-IP pools regenerate the image per lease batch)"}
 	case c.State != VMInFlight && c.State != VMAvailable:
 		return ImageVerdict{Reason: ImageReasonKept, Message: outdated + "; not replaced: the VM is " + string(c.State)}
 	case !c.Enabled:

@@ -32,6 +32,7 @@ func TestDecideImage(t *testing.T) {
 		{"a failed VM is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMFailed }), false, ImageReasonKept},
 		{"a releasing VM is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMReleasing }), false, ImageReasonKept},
 		{"a released VM (served a Machine before) is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMReleased }), false, ImageReasonKept},
+		{"a VM holding a static-IP lease is kept (its config is in its image; leases regenerate images)", with(func(c *ImageCheck) { c.StaticIPLease = true }), false, ImageReasonKept},
 		{"opted out: kept", with(func(c *ImageCheck) { c.Enabled = false }), false, ImageReasonKept},
 		{"creation blocked: kept until a replacement can follow", with(func(c *ImageCheck) { c.CreateBlocked = true }), false, ImageReasonKept},
 	}
