@@ -33,16 +33,19 @@ type NetworkRoute struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=43
 	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="route destination must be a CIDR, e.g. 10.0.0.0/8"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Destination",xDescriptors="urn:alm:descriptor:com.tectonic.ui:text"
 	To string `json:"to"`
 	// Via is the next-hop address.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=39
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="route next hop must be an IP address"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Next Hop",xDescriptors="urn:alm:descriptor:com.tectonic.ui:text"
 	Via string `json:"via"`
 	// Metric is the route metric.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=65535
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Metric",xDescriptors="urn:alm:descriptor:com.tectonic.ui:number"
 	Metric *int32 `json:"metric,omitempty"`
 }
 
