@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -32,9 +33,14 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 
 		By("holding the Machine's deletion (CAPI's own finalizer still runs: the Agent is unbound)")
 		m := agents.New(agents.MachineGVK())
-		Expect(k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineRef), m)).To(Succeed())
-		controllerutil.AddFinalizer(m, holdFinalizer)
-		Expect(k8s.Update(ctx, m)).To(Succeed())
+		// The world driver writes Machines too: a conflict means "read again", not a failure.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineRef), m); err != nil {
+				return err
+			}
+			controllerutil.AddFinalizer(m, holdFinalizer)
+			return k8s.Update(ctx, m)
+		})).To(Succeed())
 		DeferCleanup(func(ctx context.Context) { releaseHeldMachine(ctx, s.ControlPlaneNamespace, va.Status.VM.MachineRef) })
 		Expect(d.SetReplicas(ctx, s.NodePool, 0)).To(Succeed())
 		Eventually(func() bool {
@@ -70,11 +76,15 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 
 // releaseHeldMachine removes the test's hold finalizer from a Machine (gone already is fine).
 func releaseHeldMachine(ctx context.Context, namespace, name string) {
-	m := agents.New(agents.MachineGVK())
-	if err := k8s.Get(ctx, key(namespace, name), m); err != nil {
-		return
-	}
-	if controllerutil.RemoveFinalizer(m, holdFinalizer) {
-		Expect(client.IgnoreNotFound(k8s.Update(ctx, m))).To(Succeed())
-	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m := agents.New(agents.MachineGVK())
+		if err := k8s.Get(ctx, key(namespace, name), m); err != nil {
+			return err
+		}
+		if !controllerutil.RemoveFinalizer(m, holdFinalizer) {
+			return nil
+		}
+		return k8s.Update(ctx, m)
+	})
+	Expect(client.IgnoreNotFound(err)).To(Succeed())
 }
