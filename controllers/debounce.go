@@ -7,8 +7,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// debouncer batches bursts of demand: creation waits until the waiting count has been stable for
-// idle, or max after the first change, so a burst of AgentMachines becomes one batch of VMs.
+// debouncer batches bursts: an action waits until the observed value (the waiting count, a status's
+// fingerprint) has been stable for idle, or max after the first change, so a burst of AgentMachines
+// becomes one batch of VMs and a burst of VM phase changes one pool status write.
 type debouncer struct {
 	clock     clock.PassiveClock
 	idle, max time.Duration
@@ -25,7 +26,7 @@ func newDebouncer(c clock.PassiveClock, idle, max time.Duration) *debouncer {
 	return &debouncer{clock: c, idle: idle, max: max, state: map[string]*debounceState{}}
 }
 
-// wait records the current demand and returns how long creation should still wait (0: create now).
+// wait records the current value and returns how long the action should still wait (0: act now).
 func (d *debouncer) wait(key string, waiting int) time.Duration {
 	if d.idle < 0 {
 		return 0
@@ -75,37 +76,4 @@ func (l *lastRun) due(key string, now time.Time, every time.Duration) bool {
 	}
 	l.at[key] = now
 	return true
-}
-
-// writeBatcher spaces status writes that only move counters, so a burst of VM phase changes becomes a
-// few writes instead of one per change. It is a write rate limit, like client-go's, so it uses
-// the real clock rather than the injected one (which tests freeze).
-type writeBatcher struct {
-	clock    clock.PassiveClock
-	interval time.Duration
-	mu       sync.Mutex
-	last     map[string]time.Time
-}
-
-func newWriteBatcher(interval time.Duration) *writeBatcher {
-	return &writeBatcher{clock: clock.RealClock{}, interval: interval, last: map[string]time.Time{}}
-}
-
-// delay returns how long an inventory-only write should wait (0: write now).
-func (b *writeBatcher) delay(key string, inventoryOnly bool) time.Duration {
-	if !inventoryOnly || b.interval <= 0 {
-		return 0
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if w := b.interval - b.clock.Since(b.last[key]); w > 0 {
-		return w
-	}
-	return 0
-}
-
-func (b *writeBatcher) wrote(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.last[key] = b.clock.Now()
 }

@@ -29,6 +29,7 @@ import (
 //     retried with backoff and never forced.
 
 const (
+	ejectFirstCheck   = time.Second
 	ejectPollInterval = 5 * time.Second
 	ejectBackoffBase  = 30 * time.Second
 	ejectBackoffMax   = 10 * time.Minute
@@ -119,12 +120,11 @@ func ejectionTrigger(s *vmScope) (string, string) {
 	case a == nil:
 		return afv1.ReasonWaitingForInstallation, "waiting for the VM's Agent to register and report Installed=True"
 	case !a.IsInstalled():
+		// The status only, not the reason: the reason moves with every step of an installation, and a
+		// message that echoes it would rewrite this VsphereAgent's status at each one.
 		installed := "absent"
 		if c, ok := agents.FindCondition(a.Conditions, "Installed"); ok {
 			installed = c.Status
-			if c.Reason != "" {
-				installed += " (" + c.Reason + ")"
-			}
 		}
 		bound := ""
 		if a.IsBound() {
@@ -206,10 +206,15 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 	if err != nil {
 		return err
 	}
+	taskRef := rec.TaskRef
+	remembered, _ := r.ejectTasks.LoadAndDelete(va.UID)
+	if taskRef == "" && rec.QuestionID == "" && remembered != nil {
+		taskRef = remembered.(string)
+	}
 	req := vsphere.EjectRequest{
 		Datacenter: rec.Datacenter, InstanceUUID: rec.InstanceUUID, BIOSUUID: rec.BIOSUUID,
 		Ownership: vsphere.Ownership{OwnerUID: rec.OwnerUID}, DeviceKey: rec.DeviceKey, ExpectedISOPath: rec.ISOPath,
-		TaskRef: rec.TaskRef, QuestionID: rec.QuestionID, ConfirmQuestionID: rec.QuestionID,
+		TaskRef: taskRef, QuestionID: rec.QuestionID, ConfirmQuestionID: rec.QuestionID,
 	}
 	res, err := vs.EjectISO(ctx, req)
 	if err != nil {
@@ -242,7 +247,19 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
 		s.requeueAfter(time.Millisecond)
 	default:
-		newTask := res.TaskRef != "" && rec.TaskRef == ""
+		if rec.TaskRef == "" && res.TaskRef != "" && remembered != res.TaskRef {
+			// First sight of the reconfigure: most end within a second, so look again shortly and write
+			// the task into the record only if it still runs then (a status write saved per VM). A
+			// restart in between loses nothing: the vSphere layer takes over a running reconfigure, and
+			// a finished one shows in the device.
+			r.ejectTasks.Store(va.UID, res.TaskRef)
+			s.requeueAfter(ejectFirstCheck)
+			if !res.Adopted {
+				return r.crashPoint(ctx, s, CrashAfterReconfigure)
+			}
+			return nil
+		}
+		newTask := res.TaskRef != "" && rec.TaskRef == "" && remembered == nil
 		if res.TaskRef != "" {
 			rec.TaskRef = res.TaskRef
 		}

@@ -2,14 +2,15 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -54,7 +55,10 @@ type PoolReconciler struct {
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
-	statusWrites *writeBatcher
+	// statusWrites batches inventory-only status changes (see statusBatch).
+	statusWrites *debouncer
+	// own lets a pass see this controller's last write of its pool while the cache still lags.
+	own *ownWrites[*afv1.VsphereAgentPool]
 	// Guard reports whether the served CRDs keep the ejection recovery record (condition CRDsCurrent).
 	Guard *crdGuard
 	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
@@ -123,10 +127,13 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 			forgetPoolMetrics(req.Namespace, req.Name)
 			r.refusalEvents.forgetPrefix(req.String() + "/")
 			r.domains.forgetPool(req.String())
+			r.own.forget(req.NamespacedName)
+			r.statusWrites.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	pool = r.own.latest(pool)
 	s := &poolScope{pool: pool, log: log}
 	before := pool.Status.DeepCopy()
 	defer func() {
@@ -141,9 +148,11 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		return r.reconcileDelete(ctx, s)
 	}
 	if controllerutil.AddFinalizer(pool, afv1.FinalizerPool) {
+		replaced := pool.ResourceVersion
 		if err := r.Update(ctx, pool); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.own.wrote(replaced, pool)
 	}
 
 	var errs []error
@@ -160,17 +169,18 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	}
 	r.setStatus(s, len(errs) == 0)
 	stampTransitions(before.Conditions, pool.Status.Conditions, r.Opts.Clock.Now())
-	if !equality.Semantic.DeepEqual(before, &pool.Status) {
-		if wait := r.statusWrites.delay(req.String(), inventoryOnly(before, &pool.Status)); wait > 0 {
+	if !sameAsStored(before, &pool.Status) {
+		if wait := r.statusBatch(req.String(), before, &pool.Status); wait > 0 {
 			// Only counters and the VM list moved: batch them (a burst of VM phase changes is one write).
 			s.requeueAfter(wait)
-		} else if err := r.Status().Update(ctx, pool); err != nil {
+		} else if replaced, err := pool.ResourceVersion, r.Status().Update(ctx, pool); err != nil {
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{Requeue: true}, nil // a newer pool arrived: the next pass sees it
 			}
 			errs = append(errs, err)
 		} else {
-			r.statusWrites.wrote(req.String())
+			r.own.wrote(replaced, pool)
+			r.statusWrites.forget(req.String())
 			if err := crashpoint.Hit(ctx, crashpoint.PoolStatusWritten); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -182,14 +192,33 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
 
-// inventoryOnly reports whether two statuses differ only in counters, the VM list, planned actions and
-// condition messages (not in a condition's status or reason, ISO state or observedGeneration).
+// statusBatch returns how long a status change should wait before it is written (0: now). A change of a
+// condition's status or reason, the ISO or observedGeneration is written at once; a change of only
+// counters, the VM list and messages waits until the status stood still for StatusBatchInterval, or
+// StatusBatchMax after the first such change: a pool whose VMs move through their phases one after
+// another gets a write per burst, not one per VM phase change. Batching is a write rate limit, so it
+// runs on the real clock, not the injected one (which tests freeze).
+func (r *PoolReconciler) statusBatch(key string, before, after *afv1.VsphereAgentPoolStatus) time.Duration {
+	if !inventoryOnly(before, after) {
+		return 0
+	}
+	fingerprint, err := json.Marshal(after)
+	if err != nil {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(fingerprint)
+	return r.statusWrites.wait(key, int(h.Sum64()))
+}
+
+// inventoryOnly reports whether two statuses differ only in counters (ejections too), the VM list,
+// planned actions and condition messages (not in a condition's status or reason, ISO state or observedGeneration).
 func inventoryOnly(before, after *afv1.VsphereAgentPoolStatus) bool {
 	b := before.DeepCopy()
 	b.DesiredReplicas, b.AgentMachines, b.WaitingAgentMachines = after.DesiredReplicas, after.AgentMachines, after.WaitingAgentMachines
 	b.UnreadyAgentMachines, b.AgentMachinesWithoutAgent = after.UnreadyAgentMachines, after.AgentMachinesWithoutAgent
 	b.MatchingAgents, b.BoundAgents, b.AvailableAgents, b.VMs = after.MatchingAgents, after.BoundAgents, after.AvailableAgents, after.VMs
-	b.OwnedVMs, b.PlannedActions = after.OwnedVMs, after.PlannedActions
+	b.OwnedVMs, b.PlannedActions, b.ISOEjections = after.OwnedVMs, after.PlannedActions, after.ISOEjections
 	batchDomainCounts(b, after)
 	// Condition messages carry counts too; a change of status or reason is never batched.
 	for i := range b.Conditions {
@@ -197,7 +226,7 @@ func inventoryOnly(before, after *afv1.VsphereAgentPoolStatus) bool {
 			b.Conditions[i].Message = c.Message
 		}
 	}
-	return equality.Semantic.DeepEqual(b, after)
+	return sameAsStored(b, after)
 }
 
 // errStop ends a pass early without an error (e.g. the NodePool is claimed by another pool).
@@ -502,11 +531,21 @@ func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation 
 // in that failure domain ("" without failure domains).
 func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, domains []string) error {
 	prefix := namePrefix(s.pool)
+	// One Event per batch naming every VsphereAgent, not one per VsphereAgent (each is an API write).
+	var created []string
+	defer func() {
+		if len(created) > 0 {
+			r.Recorder.Eventf(s.pool, "Normal", "VMRequested", "created %d VsphereAgent(s) for %d waiting AgentMachine(s): %s",
+				len(created), s.waiting, strings.Join(created, ", "))
+		}
+	}()
 	for _, domain := range domains {
 		va := &afv1.VsphereAgent{}
 		va.GenerateName = prefix + "-"
 		va.Namespace = s.pool.Namespace
 		va.Labels = map[string]string{afv1.LabelPool: s.pool.Name}
+		// Created with its finalizer: the VsphereAgent controller need not write it in a second request.
+		va.Finalizers = []string{afv1.FinalizerVsphereAgent}
 		va.Spec.PoolRef.Name = s.pool.Name
 		if domain != "" {
 			va.Labels[afv1.LabelFailureDomain] = domain
@@ -522,10 +561,10 @@ func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, 
 		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {
 			return err
 		}
+		created = append(created, va.Name+inDomain(domain))
 		r.expectations.expectCreate(poolKey, va.Name)
 		r.domains.created(poolKey, va.Name, domain)
 		metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "create").Inc()
-		r.Recorder.Eventf(s.pool, "Normal", "VMRequested", "created VsphereAgent %s for %d waiting AgentMachine(s)%s", va.Name, s.waiting, inDomain(domain))
 	}
 	r.debounce.forget(poolKey)
 	return nil

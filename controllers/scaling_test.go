@@ -49,16 +49,26 @@ var _ = Describe("Scaling a NodePool", func() {
 			g.Expect(phaseCount(pool, afv1.VMPhaseBound)).To(Equal(5))
 		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
 
-		By("leaving status unwritten on a no-change resync")
-		// Settle: wait for a real-time quiet window (not a timing assertion): the pool's resourceVersion
-		// unchanged for 2 s, longer than the 1 s batching of counter-only status writes.
+		By("leaving status unwritten on a no-change resync, the pool's and every VsphereAgent's")
+		versions := func() map[string]string {
+			m := map[string]string{"pool": getPool(pool).ResourceVersion}
+			for _, va := range vsphereAgents(pool) {
+				m[va.Name] = va.ResourceVersion
+			}
+			return m
+		}
+		// Settle: wait for a real-time quiet window (not a timing assertion): nothing rewritten for 3 s,
+		// longer than the 2 s quiet spell that batches counter-only pool status writes.
+		var settled map[string]string
 		Eventually(func() bool {
-			before := getPool(pool).ResourceVersion
-			time.Sleep(2 * time.Second)
-			return getPool(pool).ResourceVersion == before
-		}, 30*time.Second).Should(BeTrue())
-		poked := pokePool(pool) // an annotation change triggers a reconcile that observes nothing new
-		Consistently(func() string { return getPool(pool).ResourceVersion }, 3*time.Second, 250*time.Millisecond).Should(Equal(poked))
+			settled = versions()
+			time.Sleep(3 * time.Second)
+			ok, err := Equal(settled).Match(versions())
+			return ok && err == nil
+		}, 40*time.Second).Should(BeTrue())
+		poked := pokePool(pool) // an annotation change triggers a pool pass and a pass of each VsphereAgent, observing nothing new
+		settled["pool"] = poked
+		Consistently(versions, 3*time.Second, 250*time.Millisecond).Should(Equal(settled))
 
 		By("scaling down to 2 after drain")
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())

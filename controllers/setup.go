@@ -53,8 +53,11 @@ type Options struct {
 	// call that hangs does not hold a VM worker for good (default 10m); the pass's status is still
 	// written, and the retry adopts a VM a cut-off create left behind (by its instance UUID).
 	VMPassTimeout time.Duration
-	// StatusBatchInterval spaces pool status writes that only move counters (default 1s; negative disables).
-	StatusBatchInterval time.Duration
+	// StatusBatchInterval and StatusBatchMax batch pool status writes that only move counters, the VM
+	// list or messages: such a change is written once the status stood still for StatusBatchInterval,
+	// or StatusBatchMax after the first unwritten change (defaults 2s / 30s; a negative interval
+	// disables batching). Conditions changing status or reason are written at once.
+	StatusBatchInterval, StatusBatchMax time.Duration
 	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its unapprove patch.
 	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
 	// SchemaCheckInterval is how often the served VsphereAgent CRD is checked for the ejection recovery
@@ -108,7 +111,10 @@ func (o *Options) defaults() {
 		o.VMPassTimeout = 10 * time.Minute
 	}
 	if o.StatusBatchInterval == 0 {
-		o.StatusBatchInterval = time.Second
+		o.StatusBatchInterval = 2 * time.Second
+	}
+	if o.StatusBatchMax == 0 {
+		o.StatusBatchMax = 30 * time.Second
 	}
 	if o.CRDPollInterval == 0 {
 		o.CRDPollInterval = 30 * time.Second

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +39,12 @@ type VsphereAgentReconciler struct {
 	Guard *crdGuard
 	// refusals remembers VsphereAgents failed by a permanent create refusal until the cache shows it.
 	refusals refusalMemory
+	// own lets a pass see this controller's last write of its VsphereAgent while the cache still lags
+	// (else it would create the VM again and write the same status with a stale resourceVersion).
+	own *ownWrites[*afv1.VsphereAgent]
+	// ejectTasks remembers, by VsphereAgent UID, a reconfigure seen once and not yet written into the
+	// ejection record (see stepEjection).
+	ejectTasks sync.Map
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -66,16 +72,24 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	start := r.Opts.Clock.Now()
 	va := &afv1.VsphereAgent{}
 	if err := r.Get(ctx, req.NamespacedName, va); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.own.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	va = r.own.latest(va)
 	s := &vmScope{va: va, log: ctrl.LoggerFrom(ctx)}
 	before := va.Status.DeepCopy()
 	defer func() {
 		stampTransitions(before.Conditions, va.Status.Conditions, r.Opts.Clock.Now())
 		wrote := true
-		if !equality.Semantic.DeepEqual(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
+		if !sameAsStored(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
+			replaced := va.ResourceVersion
 			err := r.Status().Update(ctx, va)
 			wrote = err == nil
+			if wrote {
+				r.own.wrote(replaced, va)
+			}
 			if apierrors.IsConflict(err) {
 				res = ctrl.Result{Requeue: true} // a newer object arrived: the next pass sees it
 			} else if err != nil && !apierrors.IsNotFound(err) {
@@ -121,9 +135,11 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 	if controllerutil.AddFinalizer(va, afv1.FinalizerVsphereAgent) {
+		replaced := va.ResourceVersion
 		if err := r.Update(ctx, va); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.own.wrote(replaced, va)
 	}
 	if pool.Spec.Paused {
 		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPaused, "the pool is paused", va.Generation)
@@ -314,10 +330,7 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 	})
 	a := found[0]
 	s.agent = &a
-	if va.Status.VM.AgentRef != a.Name {
-		va.Status.VM.AgentRef = a.Name
-		r.Recorder.Eventf(va, "Normal", "AgentRegistered", "VM %s registered as Agent %s", va.Status.VM.Name, a.Name)
-	}
+	va.Status.VM.AgentRef = a.Name // shown by the AgentRegistered condition; no Event (one API write per VM)
 	setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, ReasonAgentRegistered, "registered as Agent "+a.Name, va.Generation)
 	return true, nil
 }
@@ -378,9 +391,11 @@ func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (
 		if err := crashpoint.Hit(ctx, crashpoint.AgentPatched); err != nil {
 			return false, err
 		}
-		r.Recorder.Eventf(va, "Normal", "AgentPrepared", "Agent %s labelled, named %s, role %s, approved=%t", a.Name, va.Status.VM.Name, role, approve)
+		// No Event: the AgentPrepared condition says it, and an Event per VM is an API write per VM
+		// (Events are for creations, deletions, ejections and refusals).
 	}
-	setCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, ReasonAgentPrepared, "Agent carries the pool's labels, hostname and role", va.Generation)
+	setCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, ReasonAgentPrepared,
+		fmt.Sprintf("Agent %s carries the pool's labels, hostname %s and role %s (approved: %t)", a.Name, va.Status.VM.Name, role, approve || a.Approved), va.Generation)
 	return true, nil
 }
 
@@ -419,6 +434,9 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 				machine = am.OwnerMachine
 			}
 		}
+		if machine == "" {
+			machine = r.reservingMachine(ctx, s)
+		}
 		if machine != "" {
 			va.Status.VM.MachineRef = machine
 		}
@@ -432,6 +450,21 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 	}
 	r.setPhase(va, afv1.VMPhaseAvailable, ReasonAgentPrepared)
 	return true, nil
+}
+
+// reservingMachine is the owner Machine of the AgentMachine the Agent's reservation names. The provider
+// labels the Agent before it writes the AgentMachine's status.agentRef (the index above); reading the
+// AgentMachine by name records the Machine in the same status write as Bound instead of a later one.
+func (r *VsphereAgentReconciler) reservingMachine(ctx context.Context, s *vmScope) string {
+	name, ns := s.agent.AgentMachineRef(), s.agent.Obj.GetAnnotations()[agents.AnnotationAgentMachineRefNamespace]
+	if name == "" || ns != s.pool.Spec.ControlPlaneNamespace {
+		return ""
+	}
+	u := agents.New(agents.AgentMachineGVK)
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+		return ""
+	}
+	return agents.AgentMachineFrom(u).OwnerMachine
 }
 
 // checkLiveness replaces a VM whose Agent has not registered within registrationTimeout.

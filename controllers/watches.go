@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +29,8 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
 	r.orphanScans = newLastRun()
-	r.statusWrites = newWriteBatcher(r.Opts.StatusBatchInterval)
+	r.statusWrites = newDebouncer(clock.RealClock{}, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
+	r.own = newOwnWrites[*afv1.VsphereAgentPool]()
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.isoEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.isoEvents, &handler.EnqueueRequestForObject{}))
@@ -92,6 +94,7 @@ func (r *PoolReconciler) listPools(ctx context.Context, ns, index, value string)
 // SetupWithManager wires the VsphereAgent controller: its Agent (by label or MAC), the AgentMachine
 // that references the Agent, and its pool (ISO path, pause, policy).
 func (r *VsphereAgentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.own = newOwnWrites[*afv1.VsphereAgent]()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vsphereagent").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers, RateLimiter: newVMRateLimiter()}).

@@ -1,0 +1,95 @@
+package controllers
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ownWrites lets a reconciler read its own writes. The informer cache lags behind a write by a
+// moment; a pass that starts in that moment (another event of the same object, a requeue) reads the
+// version the write replaced, redoes what the write recorded (a VM created again and "adopted", the
+// same status computed again) and writes it with a stale resourceVersion: a conflict, a retry with
+// backoff, and API writes that change nothing. With ownWrites the pass starts from the object the
+// API server returned for the last write, as long as the cache still shows a version that write
+// replaced. Any other version in the cache (someone else wrote, or the cache caught up) wins.
+type ownWrites[T client.Object] struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]ownWrite[T]
+}
+
+type ownWrite[T client.Object] struct {
+	// latest is the object as the API server returned it after the last write.
+	latest T
+	// replaced are the resourceVersions this process saw replaced by its own writes of the object.
+	replaced map[string]bool
+}
+
+func newOwnWrites[T client.Object]() *ownWrites[T] {
+	return &ownWrites[T]{m: map[types.NamespacedName]ownWrite[T]{}}
+}
+
+// wrote records written (as returned by the API server) after a write that replaced version
+// replacedRV.
+func (w *ownWrites[T]) wrote(replacedRV string, written T) {
+	if w == nil {
+		return
+	}
+	key := client.ObjectKeyFromObject(written)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.m[key]
+	if !ok {
+		e.replaced = map[string]bool{}
+	}
+	e.replaced[replacedRV] = true
+	e.latest = written.DeepCopyObject().(T)
+	w.m[key] = e
+}
+
+// latest returns a copy of this process's last write of the object when cached is a version that
+// write (or an earlier one) replaced, else cached itself. A nil ownWrites remembers nothing.
+func (w *ownWrites[T]) latest(cached T) T {
+	if w == nil {
+		return cached
+	}
+	key := client.ObjectKeyFromObject(cached)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.m[key]
+	if !ok {
+		return cached
+	}
+	if e.replaced[cached.GetResourceVersion()] && cached.GetUID() == e.latest.GetUID() {
+		return e.latest.DeepCopyObject().(T)
+	}
+	delete(w.m, key) // the cache shows our write or something newer: nothing to remember any more
+	return cached
+}
+
+// forget drops what is remembered of an object (it is gone).
+func (w *ownWrites[T]) forget(key types.NamespacedName) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, key)
+}
+
+// sameAsStored reports whether two statuses would be stored alike: semantically equal, or equal once
+// serialized. The API server keeps times to the second; a status rebuilt in memory (the ISO cache's
+// checkedAt, say) differs from the stored one only below that, and writing it would change nothing
+// but cost a write on every pass.
+func sameAsStored(a, b any) bool {
+	if equality.Semantic.DeepEqual(a, b) {
+		return true
+	}
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}

@@ -1,0 +1,134 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+)
+
+func vaAt(uid, rv string, phase afv1.VMPhase) *afv1.VsphereAgent {
+	va := &afv1.VsphereAgent{}
+	va.Namespace, va.Name, va.UID, va.ResourceVersion = "ns", "vm", types.UID(uid), rv
+	va.Status.VM.Phase = phase
+	return va
+}
+
+func TestOwnWritesReadsItsOwnWriteWhileTheCacheLags(t *testing.T) {
+	type write struct {
+		replaced string
+		written  *afv1.VsphereAgent
+	}
+	cases := []struct {
+		name     string
+		writes   []write
+		cached   *afv1.VsphereAgent
+		wantRV   string
+		wantSeen afv1.VMPhase
+	}{
+		{name: "nothing written: the cache", cached: vaAt("u1", "1", ""), wantRV: "1"},
+		{name: "the cache still shows the version the write replaced: the write",
+			writes: []write{{"1", vaAt("u1", "2", afv1.VMPhaseProvisioning)}}, cached: vaAt("u1", "1", ""),
+			wantRV: "2", wantSeen: afv1.VMPhaseProvisioning},
+		{name: "the cache caught up: the cache",
+			writes: []write{{"1", vaAt("u1", "2", afv1.VMPhaseProvisioning)}}, cached: vaAt("u1", "2", afv1.VMPhaseProvisioning),
+			wantRV: "2", wantSeen: afv1.VMPhaseProvisioning},
+		{name: "someone else wrote after us: the cache",
+			writes: []write{{"1", vaAt("u1", "2", afv1.VMPhaseProvisioning)}}, cached: vaAt("u1", "3", afv1.VMPhaseFailed),
+			wantRV: "3", wantSeen: afv1.VMPhaseFailed},
+		{name: "two writes (finalizer, then status), the cache shows the first's original: the last write",
+			writes: []write{{"1", vaAt("u1", "2", "")}, {"2", vaAt("u1", "3", afv1.VMPhaseProvisioning)}}, cached: vaAt("u1", "1", ""),
+			wantRV: "3", wantSeen: afv1.VMPhaseProvisioning},
+		{name: "two writes, the cache shows the first write: the last write",
+			writes: []write{{"1", vaAt("u1", "2", "")}, {"2", vaAt("u1", "3", afv1.VMPhaseProvisioning)}}, cached: vaAt("u1", "2", ""),
+			wantRV: "3", wantSeen: afv1.VMPhaseProvisioning},
+		{name: "an object of the same name created anew: the cache",
+			writes: []write{{"1", vaAt("u1", "2", afv1.VMPhaseProvisioning)}}, cached: vaAt("u2", "1", ""),
+			wantRV: "1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			own := newOwnWrites[*afv1.VsphereAgent]()
+			for _, w := range tc.writes {
+				own.wrote(w.replaced, w.written)
+			}
+			got := own.latest(tc.cached)
+			if got.ResourceVersion != tc.wantRV || got.Status.VM.Phase != tc.wantSeen {
+				t.Errorf("latest = version %s phase %q, want version %s phase %q", got.ResourceVersion, got.Status.VM.Phase, tc.wantRV, tc.wantSeen)
+			}
+		})
+	}
+}
+
+func TestOwnWritesHandsOutCopiesAndForgets(t *testing.T) {
+	own := newOwnWrites[*afv1.VsphereAgent]()
+	written := vaAt("u1", "2", afv1.VMPhaseProvisioning)
+	own.wrote("1", written)
+	written.Status.VM.Phase = afv1.VMPhaseFailed // the caller keeps using its object
+	first := own.latest(vaAt("u1", "1", ""))
+	first.Status.VM.Phase = afv1.VMPhaseBound // a pass edits what it got
+	if again := own.latest(vaAt("u1", "1", "")); again.Status.VM.Phase != afv1.VMPhaseProvisioning {
+		t.Errorf("the remembered write changed with its users: phase %q", again.Status.VM.Phase)
+	}
+	own.forget(types.NamespacedName{Namespace: "ns", Name: "vm"})
+	if got := own.latest(vaAt("u1", "1", "")); got.ResourceVersion != "1" {
+		t.Errorf("after forget: version %s, want the cache's 1", got.ResourceVersion)
+	}
+	var none *ownWrites[*afv1.VsphereAgent]
+	none.wrote("1", written)
+	if got := none.latest(vaAt("u1", "1", "")); got.ResourceVersion != "1" {
+		t.Errorf("a nil ownWrites returned version %s", got.ResourceVersion)
+	}
+}
+
+func TestSameAsStored(t *testing.T) {
+	stored := metav1.NewTime(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
+	inMemory := metav1.NewTime(stored.Add(705 * time.Millisecond))
+	iso := func(checked metav1.Time) *afv1.VsphereAgentPoolStatus {
+		return &afv1.VsphereAgentPoolStatus{ISO: &afv1.ISOStatus{Path: "[ds] a.iso", CheckedAt: &checked}}
+	}
+	cases := []struct {
+		name string
+		a, b *afv1.VsphereAgentPoolStatus
+		want bool
+	}{
+		{"equal", iso(stored), iso(stored), true},
+		{"a time that differs below the second the API server keeps", iso(stored), iso(inMemory), true},
+		{"a time a second later", iso(stored), iso(metav1.NewTime(stored.Add(time.Second))), false},
+		{"a counter", &afv1.VsphereAgentPoolStatus{VMs: 1}, &afv1.VsphereAgentPoolStatus{VMs: 2}, false},
+		{"an empty list and none", &afv1.VsphereAgentPoolStatus{OwnedVMs: []afv1.OwnedVM{}}, &afv1.VsphereAgentPoolStatus{}, true},
+	}
+	for _, tc := range cases {
+		if got := sameAsStored(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: sameAsStored = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestStatusBatchWritesConditionChangesAtOnceAndBatchesCounters(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason, msg string, vms int32) *afv1.VsphereAgentPoolStatus {
+		return &afv1.VsphereAgentPoolStatus{VMs: vms, Conditions: []metav1.Condition{{Type: afv1.ConditionReady, Status: status, Reason: reason, Message: msg}}}
+	}
+	before := ready(metav1.ConditionTrue, "Ready", "2 VMs", 2)
+	cases := []struct {
+		name      string
+		after     *afv1.VsphereAgentPoolStatus
+		wantBatch bool
+	}{
+		{"a condition's reason changes: written at once", ready(metav1.ConditionTrue, "Other", "2 VMs", 2), false},
+		{"a condition's status changes: written at once", ready(metav1.ConditionFalse, "Ready", "2 VMs", 2), false},
+		{"only a counter and a message move: batched", ready(metav1.ConditionTrue, "Ready", "3 VMs", 3), true},
+		{"only the ejection summary moves: batched", &afv1.VsphereAgentPoolStatus{VMs: 2, ISOEjections: &afv1.ISOEjectionSummary{Ejected: 1},
+			Conditions: before.Conditions}, true},
+	}
+	for _, tc := range cases {
+		r := &PoolReconciler{statusWrites: newDebouncer(clock.RealClock{}, time.Minute, time.Hour)}
+		if got := r.statusBatch("ns/pool", before, tc.after); (got > 0) != tc.wantBatch {
+			t.Errorf("%s: wait %s, batched want %t", tc.name, got, tc.wantBatch)
+		}
+	}
+}
