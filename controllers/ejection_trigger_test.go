@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -58,11 +60,18 @@ var _ = Describe("ISO ejection trigger", func() {
 		It("does not eject when the Agent "+tc.name, func(ctx context.Context) {
 			es := startEjectScenario(operatorOptions{}, notInstalled, optedIn)
 			va := es.boundVAs(ctx, 1)[0]
-			a := agents.New(agents.AgentGVK)
-			Expect(k8s.Get(ctx, key(va.Namespace, va.Status.VM.AgentRef), a)).To(Succeed())
-			conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
-			Expect(unstructured.SetNestedSlice(a.Object, tc.change(conds), "status", "conditions")).To(Succeed())
-			Expect(k8s.Status().Update(ctx, a)).To(Succeed())
+			// The world and the operator write this Agent too: a conflict means "read again".
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				a := agents.New(agents.AgentGVK)
+				if err := k8s.Get(ctx, key(va.Namespace, va.Status.VM.AgentRef), a); err != nil {
+					return err
+				}
+				conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
+				if err := unstructured.SetNestedSlice(a.Object, tc.change(conds), "status", "conditions"); err != nil {
+					return err
+				}
+				return k8s.Status().Update(ctx, a)
+			})).To(Succeed())
 			Eventually(func() string { return ejectCondition(&va).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring(tc.message))
 			Expect(ejectReason(&va)).To(Equal(afv1.ReasonWaitingForInstallation))
 			Consistently(func() []string { return attachedISOs(vmOf(&va)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
@@ -181,24 +190,40 @@ const holdFinalizer = "test.agent-forge/hold"
 // holdMachineDeletion swaps CAPI's finalizer (which the world acts on) for one the world ignores.
 func holdMachineDeletion(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
 	GinkgoHelper()
-	m := machineOf(ctx, es, va)
-	controllerutil.RemoveFinalizer(m, world.FinalizerMachine)
-	controllerutil.AddFinalizer(m, holdFinalizer)
-	Expect(k8s.Update(ctx, m)).To(Succeed())
+	Expect(getVA(va).Status.VM.MachineRef).NotTo(BeEmpty())
+	Expect(updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), func(m *unstructured.Unstructured) bool {
+		controllerutil.RemoveFinalizer(m, world.FinalizerMachine)
+		return controllerutil.AddFinalizer(m, holdFinalizer)
+	})).To(Succeed())
 }
 
 // releaseMachine lets a held Machine go (gone already is fine).
 func releaseMachine(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
-	m := agents.New(agents.MachineGVK())
-	if err := k8s.Get(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), m); err != nil {
-		return
-	}
-	if controllerutil.RemoveFinalizer(m, holdFinalizer) {
+	err := updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), func(m *unstructured.Unstructured) bool {
+		if !controllerutil.RemoveFinalizer(m, holdFinalizer) {
+			return false
+		}
 		if m.GetDeletionTimestamp() == nil {
 			controllerutil.AddFinalizer(m, world.FinalizerMachine) // back to CAPI's normal deletion
 		}
-		Expect(k8s.Update(ctx, m)).To(Succeed())
-	}
+		return true
+	})
+	Expect(client.IgnoreNotFound(err)).To(Succeed())
+}
+
+// updateMachine reads a Machine, applies mutate and writes it when mutate reports a change, again on a
+// conflict: the world driver writes Machines too, so a conflict means "read again", not a failure.
+func updateMachine(ctx context.Context, name types.NamespacedName, mutate func(*unstructured.Unstructured) bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		m := agents.New(agents.MachineGVK())
+		if err := k8s.Get(ctx, name, m); err != nil {
+			return err
+		}
+		if !mutate(m) {
+			return nil
+		}
+		return k8s.Update(ctx, m)
+	})
 }
 
 // vcVM is the wrapped simulator VM of a VsphereAgent.

@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -33,13 +33,9 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 
 		By("holding the Machine's deletion (CAPI's own finalizer still runs: the Agent is unbound)")
 		m := agents.New(agents.MachineGVK())
-		// The world driver writes Machines too: a conflict means "read again", not a failure.
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineRef), m); err != nil {
-				return err
-			}
-			controllerutil.AddFinalizer(m, holdFinalizer)
-			return k8s.Update(ctx, m)
+		Expect(k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineRef), m)).To(Succeed())
+		Expect(updateMachine(ctx, client.ObjectKeyFromObject(m), func(m *unstructured.Unstructured) bool {
+			return controllerutil.AddFinalizer(m, holdFinalizer)
 		})).To(Succeed())
 		DeferCleanup(func(ctx context.Context) { releaseHeldMachine(ctx, s.ControlPlaneNamespace, va.Status.VM.MachineRef) })
 		Expect(d.SetReplicas(ctx, s.NodePool, 0)).To(Succeed())
@@ -76,15 +72,8 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 
 // releaseHeldMachine removes the test's hold finalizer from a Machine (gone already is fine).
 func releaseHeldMachine(ctx context.Context, namespace, name string) {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		m := agents.New(agents.MachineGVK())
-		if err := k8s.Get(ctx, key(namespace, name), m); err != nil {
-			return err
-		}
-		if !controllerutil.RemoveFinalizer(m, holdFinalizer) {
-			return nil
-		}
-		return k8s.Update(ctx, m)
+	err := updateMachine(ctx, key(namespace, name), func(m *unstructured.Unstructured) bool {
+		return controllerutil.RemoveFinalizer(m, holdFinalizer)
 	})
 	Expect(client.IgnoreNotFound(err)).To(Succeed())
 }
