@@ -55,8 +55,7 @@ func foreignVMState(ctx context.Context, ref types.ManagedObjectReference) (mo.V
 
 var _ = Describe("A foreign VM holds our VM's name (vCenter answers DuplicateName)", func() {
 	It("fails that VsphereAgent for good (never retrying the name), replaces it under a new name, leaves the foreign VM alone and expires the failed one", func(ctx context.Context) {
-		op, s, d, pool := startPoolScenario(operatorOptions{}, nil)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		op, s, d, pool := startPoolWithISO(operatorOptions{}, nil)
 
 		folder := "agent-forge/" + s.Namespace
 		foreign := createForeignVM(ctx, folder, "foreign-"+s.Namespace)

@@ -88,8 +88,7 @@ const (
 var _ = Describe("Fault campaign: vCenter faults", func() {
 	DescribeTable("a permanent CreateVM fault: the reason shows, no VM, a bounded call rate, recovery once it is gone",
 		func(ctx context.Context, f permanentCreateFault) {
-			_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
-			Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+			_, s, d, pool := startPoolWithISO(operatorOptions{}, nil)
 
 			vc.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "CreateVM_Task", ObjectType: "Folder",
 				ObjectName: s.Namespace, Probability: 1, FaultType: simulator.FaultTypeCustom, Enabled: true, Fault: f.fault})
@@ -138,8 +137,7 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 	)
 
 	It("session expiry mid-operation: the client logs in again and the create completes, once", func(ctx context.Context) {
-		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		_, s, d, pool := startPoolWithISO(operatorOptions{}, nil)
 
 		vc.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "CreateVM_Task", ObjectType: "Folder",
 			ObjectName: s.Namespace, Probability: 1, FaultType: simulator.FaultTypeNotAuthenticated, Enabled: true,
@@ -156,8 +154,7 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 	})
 
 	It("a failed power-on: the VM is kept and powered on by a retry, never a second VM", func(ctx context.Context) {
-		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		_, s, d, pool := startPoolWithISO(operatorOptions{}, nil)
 
 		vc.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "PowerOnVM_Task", ObjectType: "VirtualMachine", ObjectName: "*",
 			Probability: 1, FaultType: simulator.FaultTypeCustom, Enabled: true, InclusionPropertyFilter: onceFilter(),
@@ -173,8 +170,7 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 		Expect(callsSince(start, "CreateVM_Task")).To(Equal(uint64(1)), "the VM is not created again")
 	})
 	It("a failed destroy: the VM and its Agent stay until a retry destroys it; the Agent goes after the VM", func(ctx context.Context) {
-		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		_, s, d, pool := startPoolWithISO(operatorOptions{}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
 		Eventually(func() int { return boundAgentsOf(pool) }, 60*time.Second, 250*time.Millisecond).Should(Equal(1))
 		vas := vsphereAgents(pool)
@@ -198,8 +194,7 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 		Expect(poolVMs(pool)).To(BeEmpty())
 	})
 	It("a slow call that then fails (5 s, HostCommunication): the create is retried, one VM", func(ctx context.Context) {
-		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		_, s, d, pool := startPoolWithISO(operatorOptions{}, nil)
 
 		vc.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "CreateVM_Task", ObjectType: "Folder",
 			ObjectName: s.Namespace, Probability: 1, FaultType: simulator.FaultTypeCustom, Enabled: true, Delay: 5000,
@@ -236,8 +231,7 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 		Expect(boundAgentsOf(es.pool)).To(Equal(1))
 	})
 	It("a call that outlasts the pass timeout: the pass is cut off, retried, one VM", func(ctx context.Context) {
-		_, s, d, pool := startPoolScenario(operatorOptions{vmPassTimeout: 3 * time.Second}, nil)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		_, s, d, pool := startPoolWithISO(operatorOptions{vmPassTimeout: 3 * time.Second}, nil)
 
 		// vCenter does not answer the first create for 20 s (then fails it): longer than the pass may take.
 		vc.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "CreateVM_Task", ObjectType: "Folder",

@@ -302,6 +302,15 @@ func agentsOf(p *afv1.VsphereAgentPool) int {
 	return len(list.Items)
 }
 
+// startPoolWithISO is startPoolScenario, returning once the pool has cached its discovery ISO (the point
+// from which a scale-up creates VMs).
+func startPoolWithISO(o operatorOptions, customize func(*afv1.VsphereAgentPool)) (*operator, *world.Scenario, *world.Driver, *afv1.VsphereAgentPool) {
+	GinkgoHelper()
+	op, s, d, pool := startPoolScenario(o, customize)
+	Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+	return op, s, d, pool
+}
+
 // startPoolScenario starts the operator and a world for a new hub scenario and creates the pool
 // "workers" (changed by customize, when given); after the spec the pool is deleted, then the operator
 // stopped.
