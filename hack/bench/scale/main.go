@@ -25,7 +25,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -58,7 +57,7 @@ func main() {
 	timeout := flag.Duration("timeout", 30*time.Minute, "overall bound")
 	bindTimeout := flag.Duration("bind-timeout", 25*time.Minute, "bound on the time until every Agent is bound")
 	flag.Parse()
-	ctrllog.SetLogger(logr.Discard())
+	ctrllog.SetLogger(reconcileErrs.logger())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -174,6 +173,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 
 	writesBefore, soapBefore := writes.total.Load(), soapN.Load()
 	conflictsBefore, soapMethodsBefore := writes.conflicts.Load(), soapByMethod.snapshot()
+	retriesBefore := readRetries(ctrlmetrics.Registry, reconcileErrs)
 	writes.record()
 	logf("autoscaler: %d NodePools 0 -> %d at once", nPools, perPool)
 	start := time.Now()
@@ -221,6 +221,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	for _, t := range soapByMethod.since(soapMethodsBefore) {
 		logf("  %6d  %-40s %5.2f/VM", t.n, t.what, float64(t.n)/float64(max(vms, 1)))
 	}
+	readRetries(ctrlmetrics.Registry, reconcileErrs).since(retriesBefore).log(vms)
 	logf("idle window: %s with nothing changing (world quiet, demand satisfied)", idle)
 	worldBefore := w.Writes()
 	writes.record()
