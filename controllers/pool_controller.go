@@ -173,13 +173,12 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		if wait := r.statusBatch(req.String(), before, &pool.Status); wait > 0 {
 			// Only counters and the VM list moved: batch them (a burst of VM phase changes is one write).
 			s.requeueAfter(wait)
-		} else if replaced, err := pool.ResourceVersion, r.Status().Update(ctx, pool); err != nil {
+		} else if err := r.writeStatus(ctx, pool); err != nil {
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{Requeue: true}, nil // a newer pool arrived: the next pass sees it
 			}
 			errs = append(errs, err)
 		} else {
-			r.own.wrote(replaced, pool)
 			r.statusWrites.forget(req.String())
 			if err := crashpoint.Hit(ctx, crashpoint.PoolStatusWritten); err != nil {
 				return ctrl.Result{}, err
@@ -190,6 +189,19 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// writeStatus writes the pool's status and remembers the write (see ownWrites). The version it replaces
+// is read before the call: in "rv, err := pool.ResourceVersion, Update(pool)" Go leaves the order of
+// the field read and the call unspecified, and reading it after the update remembered the new version
+// as replaced, so a pass that started before the cache caught up wrote with a stale version (a conflict).
+func (r *PoolReconciler) writeStatus(ctx context.Context, pool *afv1.VsphereAgentPool) error {
+	replaced := pool.ResourceVersion
+	if err := r.Status().Update(ctx, pool); err != nil {
+		return err
+	}
+	r.own.wrote(replaced, pool)
+	return nil
 }
 
 // statusBatch returns how long a status change should wait before it is written (0: now). A change of a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -41,7 +42,7 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
-		Watches(agents.New(agents.MachineGVK()), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
+		Watches(agents.New(agents.MachineGVK()), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation), builder.WithPredicates(machineChangesForPools())).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForAgent)).
 		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(indexInfraEnv))).
 		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(indexNodePool))).
@@ -52,6 +53,16 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func deletionPredicate() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectNew.GetDeletionTimestamp() != nil
+	}}
+}
+
+// machineChangesForPools passes the Machine events a pool's pass depends on: a Machine appearing, going
+// (or starting to), or moving to another NodePool. The pool reads nothing else of a Machine; CAPI's
+// status writes (several per Machine while it provisions) would otherwise each start a pool pass.
+func machineChangesForPools() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+			e.ObjectOld.GetAnnotations()[agents.AnnotationNodePool] != e.ObjectNew.GetAnnotations()[agents.AnnotationNodePool]
 	}}
 }
 
@@ -101,8 +112,21 @@ func (r *VsphereAgentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgent)).
 		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgentMachine)).
-		Watches(&afv1.VsphereAgentPool{}, handler.EnqueueRequestsFromMapFunc(r.vmsForPool)).
+		Watches(&afv1.VsphereAgentPool{}, handler.EnqueueRequestsFromMapFunc(r.vmsForPool), builder.WithPredicates(poolChangesForVMs())).
 		Complete(r)
+}
+
+// poolChangesForVMs passes the pool events a VsphereAgent pass depends on: the pool's spec (generation),
+// labels, annotations, deletion and cached ISO. Its counters and conditions are not read by a VM's pass;
+// without this filter each pool status write (several while it provisions) started a pass of every VM.
+func poolChangesForVMs() predicate.Predicate {
+	isoChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, okB := e.ObjectOld.(*afv1.VsphereAgentPool)
+		after, okA := e.ObjectNew.(*afv1.VsphereAgentPool)
+		return !okB || !okA || !equality.Semantic.DeepEqual(before.Status.ISO, after.Status.ISO)
+	}}
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+		predicate.LabelChangedPredicate{}, deletionPredicate(), isoChanged)
 }
 
 func (r *VsphereAgentReconciler) vmsForAgent(ctx context.Context, o client.Object) []reconcile.Request {

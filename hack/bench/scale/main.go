@@ -221,7 +221,9 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	for _, t := range soapByMethod.since(soapMethodsBefore) {
 		logf("  %6d  %-40s %5.2f/VM", t.n, t.what, float64(t.n)/float64(max(vms, 1)))
 	}
-	readRetries(ctrlmetrics.Registry, reconcileErrs).since(retriesBefore).log(vms)
+	retries := readRetries(ctrlmetrics.Registry, reconcileErrs).since(retriesBefore)
+	retries.log(vms)
+	retries.logSurplus(ctx, h.Client, want)
 	logf("idle window: %s with nothing changing (world quiet, demand satisfied)", idle)
 	worldBefore := w.Writes()
 	writes.record()

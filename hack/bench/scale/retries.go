@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"sort"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // reconcileErrors is the controllers' logger in the bench: it drops every line but controller-runtime's
@@ -93,16 +96,25 @@ type retryReport struct {
 	retries map[string]int            // controller key ("pool", "vm") -> workqueue_retries_total
 	results map[string]map[string]int // controller key -> result label -> controller_runtime_reconcile_total
 	causes  map[errorCause]int
+	// requests are the pools' VsphereAgent creations and releases (agent_forge_pool_vm_requests_total by action).
+	requests map[string]int
 }
 
 func readRetries(g prometheus.Gatherer, errs *reconcileErrors) retryReport {
-	rep := retryReport{retries: map[string]int{}, results: map[string]map[string]int{}, causes: errs.snapshot()}
+	rep := retryReport{retries: map[string]int{}, results: map[string]map[string]int{}, causes: errs.snapshot(), requests: map[string]int{}}
 	families, err := g.Gather()
 	if err != nil {
 		return rep
 	}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
+			if f.GetName() == "agent_forge_pool_vm_requests_total" {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "action" {
+						rep.requests[l.GetValue()] += int(m.GetCounter().GetValue())
+					}
+				}
+			}
 			for key, ctl := range controllerNames {
 				if !hasLabel(m, ctl) {
 					continue
@@ -128,7 +140,10 @@ func readRetries(g prometheus.Gatherer, errs *reconcileErrors) retryReport {
 
 // since is the report of what happened after before.
 func (r retryReport) since(before retryReport) retryReport {
-	out := retryReport{retries: map[string]int{}, results: map[string]map[string]int{}, causes: map[errorCause]int{}}
+	out := retryReport{retries: map[string]int{}, results: map[string]map[string]int{}, causes: map[errorCause]int{}, requests: map[string]int{}}
+	for k, v := range r.requests {
+		out.requests[k] = v - before.requests[k]
+	}
 	for k, v := range r.retries {
 		out.retries[k] = v - before.retries[k]
 	}
@@ -187,3 +202,22 @@ func resultLine(byResult map[string]int) string {
 
 // reconcileErrs counts the in-process controllers' reconcile errors (main installs its logger).
 var reconcileErrs = newReconcileErrors()
+
+// logSurplus names the VsphereAgents created beyond the demand (want) and released again while
+// provisioning, with the reasons of the pools' VMReleased and SurplusKept Events.
+func (r retryReport) logSurplus(ctx context.Context, c client.Client, want int) {
+	logf("VsphereAgents created %d for %d AgentMachines, released %d", r.requests["create"], want, r.requests["release"])
+	if r.requests["release"] == 0 {
+		return
+	}
+	var events corev1.EventList
+	if err := c.List(ctx, &events); err != nil {
+		logf("listing Events: %v", err)
+		return
+	}
+	for _, e := range events.Items {
+		if e.Reason == "VMReleased" || e.Reason == "SurplusKept" {
+			logf("  %s %s/%s: %s", e.Reason, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Message)
+		}
+	}
+}
