@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -215,9 +216,29 @@ func (r retryReport) logSurplus(ctx context.Context, c client.Client, want int) 
 		logf("listing Events: %v", err)
 		return
 	}
+	// The creations of a pool that released a VM show the demand each batch was made for.
+	releasing := map[string]bool{}
 	for _, e := range events.Items {
 		if e.Reason == "VMReleased" || e.Reason == "SurplusKept" {
-			logf("  %s %s/%s: %s", e.Reason, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Message)
+			releasing[e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name] = true
 		}
 	}
+	sort.Slice(events.Items, func(i, j int) bool { return eventTime(events.Items[i]).Before(eventTime(events.Items[j])) })
+	for _, e := range events.Items {
+		pool := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+		if releasing[pool] && (e.Reason == "VMReleased" || e.Reason == "SurplusKept" || e.Reason == "VMRequested") {
+			logf("  %s %s %s: %s", eventTime(e).Format("15:04:05.000"), e.Reason, pool, e.Message)
+		}
+	}
+}
+
+// eventTime is when an Event was last seen (events.k8s.io writes eventTime, the core API lastTimestamp).
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
 }
