@@ -453,18 +453,24 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 }
 
 // reservingMachine is the owner Machine of the AgentMachine the Agent's reservation names. The provider
-// labels the Agent before it writes the AgentMachine's status.agentRef (the index above); reading the
-// AgentMachine by name records the Machine in the same status write as Bound instead of a later one.
+// labels the Agent (agentMachineRef = the AgentMachine's UID) before it writes the AgentMachine's
+// status.agentRef; finding that AgentMachine records the Machine in the same status write as Bound
+// instead of a later one.
 func (r *VsphereAgentReconciler) reservingMachine(ctx context.Context, s *vmScope) string {
-	name, ns := s.agent.AgentMachineRef(), s.agent.Obj.GetAnnotations()[agents.AnnotationAgentMachineRefNamespace]
-	if name == "" || ns != s.pool.Spec.ControlPlaneNamespace {
+	ns := s.agent.Obj.GetAnnotations()[agents.AnnotationAgentMachineRefNamespace]
+	if s.agent.AgentMachineRef() == "" || ns != s.pool.Spec.ControlPlaneNamespace {
 		return ""
 	}
-	u := agents.New(agents.AgentMachineGVK)
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+	list := agents.NewList(agents.AgentMachineGVK)
+	if err := r.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return ""
 	}
-	return agents.AgentMachineFrom(u).OwnerMachine
+	for i := range list.Items {
+		if am := agents.AgentMachineFrom(&list.Items[i]); s.agent.ReservedBy(am) {
+			return am.OwnerMachine
+		}
+	}
+	return ""
 }
 
 // checkLiveness replaces a VM whose Agent has not registered within registrationTimeout.

@@ -52,6 +52,20 @@ func AgentFrom(u *unstructured.Unstructured) Agent {
 // AgentMachineRef is the AgentMachine the provider reserved this Agent for ("" when free).
 func (a Agent) AgentMachineRef() string { return a.Labels[LabelAgentMachineRef] }
 
+// ReservedBy reports whether the Agent's reservation names this AgentMachine. The provider labels
+// the Agent with the AgentMachine's UID (getAgentMachineRefLabel in cluster-api-provider-agent); the
+// name is accepted too, for hand-made reservations.
+func (a Agent) ReservedBy(am AgentMachine) bool {
+	ref, ns := a.AgentMachineRef(), ""
+	if a.Obj != nil {
+		ns = a.Obj.GetAnnotations()[AnnotationAgentMachineRefNamespace]
+	}
+	if ref == "" || (ns != "" && ns != am.Namespace) {
+		return false
+	}
+	return ref == string(am.UID) || ref == am.Name
+}
+
 // IsBound reports whether the Agent is reserved or bound to an AgentMachine.
 func (a Agent) IsBound() bool {
 	return a.AgentMachineRef() != "" || IsTrue(a.Conditions, "Bound") || a.ClusterDeploymentName != ""

@@ -1,6 +1,10 @@
 package agents
 
-import "testing"
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 func TestSerialAndUUIDNormalization(t *testing.T) {
 	uuid := "421e5c8f-2d3a-4b5c-9d8e-7f6a5b4c3d2e"
@@ -58,6 +62,39 @@ func TestSuitability(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.agent.IsSuitable(); got != tt.want {
 				t.Fatalf("IsSuitable = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
+
+// The Agent CAPI provider labels a reserved Agent with the AgentMachine's UID (its
+// getAgentMachineRefLabel) and the namespace in an annotation.
+func TestReservedBy(t *testing.T) {
+	am := AgentMachine{Name: "np-abcde", Namespace: "cp", UID: "0b7c6f3e-1111-4a4a-9c9c-123456789abc"}
+	agent := func(ref, ns string) Agent {
+		u := &unstructured.Unstructured{}
+		if ns != "" {
+			u.SetAnnotations(map[string]string{AnnotationAgentMachineRefNamespace: ns})
+		}
+		return Agent{Labels: map[string]string{LabelAgentMachineRef: ref}, Obj: u}
+	}
+	tests := []struct {
+		name  string
+		agent Agent
+		want  bool
+	}{
+		{"the provider's label: the AgentMachine's UID", agent(string(am.UID), "cp"), true},
+		{"a hand-made reservation by name", agent("np-abcde", "cp"), true},
+		{"no namespace annotation (older providers)", agent(string(am.UID), ""), true},
+		{"another AgentMachine's UID", agent("5f0e0e0e-2222-4b4b-8d8d-abcdefabcdef", "cp"), false},
+		{"same UID, another namespace", agent(string(am.UID), "other"), false},
+		{"not reserved", agent("", "cp"), false},
+		{"no object", Agent{Labels: map[string]string{LabelAgentMachineRef: string(am.UID)}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.agent.ReservedBy(am); got != tt.want {
+				t.Fatalf("ReservedBy = %t, want %t", got, tt.want)
 			}
 		})
 	}

@@ -74,7 +74,8 @@ var ExternalGroupKinds = []struct {
 const (
 	// AnnotationNodePool names the NodePool (<namespace>/<name>) of a Machine or AgentMachine.
 	AnnotationNodePool = "hypershift.openshift.io/nodePool"
-	// LabelAgentMachineRef is set by the Agent CAPI provider on a reserved Agent.
+	// LabelAgentMachineRef is set by the Agent CAPI provider on a reserved Agent; its value is the
+	// AgentMachine's UID (see ReservedBy).
 	LabelAgentMachineRef = "agentMachineRef"
 	// AnnotationAgentMachineRefNamespace accompanies LabelAgentMachineRef.
 	AnnotationAgentMachineRefNamespace = "agentMachineRefNamespace"

@@ -6,11 +6,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // AgentMachine is a view of a CAPI AgentMachine.
 type AgentMachine struct {
 	Name, Namespace string
+	// UID is what the Agent CAPI provider writes into a reserved Agent's agentMachineRef label.
+	UID types.UID
 	// NodePool is the annotation value "<namespace>/<nodePool>".
 	NodePool     string
 	OwnerMachine string
@@ -23,7 +26,7 @@ type AgentMachine struct {
 // AgentMachineFrom builds the view.
 func AgentMachineFrom(u *unstructured.Unstructured) AgentMachine {
 	am := AgentMachine{
-		Name: u.GetName(), Namespace: u.GetNamespace(), NodePool: u.GetAnnotations()[AnnotationNodePool],
+		Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), NodePool: u.GetAnnotations()[AnnotationNodePool],
 		Deleting: u.GetDeletionTimestamp() != nil, Conditions: Conditions(u),
 	}
 	for _, ref := range u.GetOwnerReferences() {

@@ -13,36 +13,27 @@ import (
 )
 
 // registerAgents plays a host booting the discovery ISO and assisted-service creating its Agent.
+// Hosts call home independently: the registrations of different InfraEnvs are written by workers
+// at once, those of one InfraEnv in turn (they are checked against one list of its Agents).
 func (d *Driver) registerAgents(ctx context.Context) error {
-	d.vms, d.vmsListed = nil, false
 	if d.vc == nil {
+		d.setVMs(nil, false)
 		return nil
 	}
 	vms, err := poweredOnVMs(ctx, d.vc, d.opts.Datacenter)
 	if err != nil {
+		d.setVMs(nil, false)
 		return err
 	}
-	d.vms, d.vmsListed = map[string]VM{}, true
-	now := d.now()
-	agentsByNS := map[string][]*unstructured.Unstructured{}
-	for _, vm := range vms {
-		key := strings.ToLower(vm.BIOSUUID)
-		d.vms[key] = vm
-		if _, done := d.registered[key]; done {
-			continue
-		}
-		if vm.ISOPath == "" && !d.opts.RegisterWithoutISO {
-			continue
-		}
-		if d.register != nil && !d.register(vm) {
-			continue
-		}
-		if _, seen := d.firstSeen[key]; !seen {
-			d.firstSeen[key] = now
-		}
-		if now.Sub(d.firstSeen[key]) < d.opts.RegistrationDelay {
-			continue
-		}
+	candidates := d.registrationCandidates(vms)
+	type group struct {
+		namespace string
+		vms       []VM
+		infraEnvs []types.NamespacedName
+	}
+	var groups []*group
+	byNS := map[string]*group{}
+	for _, vm := range candidates {
 		infraEnv, ok, err := d.infraEnvFor(ctx, vm)
 		if err != nil {
 			return err
@@ -53,33 +44,99 @@ func (d *Driver) registerAgents(ctx context.Context) error {
 		if _, ok := d.staticAddressFor(vm); !ok {
 			continue // no DHCP: a host whose image lacks its config never reaches assisted-service
 		}
-		agents, cached := agentsByNS[infraEnv.Namespace]
-		if !cached {
-			l := newList(AgentGVK)
-			if err := d.c.List(ctx, l, client.InNamespace(infraEnv.Namespace)); err != nil {
-				return err
-			}
-			for i := range l.Items {
-				agents = append(agents, &l.Items[i])
-			}
-			agentsByNS[infraEnv.Namespace] = agents
+		g := byNS[infraEnv.Namespace]
+		if g == nil {
+			g = &group{namespace: infraEnv.Namespace}
+			byNS[infraEnv.Namespace] = g
+			groups = append(groups, g)
 		}
-		if existing := agentOf(agents, vm); existing != nil {
-			// Registered before this Driver started (e.g. a restarted demo): keep it current too.
-			ak := client.ObjectKeyFromObject(existing)
-			d.registered[key] = ak
-			if _, tracked := d.registeredAt[ak]; !tracked {
-				d.registeredAt[ak] = now.Add(-d.opts.ValidationDelay)
-			}
-			continue
-		}
-		agent, err := d.createAgent(ctx, vm, infraEnv)
-		if err != nil {
+		g.vms, g.infraEnvs = append(g.vms, vm), append(g.infraEnvs, infraEnv)
+	}
+	return d.forEach(ctx, len(groups), func(ctx context.Context, i int) error {
+		g := groups[i]
+		l := newList(AgentGVK)
+		if err := d.c.List(ctx, l, client.InNamespace(g.namespace)); err != nil {
 			return err
 		}
-		agentsByNS[infraEnv.Namespace] = append(agents, agent)
+		agents := make([]*unstructured.Unstructured, 0, len(l.Items)+len(g.vms))
+		for i := range l.Items {
+			agents = append(agents, &l.Items[i])
+		}
+		for j, vm := range g.vms {
+			if existing := agentOf(agents, vm); existing != nil {
+				// Registered before this Driver started (e.g. a restarted demo): keep it current too.
+				d.trackExisting(vm, client.ObjectKeyFromObject(existing))
+				continue
+			}
+			agent, err := d.createAgent(ctx, vm, g.infraEnvs[j])
+			if err != nil {
+				return err
+			}
+			agents = append(agents, agent)
+		}
+		return nil
+	})
+}
+
+// setVMs records the powered-on VMs the registration behaviour saw (for Connected).
+func (d *Driver) setVMs(vms map[string]VM, listed bool) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	d.vms, d.vmsListed = vms, listed
+}
+
+// registrationCandidates records the powered-on VMs and returns those that boot a discovery ISO,
+// have not registered yet and have been on for RegistrationDelay.
+func (d *Driver) registrationCandidates(vms []VM) []VM {
+	now := d.now()
+	d.stateMu.Lock()
+	register := d.register
+	seen := make(map[string]VM, len(vms))
+	var out []VM
+	for _, vm := range vms {
+		key := strings.ToLower(vm.BIOSUUID)
+		seen[key] = vm
+		if _, done := d.registered[key]; done {
+			continue
+		}
+		if vm.ISOPath == "" && !d.opts.RegisterWithoutISO {
+			continue
+		}
+		out = append(out, vm)
 	}
-	return nil
+	d.vms, d.vmsListed = seen, true
+	d.stateMu.Unlock()
+
+	kept := out[:0]
+	for _, vm := range out {
+		if register != nil && !register(vm) { // a test's filter: called without the driver's lock
+			continue
+		}
+		kept = append(kept, vm)
+	}
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	ready := kept[:0]
+	for _, vm := range kept {
+		key := strings.ToLower(vm.BIOSUUID)
+		if _, seen := d.firstSeen[key]; !seen {
+			d.firstSeen[key] = now
+		}
+		if now.Sub(d.firstSeen[key]) >= d.opts.RegistrationDelay {
+			ready = append(ready, vm)
+		}
+	}
+	return ready
+}
+
+// trackExisting adopts an Agent a VM registered before this Driver started.
+func (d *Driver) trackExisting(vm VM, key types.NamespacedName) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	d.registered[strings.ToLower(vm.BIOSUUID)] = key
+	if _, tracked := d.registeredAt[key]; !tracked {
+		d.registeredAt[key] = d.now().Add(-d.opts.ValidationDelay)
+	}
 }
 
 // agentOf finds the Agent this VM registered: assisted-service keys a host by its hardware identity, so
@@ -142,12 +199,14 @@ func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.Names
 	agent.Object["spec"] = map[string]any{"approved": false, "role": ""}
 	if err := d.c.Create(ctx, agent); err != nil {
 		if apierrors.IsAlreadyExists(err) {
+			d.stateMu.Lock()
 			d.registered[strings.ToLower(vm.BIOSUUID)] = client.ObjectKeyFromObject(agent)
+			d.stateMu.Unlock()
 			return agent, nil
 		}
 		return nil, fmt.Errorf("creating agent: %w", err)
 	}
-	d.writes++
+	d.wrote()
 	now := d.now()
 	agent.Object["status"] = map[string]any{
 		"role":      "auto-assign",
@@ -173,10 +232,12 @@ func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.Names
 	if err := d.c.Status().Update(ctx, agent); err != nil {
 		return nil, fmt.Errorf("agent status: %w", err)
 	}
-	d.writes++
+	d.wrote()
 	key := client.ObjectKeyFromObject(agent)
+	d.stateMu.Lock()
 	d.registered[strings.ToLower(vm.BIOSUUID)] = key
 	d.registeredAt[key] = now
+	d.stateMu.Unlock()
 	d.log.Info("agent registered", "agent", key, "vm", vm.Name)
 	return agent, nil
 }
@@ -209,7 +270,10 @@ func (d *Driver) agentConditions(agent *unstructured.Unstructured, connected boo
 // updateAgentStatus keeps the Agents the world registered current: Connected follows the VM's
 // power state/existence, Validated turns True after ValidationDelay, RequirementsMet follows approval.
 func (d *Driver) updateAgentStatus(ctx context.Context) error {
-	if len(d.registeredAt) == 0 {
+	d.stateMu.Lock()
+	tracked := len(d.registeredAt)
+	d.stateMu.Unlock()
+	if tracked == 0 {
 		return nil
 	}
 	now := d.now()
@@ -222,6 +286,12 @@ func (d *Driver) updateAgentStatus(ctx context.Context) error {
 	for _, a := range all {
 		byKey[client.ObjectKeyFromObject(a)] = a
 	}
+	type update struct {
+		agent     *unstructured.Unstructured
+		connected bool
+	}
+	var updates []update
+	d.stateMu.Lock()
 	biosOf := make(map[types.NamespacedName]string, len(d.registered))
 	for bios, k := range d.registered {
 		biosOf[k] = bios
@@ -238,19 +308,23 @@ func (d *Driver) updateAgentStatus(ctx context.Context) error {
 		if d.vmsListed {
 			_, connected = d.vms[biosOf[key]]
 		}
-		if !setConditions(agent, now, d.agentConditions(agent, connected, at, now)...) {
-			continue
+		if setConditions(agent, now, d.agentConditions(agent, connected, at, now)...) {
+			updates = append(updates, update{agent: agent, connected: connected})
 		}
-		if err := d.c.Status().Update(ctx, agent); err != nil {
+	}
+	d.stateMu.Unlock()
+	return d.forEach(ctx, len(updates), func(ctx context.Context, i int) error {
+		u := updates[i]
+		if err := d.c.Status().Update(ctx, u.agent); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				continue
+				return nil
 			}
 			return err
 		}
-		d.writes++
-		if !connected {
-			d.log.Info("agent disconnected (VM gone or off)", "agent", key)
+		d.wrote()
+		if !u.connected {
+			d.log.Info("agent disconnected (VM gone or off)", "agent", client.ObjectKeyFromObject(u.agent))
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -44,7 +44,7 @@ type ImageVersion struct {
 	Addresses map[string]string
 }
 
-// staticWorld is the driver's static addressing state (guarded by Driver.mu).
+// staticWorld is the driver's static addressing state (guarded by Driver.stateMu).
 type staticWorld struct {
 	versions    []ImageVersion
 	bySHA       map[string]int
@@ -64,16 +64,17 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 	if o == nil || o.Images == nil {
 		return nil
 	}
-	st := d.static
 	ie := newObject(InfraEnvGVK)
 	if err := d.c.Get(ctx, o.InfraEnv, ie); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if len(st.versions) == 0 {
+	d.stateMu.Lock()
+	if len(d.static.versions) == 0 {
 		created, _, _ := unstructured.NestedString(ie.Object, "status", "createdTime")
 		t, _ := time.Parse(time.RFC3339, created)
 		d.recordVersion(ImageVersion{SHA256: o.Images.SHA256(), CreatedTime: t, Addresses: map[string]string{}})
 	}
+	d.stateMu.Unlock()
 	sel, _, _ := unstructured.NestedStringMap(ie.Object, "spec", "nmStateConfigLabelSelector", "matchLabels")
 	if len(sel) == 0 {
 		return nil
@@ -101,27 +102,32 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 	}
 	sort.Strings(keys)
 	fp := strings.Join(keys, ",")
-	if fp == st.fingerprint {
+	d.stateMu.Lock()
+	st := d.static
+	known, last, next := fp == st.fingerprint, st.versions[len(st.versions)-1].CreatedTime, len(st.versions)
+	d.stateMu.Unlock()
+	if known {
 		return nil
 	}
 	now := d.now().UTC().Truncate(time.Second)
-	last := st.versions[len(st.versions)-1].CreatedTime
 	if !now.After(newest.Truncate(time.Second)) || !now.After(last) {
 		return nil // still generating: the next pass stamps it
 	}
-	next := len(st.versions)
 	o.Images.SetContent(uint64(7000+next), o.Images.Size()) // the bytes first: a download for the new createdTime gets them
 	url, _, _ := unstructured.NestedString(ie.Object, "status", "isoDownloadURL")
 	if err := SetInfraEnvImage(ctx, d.c, o.InfraEnv, url, now); err != nil {
 		return fmt.Errorf("publishing regenerated image: %w", err)
 	}
-	d.writes++
+	d.wrote()
+	d.stateMu.Lock()
 	st.fingerprint = fp
 	d.recordVersion(ImageVersion{SHA256: o.Images.SHA256(), CreatedTime: now, Addresses: addresses})
+	d.stateMu.Unlock()
 	d.log.Info("discovery image regenerated", "infraEnv", o.InfraEnv, "version", next, "configs", len(keys))
 	return nil
 }
 
+// recordVersion adds an image version; the caller holds stateMu.
 func (d *Driver) recordVersion(v ImageVersion) {
 	st := d.static
 	v.Number = len(st.versions)
@@ -161,6 +167,8 @@ func (d *Driver) staticAddressFor(vm VM) (string, bool) {
 	if d.opts.StaticIP == nil || d.opts.StaticIP.Images == nil {
 		return "", true
 	}
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	st := d.static
 	base := vm.ISOPath
 	if i := strings.Index(base, "]"); i >= 0 {
@@ -183,6 +191,8 @@ func (d *Driver) staticAddressFor(vm VM) (string, bool) {
 
 // reportedIPv4 is the inventory's ipV4Addresses of a host.
 func (d *Driver) reportedIPv4(vm VM) []any {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	if a := d.static.reported[strings.ToLower(vm.BIOSUUID)]; a != "" {
 		return []any{a}
 	}
@@ -191,8 +201,8 @@ func (d *Driver) reportedIPv4(vm VM) []any {
 
 // ImageRegenerations counts the images generated after the first (one per change of the selected set).
 func (d *Driver) ImageRegenerations() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	if len(d.static.versions) == 0 {
 		return 0
 	}
@@ -201,16 +211,16 @@ func (d *Driver) ImageRegenerations() int {
 
 // ImageVersions returns the generated image versions, oldest first.
 func (d *Driver) ImageVersions() []ImageVersion {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	return append([]ImageVersion(nil), d.static.versions...)
 }
 
 // BootedWithoutConfig lists the VMs that booted an image without their network configuration (VM name
 // -> what happened): each is a broken ordering rule.
 func (d *Driver) BootedWithoutConfig() map[string]string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	out := make(map[string]string, len(d.static.bootedWithout))
 	for k, v := range d.static.bootedWithout {
 		out[k] = v

@@ -129,7 +129,7 @@ func (d *Driver) allocate(ctx context.Context, c *unstructured.Unstructured, poo
 		if err := d.c.Update(ctx, c); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		d.writes++
+		d.wrote()
 	}
 	free := ""
 	for _, ip := range pool.expand() {
@@ -145,7 +145,7 @@ func (d *Driver) allocate(ctx context.Context, c *unstructured.Unstructured, poo
 			if err := d.c.Status().Update(ctx, c); err != nil {
 				return client.IgnoreNotFound(err)
 			}
-			d.writes++
+			d.wrote()
 		}
 		return nil
 	}
@@ -173,14 +173,14 @@ func (d *Driver) allocate(ctx context.Context, c *unstructured.Unstructured, poo
 	if err := d.c.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating IPAddress: %w", err)
 	}
-	d.writes++
+	d.wrote()
 	used[fmt.Sprintf("%s/%s/%s", pool.Namespace, pool.Name, free)] = true
 	_ = unstructured.SetNestedField(c.Object, c.GetName(), "status", "addressRef", "name")
 	setConditions(c, now, cond{Type: "Ready", Status: "True", Reason: "Ready", Message: "allocated " + free})
 	if err := d.c.Status().Update(ctx, c); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	d.writes++
+	d.wrote()
 	d.log.Info("address allocated", "claim", client.ObjectKeyFromObject(c), "address", free)
 	return nil
 }
@@ -206,7 +206,7 @@ func (d *Driver) releaseAddress(ctx context.Context, c *unstructured.Unstructure
 	if err := d.c.Update(ctx, c); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	d.writes++
+	d.wrote()
 	d.log.Info("address released", "claim", client.ObjectKeyFromObject(c))
 	return nil
 }

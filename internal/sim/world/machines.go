@@ -30,9 +30,8 @@ func (d *Driver) SetReplicas(ctx context.Context, nodePool types.NamespacedName,
 	if err := d.c.Patch(ctx, np, patch); err != nil {
 		return fmt.Errorf("world: scaling NodePool %s: %w", nodePool, err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.writes++
+	d.wrote()
+	defer d.lock(phaseNodePools)()
 	return d.reconcileNodePool(ctx, np)
 }
 
@@ -42,9 +41,7 @@ func (d *Driver) MachinesOf(ctx context.Context, nodePool types.NamespacedName) 
 	if err := d.c.Get(ctx, nodePool, np); err != nil {
 		return nil, err
 	}
-	d.mu.Lock() // machinesOf reads the pass cache a concurrent Step writes
 	ms, err := d.machinesOf(ctx, np)
-	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -63,13 +60,27 @@ func (d *Driver) reconcileNodePools(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var firstErr error
-	for _, np := range nps {
-		if err := d.reconcileNodePool(ctx, np); err != nil && firstErr == nil {
-			firstErr = err
-		}
+	// One list of Machines for every NodePool: this behaviour (under its lock) is the only one that
+	// creates Machines, so the list stays right for counting while the workers render.
+	machines, err := d.listInPass(ctx, MachineGVK)
+	if err != nil {
+		return err
 	}
-	return firstErr
+	byNodePool := map[string][]*unstructured.Unstructured{}
+	for _, m := range machines {
+		k := m.GetNamespace() + "|" + m.GetAnnotations()[AnnotationNodePool]
+		byNodePool[k] = append(byNodePool[k], m)
+	}
+	// A NodePool that fails holds no other (each has its own MachineSet).
+	var errs firstError
+	_ = d.forEach(ctx, len(nps), func(ctx context.Context, i int) error {
+		np := nps[i]
+		clusterName, _, _ := unstructured.NestedString(np.Object, "spec", "clusterName")
+		k := ControlPlaneNamespace(np.GetNamespace(), clusterName) + "|" + nodePoolKey(np)
+		errs.add(d.reconcileNodePoolWith(ctx, np, byNodePool[k]))
+		return nil
+	})
+	return errs.get()
 }
 
 func nodePoolKey(np *unstructured.Unstructured) string { return np.GetNamespace() + "/" + np.GetName() }
@@ -78,7 +89,7 @@ func (d *Driver) machinesOf(ctx context.Context, np *unstructured.Unstructured) 
 	clusterName, _, _ := unstructured.NestedString(np.Object, "spec", "clusterName")
 	cpNS := ControlPlaneNamespace(np.GetNamespace(), clusterName)
 	var all []*unstructured.Unstructured
-	if d.passCache != nil && d.inScope(cpNS) {
+	if passCacheFrom(ctx) != nil && d.inScope(cpNS) {
 		cached, err := d.listInPass(ctx, MachineGVK)
 		if err != nil {
 			return nil, err
@@ -104,16 +115,21 @@ func (d *Driver) machinesOf(ctx context.Context, np *unstructured.Unstructured) 
 
 // reconcileNodePool makes the number of live Machines of an Agent-platform NodePool equal its replicas.
 func (d *Driver) reconcileNodePool(ctx context.Context, np *unstructured.Unstructured) error {
+	machines, err := d.machinesOf(ctx, np)
+	if err != nil {
+		return err
+	}
+	return d.reconcileNodePoolWith(ctx, np, machines)
+}
+
+// reconcileNodePoolWith is reconcileNodePool given the NodePool's Machines.
+func (d *Driver) reconcileNodePoolWith(ctx context.Context, np *unstructured.Unstructured, machines []*unstructured.Unstructured) error {
 	platform, _, _ := unstructured.NestedString(np.Object, "spec", "platform", "type")
 	replicas, found, _ := unstructured.NestedInt64(np.Object, "spec", "replicas")
 	clusterName, _, _ := unstructured.NestedString(np.Object, "spec", "clusterName")
 	cpNS := ControlPlaneNamespace(np.GetNamespace(), clusterName)
 	if platform != "Agent" || !found || clusterName == "" || !d.inScope(cpNS) {
 		return nil
-	}
-	machines, err := d.machinesOf(ctx, np)
-	if err != nil {
-		return err
 	}
 	var live []*unstructured.Unstructured
 	for _, m := range machines {
@@ -143,7 +159,7 @@ func (d *Driver) reconcileNodePool(ctx context.Context, np *unstructured.Unstruc
 			if err := d.c.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
 				return err
 			}
-			d.writes++
+			d.wrote()
 			d.log.Info("machine deleting (scale-down)", "machine", client.ObjectKeyFromObject(m), "nodePool", nodePoolKey(np))
 		}
 	}
@@ -177,7 +193,7 @@ func (d *Driver) createMachine(ctx context.Context, np *unstructured.Unstructure
 	if err := d.c.Create(ctx, am); err != nil {
 		return fmt.Errorf("creating AgentMachine: %w", err)
 	}
-	d.writes++
+	d.wrote()
 
 	m := newObject(MachineGVK)
 	m.SetNamespace(cpNS)
@@ -198,7 +214,7 @@ func (d *Driver) createMachine(ctx context.Context, np *unstructured.Unstructure
 	if err := d.c.Create(ctx, m); err != nil {
 		return fmt.Errorf("creating Machine: %w", err)
 	}
-	d.writes++
+	d.wrote()
 	m.Object["status"] = map[string]any{
 		"phase":          "Provisioning",
 		"initialization": map[string]any{"bootstrapDataSecretCreated": true, "infrastructureProvisioned": false},
@@ -206,7 +222,7 @@ func (d *Driver) createMachine(ctx context.Context, np *unstructured.Unstructure
 	if err := d.c.Status().Update(ctx, m); err != nil {
 		return fmt.Errorf("machine status: %w", err)
 	}
-	d.writes++
+	d.wrote()
 
 	am.SetOwnerReferences([]metav1.OwnerReference{{
 		APIVersion: MachineGVK.GroupVersion().String(), Kind: MachineGVK.Kind, Name: name, UID: m.GetUID(),
@@ -215,13 +231,13 @@ func (d *Driver) createMachine(ctx context.Context, np *unstructured.Unstructure
 	if err := d.c.Update(ctx, am); err != nil {
 		return fmt.Errorf("owning AgentMachine: %w", err)
 	}
-	d.writes++
+	d.wrote()
 	if setConditions(am, d.now(), d.waitingConditions()...) {
 		_ = unstructured.SetNestedField(am.Object, false, "status", "ready")
 		if err := d.c.Status().Update(ctx, am); err != nil {
 			return fmt.Errorf("agentmachine status: %w", err)
 		}
-		d.writes++
+		d.wrote()
 	}
 	d.log.Info("machine created", "machine", types.NamespacedName{Namespace: cpNS, Name: name}, "nodePool", nodePoolKey(np))
 	return nil
@@ -324,7 +340,7 @@ func (d *Driver) releaseAgentMachine(ctx context.Context, am *unstructured.Unstr
 		if err := d.c.Delete(ctx, am); err != nil {
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		}
-		d.writes++
+		d.wrote()
 		if err := d.c.Get(ctx, client.ObjectKeyFromObject(am), am); err != nil {
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		}
@@ -343,7 +359,7 @@ func (d *Driver) removeFinalizer(ctx context.Context, obj *unstructured.Unstruct
 	if err := d.c.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	d.writes++
+	d.wrote()
 	return nil
 }
 

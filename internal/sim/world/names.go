@@ -20,7 +20,8 @@ var (
 const (
 	// AnnotationNodePool is set by HyperShift on Machines and AgentMachines: <namespace>/<nodepool>.
 	AnnotationNodePool = "hypershift.openshift.io/nodePool"
-	// LabelAgentMachineRef is set by the Agent CAPI provider on a reserved Agent (AgentMachine name).
+	// LabelAgentMachineRef is set by the Agent CAPI provider on a reserved Agent. Its value is the
+	// AgentMachine's UID (the provider's getAgentMachineRefLabel), not its name.
 	LabelAgentMachineRef = "agentMachineRef"
 	// AnnotationAgentMachineRefNamespace is set with LabelAgentMachineRef (AgentMachine namespace).
 	AnnotationAgentMachineRefNamespace = "agentMachineRefNamespace"

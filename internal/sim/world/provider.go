@@ -119,9 +119,10 @@ func suitable(agent *unstructured.Unstructured, sel labels.Selector) bool {
 	return approved && isFalse(agent, CondBound) && isTrue(agent, CondConnected) && isTrue(agent, CondValidated)
 }
 
-// bindWaiting plays the provider's reconcile of every waiting AgentMachine.
+// bindWaiting plays the provider's reconcile of every waiting AgentMachine: it picks an Agent for
+// each (one Agent for one AgentMachine), then its workers write the reservations.
 func (d *Driver) bindWaiting(ctx context.Context) error {
-	if !d.binding {
+	if !d.bindingEnabled() {
 		return nil
 	}
 	ws, err := d.waitingAgentMachines(ctx)
@@ -132,29 +133,38 @@ func (d *Driver) bindWaiting(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range ws {
-		var chosen *unstructured.Unstructured
+	// The provider labels the Agent first, in case it is interrupted before it writes the AgentMachine;
+	// an AgentMachine whose Agent already carries its label resumes with that Agent.
+	labelled := map[string]*unstructured.Unstructured{}
+	for _, a := range agents {
+		if ref := a.GetLabels()[LabelAgentMachineRef]; ref != "" {
+			labelled[a.GetAnnotations()[AnnotationAgentMachineRefNamespace]+"/"+ref] = a
+		}
+	}
+	chosen := make([]*unstructured.Unstructured, len(ws))
+	taken := map[*unstructured.Unstructured]bool{}
+	for i, w := range ws {
+		if a := labelled[w.am.GetNamespace()+"/"+string(w.am.GetUID())]; a != nil {
+			chosen[i] = a
+			continue
+		}
 		for _, a := range agents {
-			if suitable(a, w.selector) {
-				chosen = a
+			if !taken[a] && suitable(a, w.selector) {
+				chosen[i], taken[a] = a, true
 				break
 			}
 		}
-		if chosen == nil {
-			if err := d.markWaiting(ctx, w.am); err != nil {
-				return err
-			}
-			continue
-		}
-		err := d.reserve(ctx, chosen, w)
-		if apierrors.IsConflict(err) {
-			continue // someone changed the Agent since we read it: next pass re-reads, like the provider
-		}
-		if err != nil {
-			return err
-		}
 	}
-	return nil
+	return d.forEach(ctx, len(ws), func(ctx context.Context, i int) error {
+		if chosen[i] == nil {
+			return d.markWaiting(ctx, ws[i].am)
+		}
+		err := d.reserve(ctx, chosen[i], ws[i])
+		if apierrors.IsConflict(err) {
+			return nil // someone changed the Agent since we read it: next pass re-reads, like the provider
+		}
+		return err
+	})
 }
 
 func (d *Driver) markWaiting(ctx context.Context, am *unstructured.Unstructured) error {
@@ -164,7 +174,7 @@ func (d *Driver) markWaiting(ctx context.Context, am *unstructured.Unstructured)
 	if err := d.c.Status().Update(ctx, am); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	d.writes++
+	d.wrote()
 	return nil
 }
 
@@ -176,7 +186,8 @@ func (d *Driver) reserve(ctx context.Context, agent *unstructured.Unstructured, 
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	lbls[LabelAgentMachineRef] = w.am.GetName()
+	resumed := lbls[LabelAgentMachineRef] == string(w.am.GetUID())
+	lbls[LabelAgentMachineRef] = string(w.am.GetUID())
 	agent.SetLabels(lbls)
 	ann := agent.GetAnnotations()
 	if ann == nil {
@@ -185,10 +196,12 @@ func (d *Driver) reserve(ctx context.Context, agent *unstructured.Unstructured, 
 	ann[AnnotationAgentMachineRefNamespace] = w.am.GetNamespace()
 	agent.SetAnnotations(ann)
 	_ = unstructured.SetNestedMap(agent.Object, map[string]any{"name": clusterName, "namespace": w.am.GetNamespace()}, "spec", "clusterDeploymentName")
-	if err := d.c.Update(ctx, agent); err != nil {
-		return err
+	if !resumed {
+		if err := d.c.Update(ctx, agent); err != nil {
+			return err
+		}
+		d.wrote()
 	}
-	d.writes++
 	now := d.now()
 	setConditions(agent, now,
 		cond{Type: CondBound, Status: "True", Reason: ReasonBound, Message: "The agent is bound to a cluster deployment"},
@@ -199,32 +212,32 @@ func (d *Driver) reserve(ctx context.Context, agent *unstructured.Unstructured, 
 	if err := d.c.Status().Update(ctx, agent); err != nil {
 		return fmt.Errorf("agent status: %w", err)
 	}
-	d.writes++
+	d.wrote()
 
 	providerID := "agent://" + agent.GetName()
 	_ = unstructured.SetNestedField(w.am.Object, providerID, "spec", "providerID")
 	if err := d.c.Update(ctx, w.am); err != nil {
 		return fmt.Errorf("agentmachine providerID: %w", err)
 	}
-	d.writes++
+	d.wrote()
 	_ = unstructured.SetNestedMap(w.am.Object, map[string]any{"namespace": agent.GetNamespace(), "name": agent.GetName()}, "status", "agentRef")
 	setConditions(w.am, now, d.reservedConditions()...)
 	if err := d.c.Status().Update(ctx, w.am); err != nil {
 		return fmt.Errorf("agentmachine status: %w", err)
 	}
-	d.writes++
+	d.wrote()
 
 	_ = unstructured.SetNestedField(w.machine.Object, providerID, "spec", "providerID")
 	if err := d.c.Update(ctx, w.machine); err != nil {
 		return fmt.Errorf("machine providerID: %w", err)
 	}
-	d.writes++
+	d.wrote()
 	_ = unstructured.SetNestedField(w.machine.Object, "Provisioned", "status", "phase")
 	_ = unstructured.SetNestedField(w.machine.Object, true, "status", "initialization", "infrastructureProvisioned") // CAPI v1beta2
 	if err := d.c.Status().Update(ctx, w.machine); err != nil {
 		return fmt.Errorf("machine status: %w", err)
 	}
-	d.writes++
+	d.wrote()
 	d.log.Info("agent reserved", "agent", client.ObjectKeyFromObject(agent), "agentMachine", client.ObjectKeyFromObject(w.am))
 	return nil
 }
@@ -235,8 +248,7 @@ func (d *Driver) reserve(ctx context.Context, agent *unstructured.Unstructured, 
 // It returns ErrNotSuitable (wrapped) when the provider would not pair them, and the API error
 // (e.g. a conflict) when the write fails.
 func (d *Driver) ReserveAgent(ctx context.Context, agent, agentMachine types.NamespacedName) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.lock(phaseBinding)()
 	am := newObject(AgentMachineGVK)
 	if err := d.c.Get(ctx, agentMachine, am); err != nil {
 		return err
@@ -261,8 +273,7 @@ func (d *Driver) ReserveAgent(ctx context.Context, agent, agentMachine types.Nam
 // ReserveAgentForAnyWaiting reserves the Agent for the first waiting AgentMachine whose selector
 // it matches, and returns that AgentMachine.
 func (d *Driver) ReserveAgentForAnyWaiting(ctx context.Context, agent types.NamespacedName) (types.NamespacedName, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.lock(phaseBinding)()
 	a := newObject(AgentGVK)
 	if err := d.c.Get(ctx, agent, a); err != nil {
 		return types.NamespacedName{}, err
@@ -287,7 +298,7 @@ func (d *Driver) unbindAgent(ctx context.Context, key types.NamespacedName, am *
 	if err := d.c.Get(ctx, key, agent); err != nil {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}
-	if agent.GetLabels()[LabelAgentMachineRef] != am.GetName() || agent.GetAnnotations()[AnnotationAgentMachineRefNamespace] != am.GetNamespace() {
+	if agent.GetLabels()[LabelAgentMachineRef] != string(am.GetUID()) || agent.GetAnnotations()[AnnotationAgentMachineRefNamespace] != am.GetNamespace() {
 		return true, nil
 	}
 	lbls := agent.GetLabels()
@@ -303,7 +314,7 @@ func (d *Driver) unbindAgent(ctx context.Context, key types.NamespacedName, am *
 		}
 		return false, client.IgnoreNotFound(err)
 	}
-	d.writes++
+	d.wrote()
 	approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
 	setConditions(agent, d.now(),
 		cond{Type: CondBound, Status: "False", Reason: ReasonUnbound, Message: "The agent is not bound to any cluster deployment"},
@@ -315,7 +326,7 @@ func (d *Driver) unbindAgent(ctx context.Context, key types.NamespacedName, am *
 	if err := d.c.Status().Update(ctx, agent); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	d.writes++
+	d.wrote()
 	d.log.Info("agent unbound", "agent", key, "agentMachine", client.ObjectKeyFromObject(am))
 	return false, nil
 }
@@ -335,6 +346,7 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 		return err
 	}
 	now := d.now()
+	var done []*unstructured.Unstructured
 	for _, agent := range agents {
 		if !isTrue(agent, CondBound) || isTrue(agent, CondInstalled) {
 			continue
@@ -342,6 +354,22 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 		if since := conditionSince(agent, CondBound); now.Sub(since) < d.opts.InstallDelay {
 			continue
 		}
+		done = append(done, agent)
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	// The reservation label holds the AgentMachine's UID: find each Agent's AgentMachine by it.
+	ams, err := d.listInPass(ctx, AgentMachineGVK)
+	if err != nil {
+		return err
+	}
+	byRef := make(map[string]*unstructured.Unstructured, len(ams))
+	for _, am := range ams {
+		byRef[am.GetNamespace()+"/"+string(am.GetUID())] = am
+	}
+	return d.forEach(ctx, len(done), func(ctx context.Context, i int) error {
+		agent := done[i]
 		setConditions(agent, now,
 			cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
 			cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
@@ -350,28 +378,25 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 		_ = unstructured.SetNestedField(agent.Object, "Done", "status", "progress", "currentStage")
 		if err := d.c.Status().Update(ctx, agent); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				continue
+				return nil
 			}
 			return err
 		}
-		d.writes++
+		d.wrote()
 		d.log.Info("agent installed", "agent", client.ObjectKeyFromObject(agent))
-		if err := d.markNodeJoined(ctx, agent); err != nil {
-			return err
+		am := byRef[agent.GetAnnotations()[AnnotationAgentMachineRefNamespace]+"/"+agent.GetLabels()[LabelAgentMachineRef]]
+		if am == nil {
+			return nil
 		}
-	}
-	return nil
+		return d.markNodeJoined(ctx, agent, client.ObjectKeyFromObject(am))
+	})
 }
 
 // markNodeJoined sets the Node reference on the Agent's Machine and readiness on its AgentMachine.
-func (d *Driver) markNodeJoined(ctx context.Context, agent *unstructured.Unstructured) error {
-	amName := agent.GetLabels()[LabelAgentMachineRef]
-	amNS := agent.GetAnnotations()[AnnotationAgentMachineRefNamespace]
-	if amName == "" || amNS == "" {
-		return nil
-	}
+func (d *Driver) markNodeJoined(ctx context.Context, agent *unstructured.Unstructured, key types.NamespacedName) error {
+	amNS := key.Namespace
 	am := newObject(AgentMachineGVK)
-	if err := d.c.Get(ctx, types.NamespacedName{Namespace: amNS, Name: amName}, am); err != nil {
+	if err := d.c.Get(ctx, key, am); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	now := d.now()
@@ -380,7 +405,7 @@ func (d *Driver) markNodeJoined(ctx context.Context, agent *unstructured.Unstruc
 	if err := d.c.Status().Update(ctx, am); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	d.writes++
+	d.wrote()
 	hostname, _, _ := unstructured.NestedString(agent.Object, "spec", "hostname")
 	if hostname == "" {
 		hostname = agent.GetName()
@@ -399,7 +424,7 @@ func (d *Driver) markNodeJoined(ctx context.Context, agent *unstructured.Unstruc
 		if err := d.c.Status().Update(ctx, m); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		d.writes++
+		d.wrote()
 	}
 	return nil
 }

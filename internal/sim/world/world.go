@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -75,10 +76,19 @@ type Options struct {
 	BindingDisabled bool
 	// StaticIP plays static addressing (image regeneration with NMStateConfigs, an IPAM provider); nil: DHCP.
 	StaticIP *StaticIPOptions
+
+	// Loops makes Run run every behaviour as its own loop (RunLoops), side by side as the real
+	// controllers run, instead of one serial pass of all of them.
+	Loops bool
+	// Workers is how many objects one behaviour works on at once (a controller's
+	// MaxConcurrentReconciles; CAPI and the Agent provider default to 10). 0 or 1: one after another,
+	// in a stable order.
+	Workers int
 }
 
 // Driver plays HyperShift/CAPI, the Agent CAPI provider and assisted-service.
-// All methods are safe for concurrent use; passes are serialised.
+// All methods are safe for concurrent use. Each behaviour (a phase of Step) runs under its own lock,
+// so it never runs twice at once; Step runs them one after another, RunLoops side by side.
 type Driver struct {
 	c     client.Client
 	vc    *vim25.Client
@@ -86,7 +96,13 @@ type Driver struct {
 	clock clock.Clock
 	log   logr.Logger
 
-	mu       sync.Mutex // serialises passes and guards the fields below
+	// behaviours are the phases of a pass in the order the real systems react, each with its lock.
+	behaviours []behaviour
+
+	// writes counts API writes (atomic: workers of several behaviours write at once).
+	writes atomic.Int64
+
+	stateMu  sync.Mutex // guards the fields below; never held across an API or SOAP call
 	binding  bool
 	register func(VM) bool
 	// firstSeen is when a VM (by BIOS UUID) was first seen powered on.
@@ -96,86 +112,26 @@ type Driver struct {
 	registered map[string]types.NamespacedName
 	// registeredAt is when the world created each Agent (drives ValidationDelay).
 	registeredAt map[types.NamespacedName]time.Time
-	// vms are the powered-on VMs of this pass, by lower-case BIOS UUID (valid when vmsListed).
+	// vms are the powered-on VMs the registration behaviour saw last, by lower-case BIOS UUID
+	// (valid when vmsListed).
 	vms       map[string]VM
 	vmsListed bool
-	writes    int
 	scope     map[string]struct{}
-	// passCache holds lists taken during the current Step, valid while no write happened since
-	// (an idle pass lists each kind once).
-	passCache map[schemaGVK]cachedList
+	static    *staticWorld
 
-	// timing is the driver's own pacing (benches attribute plateaus with it); it has its own lock
-	// because a pass holds mu for its whole duration.
+	// timing is the driver's own pacing (benches attribute plateaus with it).
 	timingMu sync.Mutex
 	timing   PassTiming
-	static   *staticWorld
 }
 
-// PassTiming is the world driver's own pacing: its passes are serial, so one slow phase (say, a
-// thousand Agents registered one by one) holds every other behaviour until the pass ends.
-type PassTiming struct {
-	// Passes is how many Steps finished.
-	Passes int
-	// Phase is the phase running now ("" between passes), since PhaseStart; PassStart is when the
-	// running pass began (zero between passes).
-	Phase                 string
-	PhaseStart, PassStart time.Time
-	// LastPass is how long the last finished pass took; LongestPhase and LongestPhaseTook name its
-	// slowest phase.
-	LastPass         time.Duration
-	LongestPhase     string
-	LongestPhaseTook time.Duration
-	// Errors counts passes that ended with an error; LastError is the latest (phase: error).
-	Errors    int
-	LastError string
+// behaviour is one thing a real system does, run under its own lock.
+type behaviour struct {
+	name string
+	run  func(context.Context) error
+	mu   *sync.Mutex
 }
 
-// Timing returns the driver's pacing (safe to call while a pass runs).
-func (d *Driver) Timing() PassTiming {
-	d.timingMu.Lock()
-	defer d.timingMu.Unlock()
-	return d.timing
-}
-
-func (d *Driver) startPhase(name string, now time.Time) {
-	d.timingMu.Lock()
-	defer d.timingMu.Unlock()
-	if d.timing.PassStart.IsZero() {
-		d.timing.PassStart = now
-		d.timing.LongestPhase, d.timing.LongestPhaseTook = "", 0
-	}
-	d.timing.Phase, d.timing.PhaseStart = name, now
-}
-
-func (d *Driver) endPhase(now time.Time, err error) {
-	d.timingMu.Lock()
-	defer d.timingMu.Unlock()
-	if took := now.Sub(d.timing.PhaseStart); took >= d.timing.LongestPhaseTook {
-		d.timing.LongestPhase, d.timing.LongestPhaseTook = d.timing.Phase, took
-	}
-	if err != nil {
-		d.timing.LastError = d.timing.Phase + ": " + err.Error()
-	}
-}
-
-func (d *Driver) endPass(now time.Time, failed bool) {
-	d.timingMu.Lock()
-	defer d.timingMu.Unlock()
-	d.timing.Passes++
-	d.timing.LastPass = now.Sub(d.timing.PassStart)
-	d.timing.Phase, d.timing.PassStart = "", time.Time{}
-	if failed {
-		d.timing.Errors++
-	}
-}
-
-type cachedList struct {
-	atWrites int
-	items    []*unstructuredObj
-}
-
-// New returns a Driver. It starts nothing: call Step or Run.
+// New returns a Driver. It starts nothing: call Step, Run or RunLoops.
 func New(opts Options) (*Driver, error) {
 	if opts.Client == nil {
 		return nil, errors.New("world: Options.Client is required")
@@ -193,7 +149,7 @@ func New(opts Options) (*Driver, error) {
 	for _, ns := range opts.Namespaces {
 		scope[ns] = struct{}{}
 	}
-	return &Driver{
+	d := &Driver{
 		scope: scope,
 		c:     opts.Client, vc: opts.VSphere, opts: opts, clock: opts.Clock, log: opts.Logger,
 		binding:      !opts.BindingDisabled,
@@ -202,70 +158,109 @@ func New(opts Options) (*Driver, error) {
 		registered:   map[string]types.NamespacedName{},
 		registeredAt: map[types.NamespacedName]time.Time{},
 		static:       &staticWorld{bySHA: map[string]int{}, bootedWithout: map[string]string{}, reported: map[string]string{}},
-	}, nil
+	}
+	for _, b := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{phaseNodePools, d.reconcileNodePools}, // HyperShift + CAPI MachineSet
+		{phaseDeletions, d.processDeletions},   // CAPI Machine deletion + the provider's deprovision
+		{phaseIPAM, d.allocateAddresses},       // Cluster API IPAM provider
+		{phaseImages, d.regenerateImages},      // assisted-service image regeneration (NMStateConfigs)
+		{phaseRegistration, d.registerAgents},  // hosts booting the ISO, assisted-service creating Agents
+		{phaseAgentStatus, d.updateAgentStatus},
+		{phaseBinding, d.bindWaiting}, // the Agent CAPI provider
+		{phaseInstallation, d.completeInstallations},
+	} {
+		d.behaviours = append(d.behaviours, behaviour{name: b.name, run: b.run, mu: &sync.Mutex{}})
+	}
+	return d, nil
+}
+
+// Phase names: the behaviours of a pass, also the loops of RunLoops.
+const (
+	phaseNodePools    = "nodepools"
+	phaseDeletions    = "deletions"
+	phaseIPAM         = "ipam"
+	phaseImages       = "images"
+	phaseRegistration = "registration"
+	phaseAgentStatus  = "agent-status"
+	phaseBinding      = "binding"
+	phaseInstallation = "installation"
+)
+
+// lock takes a behaviour's lock (for the public methods that act as that behaviour) and returns
+// its unlock.
+func (d *Driver) lock(name string) func() {
+	for _, b := range d.behaviours {
+		if b.name == name {
+			b.mu.Lock()
+			return b.mu.Unlock
+		}
+	}
+	panic("world: unknown behaviour " + name)
 }
 
 // SetBinding turns the provider's automatic binding of waiting AgentMachines on or off.
 // ReserveAgent works either way.
 func (d *Driver) SetBinding(enabled bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	d.binding = enabled
+}
+
+func (d *Driver) bindingEnabled() bool {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	return d.binding
 }
 
 // SetRegistrationFilter replaces Options.Register: VMs for which f returns false never register.
 func (d *Driver) SetRegistrationFilter(f func(VM) bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
 	d.register = f
 }
 
 // Writes returns how many API writes the world has made (for "idle" checks and benches).
-func (d *Driver) Writes() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.writes
-}
+func (d *Driver) Writes() int { return int(d.writes.Load()) }
+
+// wrote counts one API write.
+func (d *Driver) wrote() { d.writes.Add(1) }
 
 // Step runs one pass of every behaviour, in the order the real systems would react:
 // HyperShift renders Machines for NodePool replicas, CAPI/provider process deletions,
 // assisted-service registers and updates Agents, the provider binds waiting AgentMachines,
-// assisted-service reports installations. It returns the number of API writes made.
+// assisted-service reports installations. It returns the number of API writes made (by this pass
+// and, in loop mode, by the loops meanwhile).
 func (d *Driver) Step(ctx context.Context) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.passCache = map[schemaGVK]cachedList{}
-	defer func() { d.passCache = nil }()
-	before := d.writes
+	ctx = withPassCache(ctx)
+	before := d.writes.Load()
 	var errs []error
-	for _, phase := range []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"nodepools", d.reconcileNodePools}, // HyperShift + CAPI MachineSet
-		{"deletions", d.processDeletions},
-		{"ipam", d.allocateAddresses},  // Cluster API IPAM provider
-		{"images", d.regenerateImages}, // assisted-service image regeneration (NMStateConfigs)
-		{"registration", d.registerAgents},
-		{"agent-status", d.updateAgentStatus},
-		{"binding", d.bindWaiting},
-		{"installation", d.completeInstallations},
-	} {
-		d.startPhase(phase.name, d.now())
-		err := phase.run(ctx)
-		if apierrors.IsConflict(err) {
-			// Someone else wrote first, as happens between real controllers: re-read next pass.
-			d.writes++
-			d.endPhase(d.now(), nil)
-			continue
-		}
+	for _, b := range d.behaviours {
+		d.startPhase(b.name, d.now())
+		err := d.runBehaviour(ctx, b)
 		d.endPhase(d.now(), err)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", phase.name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", b.name, err))
 		}
 	}
 	d.endPass(d.now(), len(errs) > 0)
-	return d.writes - before, errors.Join(errs...)
+	return int(d.writes.Load() - before), errors.Join(errs...)
+}
+
+// runBehaviour runs one behaviour under its lock. A conflict is not an error: someone else wrote
+// first, as happens between real controllers, and the next run re-reads (counted as a write so
+// Settle does not take the pass for a quiet one).
+func (d *Driver) runBehaviour(ctx context.Context, b behaviour) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.run(ctx)
+	if apierrors.IsConflict(err) {
+		d.wrote()
+		return nil
+	}
+	return err
 }
 
 // Settle calls Step until a pass makes no write, at most maxSteps times. It returns the number of
@@ -283,20 +278,33 @@ func (d *Driver) Settle(ctx context.Context, maxSteps int) (int, error) {
 	return maxSteps, fmt.Errorf("world: still changing after %d steps", maxSteps)
 }
 
-// Run calls Step every interval (on the Driver's clock) until ctx is done. Errors are logged, not
-// returned: the real systems keep going too. It returns when ctx is done and leaves no goroutine.
+// Run calls Step every interval (on the Driver's clock) until ctx is done, or runs the behaviours
+// as independent loops when Options.Loops is set. Errors are logged, not returned: the real systems
+// keep going too. It returns when ctx is done and leaves no goroutine.
 func (d *Driver) Run(ctx context.Context, interval time.Duration) {
+	if d.opts.Loops {
+		d.RunLoops(ctx, interval)
+		return
+	}
 	for {
 		if _, err := d.Step(ctx); err != nil && ctx.Err() == nil {
 			d.log.Error(err, "world step failed")
 		}
-		t := d.clock.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !d.sleep(ctx, interval) {
 			return
-		case <-t.C():
 		}
+	}
+}
+
+// sleep waits interval on the Driver's clock; false when ctx ended first.
+func (d *Driver) sleep(ctx context.Context, interval time.Duration) bool {
+	t := d.clock.NewTimer(interval)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-t.C():
+		return true
 	}
 }
 
@@ -348,20 +356,51 @@ func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOpt
 	return out, nil
 }
 
-// listInPass is list, reusing a list of the same kind taken earlier in this Step when nothing
-// has been written since. Callers must not modify the returned objects without writing them.
+// passCache holds lists taken during one pass (Step) or one run of a loop, valid while the world
+// has written nothing since (an idle pass lists each kind once).
+type passCache struct {
+	mu    sync.Mutex
+	lists map[schemaGVK]cachedList
+}
+
+type cachedList struct {
+	atWrites int64
+	items    []*unstructuredObj
+}
+
+type passCacheKey struct{}
+
+func withPassCache(ctx context.Context) context.Context {
+	return context.WithValue(ctx, passCacheKey{}, &passCache{lists: map[schemaGVK]cachedList{}})
+}
+
+func passCacheFrom(ctx context.Context) *passCache {
+	pc, _ := ctx.Value(passCacheKey{}).(*passCache)
+	return pc
+}
+
+// listInPass is list, reusing a list of the same kind taken earlier in this pass when nothing
+// has been written since. Callers must not modify the returned objects without writing them, and
+// must not share them between workers that modify them.
 func (d *Driver) listInPass(ctx context.Context, gvk schemaGVK) ([]*unstructuredObj, error) {
-	if d.passCache != nil {
-		if c, ok := d.passCache[gvk]; ok && c.atWrites == d.writes {
+	pc := passCacheFrom(ctx)
+	if pc != nil {
+		pc.mu.Lock()
+		c, ok := pc.lists[gvk]
+		pc.mu.Unlock()
+		if ok && c.atWrites == d.writes.Load() {
 			return c.items, nil
 		}
 	}
+	at := d.writes.Load()
 	items, err := d.list(ctx, gvk)
 	if err != nil {
 		return nil, err
 	}
-	if d.passCache != nil {
-		d.passCache[gvk] = cachedList{atWrites: d.writes, items: items}
+	if pc != nil {
+		pc.mu.Lock()
+		pc.lists[gvk] = cachedList{atWrites: at, items: items}
+		pc.mu.Unlock()
 	}
 	return items, nil
 }

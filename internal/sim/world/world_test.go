@@ -143,7 +143,8 @@ func TestBindsPreparedAgentAndInstalls(t *testing.T) {
 
 	am := &list(t, "AgentMachine", s.ControlPlaneNamespace)[0]
 	a := get(t, "Agent", agentKey)
-	if a.GetLabels()[world.LabelAgentMachineRef] != am.GetName() || a.GetAnnotations()[world.AnnotationAgentMachineRefNamespace] != am.GetNamespace() {
+	// The provider's reservation label holds the AgentMachine's UID (getAgentMachineRefLabel).
+	if a.GetLabels()[world.LabelAgentMachineRef] != string(am.GetUID()) || a.GetAnnotations()[world.AnnotationAgentMachineRefNamespace] != am.GetNamespace() {
 		t.Fatalf("agent not reserved: labels %v annotations %v", a.GetLabels(), a.GetAnnotations())
 	}
 	if str(a, "spec", "clusterDeploymentName", "name") != s.HostedCluster.Name {
@@ -203,8 +204,8 @@ func TestReserveAgentOnDemand(t *testing.T) {
 	}
 	amKey, err := d.ReserveAgentForAnyWaiting(t.Context(), key)
 	must(t, err)
-	if got := get(t, "Agent", key).GetLabels()[world.LabelAgentMachineRef]; got != amKey.Name {
-		t.Errorf("agentMachineRef = %q, want %q", got, amKey.Name)
+	if got, want := get(t, "Agent", key).GetLabels()[world.LabelAgentMachineRef], string(get(t, "AgentMachine", amKey).GetUID()); got != want {
+		t.Errorf("agentMachineRef = %q, want the AgentMachine's UID %q", got, want)
 	}
 }
 

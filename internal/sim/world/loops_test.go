@@ -1,0 +1,147 @@
+package world_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+)
+
+// runInBackground runs the driver until the test ends and checks that it returns on cancel.
+func runInBackground(t *testing.T, d *world.Driver) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx, 10*time.Millisecond)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+}
+
+// eventually polls cond every 20 ms for at most 30 s (a bound, not a timing assertion).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30s: %s", what)
+		}
+	}
+}
+
+// TestLoopsBindWhileRegistrationIsStuck shows the behaviours are independent loops, as the real
+// systems are: while assisted-service is stuck registering a host, the provider still binds an Agent
+// that is ready (a serial pass would wait for the registration to finish).
+func TestLoopsBindWhileRegistrationIsStuck(t *testing.T) {
+	s := scenario(t)
+	vc := startVCenter(t)
+	createVM(t, vc, "stuck-host", "[LocalDS_0] discovery.iso")
+	entered, release := make(chan struct{}), make(chan struct{})
+	d, err := world.New(world.Options{Client: k8s, VSphere: vc, Namespaces: s.Namespaces(), InfraEnv: &s.InfraEnv, Loops: true,
+		Register: func(world.VM) bool {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-release
+			return true
+		}})
+	must(t, err)
+	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
+	ready := prepareAgent(t, s, "ready", true)
+	runInBackground(t, d)
+	t.Cleanup(func() { close(release) }) // before Run is stopped (cleanups run last-in first-out)
+
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the registration loop never looked at the powered-on VM")
+	}
+	eventually(t, "the ready Agent bound while registration is stuck", func() bool {
+		ams := list(t, "AgentMachine", s.ControlPlaneNamespace)
+		return len(ams) == 1 && str(&ams[0], "status", "agentRef", "name") == ready.Name
+	})
+	eventually(t, "a run of the binding loop finished", func() bool { return d.Timing().Loops["binding"].Runs > 0 })
+	if reg := d.Timing().Loops["registration"]; reg.RunStart.IsZero() || reg.Runs != 0 {
+		t.Errorf("registration loop: want its first run still running, got %+v", reg)
+	}
+}
+
+// TestLoopWorkersServeManyNodePoolsOnce runs every behaviour with several workers over several
+// NodePools scaled at once: each NodePool gets exactly its replicas, each Agent one AgentMachine,
+// every Machine its Node (run with -race: the workers share the driver's state).
+func TestLoopWorkersServeManyNodePoolsOnce(t *testing.T) {
+	const pools, replicas = 4, 3
+	var scenarios []*world.Scenario
+	var namespaces []string
+	for i := 0; i < pools; i++ {
+		ns := newNamespace(t)
+		s, err := world.Setup(t.Context(), k8s, world.SetupOptions{Namespace: ns, ISOURL: "https://127.0.0.1:1/iso?api_key=x",
+			AgentLabels: map[string]string{"loops.test/pool": ns}, Replicas: replicas})
+		must(t, err)
+		scenarios = append(scenarios, s)
+		namespaces = append(namespaces, s.Namespaces()...)
+		for j := 0; j < replicas; j++ {
+			prepareAgent(t, s, fmt.Sprintf("agent-%d", j), true)
+		}
+	}
+	d, err := world.New(world.Options{Client: k8s, Namespaces: namespaces, Loops: true, Workers: 4,
+		InfraEnvFor: func(world.VM) (types.NamespacedName, bool) { return types.NamespacedName{}, false }})
+	must(t, err)
+	runInBackground(t, d)
+
+	defer func() {
+		if t.Failed() {
+			t.Logf("timing: %+v", d.Timing().Loops)
+			for _, s := range scenarios {
+				for _, m := range list(t, "Machine", s.ControlPlaneNamespace) {
+					t.Logf("machine %s: %v", m.GetName(), m.Object["status"])
+				}
+				for _, a := range list(t, "Agent", s.Namespace) {
+					t.Logf("agent %s: %v %v", a.GetName(), a.GetLabels(), a.Object["status"])
+				}
+			}
+		}
+	}()
+	for _, s := range scenarios {
+		eventually(t, "every Machine of "+s.Namespace+" has its Node", func() bool {
+			ms := list(t, "Machine", s.ControlPlaneNamespace)
+			for i := range ms {
+				if str(&ms[i], "status", "nodeRef", "name") == "" {
+					return false
+				}
+			}
+			return len(ms) == replicas
+		})
+	}
+	for _, s := range scenarios {
+		if ms := list(t, "Machine", s.ControlPlaneNamespace); len(ms) != replicas {
+			t.Errorf("%s: %d Machines for %d replicas", s.Namespace, len(ms), replicas)
+		}
+		owner := map[string]string{}
+		for _, a := range list(t, "Agent", s.Namespace) {
+			am := a.GetLabels()[world.LabelAgentMachineRef]
+			if am == "" {
+				t.Errorf("%s: Agent %s not bound", s.Namespace, a.GetName())
+			}
+			if other, dup := owner[am]; dup {
+				t.Errorf("%s: AgentMachine %s reserved Agents %s and %s", s.Namespace, am, other, a.GetName())
+			}
+			owner[am] = a.GetName()
+		}
+	}
+	if d.Timing().Loops["nodepools"].Runs == 0 {
+		t.Error("no run of the nodepools loop is recorded")
+	}
+}
