@@ -107,7 +107,11 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		scenarios = append(scenarios, s)
 		namespaces = append(namespaces, s.Namespaces()...)
 	}
-	w, err := h.StartWorld(world.Options{Namespaces: namespaces, InstallDelay: time.Second,
+	// The world runs as the real systems do: HyperShift/CAPI, assisted-service and the Agent CAPI
+	// provider each in its own loop; CAPI's controllers and host registrations work ten objects at once
+	// (CAPI's default concurrency), the provider one (it registers its controller with
+	// controller-runtime's default of one worker).
+	w, err := h.StartWorld(world.Options{Namespaces: namespaces, InstallDelay: time.Second, Loops: true, Workers: 10, ProviderWorkers: 1,
 		InfraEnvFor: func(vm world.VM) (types.NamespacedName, bool) {
 			m := isoNamespace.FindStringSubmatch(vm.ISOPath)
 			if m == nil {

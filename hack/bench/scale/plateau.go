@@ -72,6 +72,28 @@ type worldSignals struct {
 	LongestPhaseTook time.Duration
 	Errors           int
 	LastError        string
+	// Loops is each behaviour's pace when the world runs them as independent loops (nil otherwise).
+	Loops map[string]loopSignals
+}
+
+// loopSignals is one world behaviour's pace at a sample.
+type loopSignals struct {
+	// RunningFor is how long its running run has run (0 between runs); LongestRun its longest so
+	// far; Runs how many finished.
+	RunningFor, LongestRun time.Duration
+	Runs                   int
+}
+
+// loopOf is the world behaviour (a loop of the world driver) that moves a world stage.
+func loopOf(s stage) string {
+	switch s {
+	case stageMachines:
+		return "nodepools"
+	case stageRegistered:
+		return "registration"
+	default:
+		return "binding"
+	}
 }
 
 // sample is the pipeline at one moment since the demand arrived.
@@ -210,7 +232,15 @@ func worldCause(window []sample, holder stage) string {
 	}
 	var parts []string
 	parts = append(parts, stages[holder].actor)
-	if longestPass > 0 {
+	if loop := loopOf(holder); window[len(window)-1].World.Loops != nil {
+		var longest time.Duration
+		runs := window[len(window)-1].World.Loops[loop].Runs - window[0].World.Loops[loop].Runs
+		for _, w := range window {
+			l := w.World.Loops[loop]
+			longest = max(longest, l.RunningFor, l.LongestRun)
+		}
+		parts = append(parts, fmt.Sprintf("its %q loop ran %d times in the window, runs up to %.1f s", loop, runs, longest.Seconds()))
+	} else if longestPass > 0 {
 		parts = append(parts, fmt.Sprintf("the world driver's serial pass took up to %.0f s (slowest phase %q, %.0f s)",
 			longestPass.Seconds(), phase, phaseTook.Seconds()))
 	}

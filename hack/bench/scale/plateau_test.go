@@ -48,6 +48,21 @@ func TestPlateaus(t *testing.T) {
 			},
 		},
 		{
+			name: "the world in loops: a slow registration loop is named",
+			samples: pipeline([][numStages]int{
+				{10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 2, 2, 2}, full,
+			}, func(i int, s *sample) {
+				s.World = worldSignals{Loops: map[string]loopSignals{
+					"registration": {RunningFor: time.Duration(i) * 5 * time.Second, Runs: 3},
+					"binding":      {LongestRun: time.Second, Runs: 40 + 10*i},
+				}}
+			}),
+			want: []string{
+				`registered stayed at 2 for 15 s (0 s to 15 s), held by its own step (world: assisted-service registering Agents; its "registration" loop ran 0 times in the window, runs up to 15.0 s)`,
+				`bound stayed at 2 for 15 s (0 s to 15 s), held by registered (world: assisted-service registering Agents; its "registration" loop`,
+			},
+		},
+		{
 			name: "VM creation stuck with every worker busy: worker count",
 			samples: pipeline([][numStages]int{
 				{10, 10, 4, 4, 4, 4, 4}, {10, 10, 4, 4, 4, 4, 4}, {10, 10, 4, 4, 4, 4, 4}, {10, 10, 4, 4, 4, 4, 4}, full,

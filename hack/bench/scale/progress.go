@@ -102,6 +102,16 @@ func (s *sampler) take(ctx context.Context) (sample, error) {
 		if !t.PassStart.IsZero() {
 			smp.World.PassFor, smp.World.PhaseFor = now.Sub(t.PassStart), now.Sub(t.PhaseStart)
 		}
+		if t.Loops != nil {
+			smp.World.Loops = map[string]loopSignals{}
+			for name, l := range t.Loops {
+				ls := loopSignals{LongestRun: l.LongestRun, Runs: l.Runs}
+				if !l.RunStart.IsZero() {
+					ls.RunningFor = now.Sub(l.RunStart)
+				}
+				smp.World.Loops[name] = ls
+			}
+		}
 	}
 	return smp, nil
 }
@@ -216,7 +226,12 @@ func progressLine(smp sample) string {
 	if smp.Op.Breakers > 0 {
 		fmt.Fprintf(&b, ", %d breakers open", smp.Op.Breakers)
 	}
-	if smp.World.PassFor > 0 {
+	if smp.World.Loops != nil {
+		b.WriteString(" | world loops running:")
+		for _, name := range []string{"nodepools", "registration", "binding", "installation"} {
+			fmt.Fprintf(&b, " %s %.1fs", name, smp.World.Loops[name].RunningFor.Seconds())
+		}
+	} else if smp.World.PassFor > 0 {
 		fmt.Fprintf(&b, " | world pass running %.0fs (phase %q %.0fs)", smp.World.PassFor.Seconds(), smp.World.Phase, smp.World.PhaseFor.Seconds())
 	} else {
 		fmt.Fprintf(&b, " | world between passes (last %.1fs)", smp.World.LastPass.Seconds())

@@ -38,7 +38,11 @@ func (d *Driver) RunLoops(ctx context.Context, interval time.Duration) {
 // from its queue. With one worker (the default) it goes in order and stops at the first error;
 // with more it lets the others finish and returns the first error.
 func (d *Driver) forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	workers := d.opts.Workers
+	return forEachWith(ctx, d.opts.Workers, n, fn)
+}
+
+// forEachWith is forEach with a given number of workers.
+func forEachWith(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
 	if workers <= 1 || n <= 1 {
 		for i := 0; i < n; i++ {
 			if err := fn(ctx, i); err != nil {

@@ -155,7 +155,11 @@ func (d *Driver) bindWaiting(ctx context.Context) error {
 			}
 		}
 	}
-	return d.forEach(ctx, len(ws), func(ctx context.Context, i int) error {
+	workers := d.opts.Workers
+	if d.opts.ProviderWorkers > 0 {
+		workers = d.opts.ProviderWorkers
+	}
+	return forEachWith(ctx, workers, len(ws), func(ctx context.Context, i int) error {
 		if chosen[i] == nil {
 			return d.markWaiting(ctx, ws[i].am)
 		}

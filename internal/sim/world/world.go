@@ -84,6 +84,9 @@ type Options struct {
 	// MaxConcurrentReconciles; CAPI and the Agent provider default to 10). 0 or 1: one after another,
 	// in a stable order.
 	Workers int
+	// ProviderWorkers overrides Workers for the Agent CAPI provider's binding (upstream registers its
+	// AgentMachine controller without options: controller-runtime's one worker). 0: Workers.
+	ProviderWorkers int
 }
 
 // Driver plays HyperShift/CAPI, the Agent CAPI provider and assisted-service.
