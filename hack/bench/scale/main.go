@@ -19,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -60,8 +62,20 @@ func main() {
 	timeout := flag.Duration("timeout", 30*time.Minute, "overall bound")
 	bindTimeout := flag.Duration("bind-timeout", 25*time.Minute, "bound on the time until every Agent is bound")
 	providerWorkers = flag.Int("provider-workers", 10, "workers of the simulated Agent CAPI provider (upstream: 1)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (operator + world + sampler) to this file")
 	flag.Parse()
 	ctrllog.SetLogger(reconcileErrs.logger())
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench-scale: cpu profile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -185,6 +199,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	retriesBefore := readRetries(ctrlmetrics.Registry, reconcileErrs)
 	writes.record()
 	logf("autoscaler: %d NodePools 0 -> %d at once", nPools, perPool)
+	cpuBefore := cpuSeconds()
 	start := time.Now()
 	for _, s := range scenarios { // the world renders the Machines on its next pass, as HyperShift would
 		if err := setReplicas(ctx, h.Client, s.NodePool, perPool); err != nil {
@@ -203,6 +218,10 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		return fmt.Errorf("waiting for %d bound Agents: %w", want, err)
 	}
 	satisfied := time.Since(start)
+	logf("CPU used until demand was satisfied (%d cores here), by process:", runtime.NumCPU())
+	for _, l := range cpuUsed(cpuBefore, cpuSeconds()) {
+		logf("  %s", l)
+	}
 	logf("demand satisfied in %.1fs; waiting for the world to finish installing and go quiet", satisfied.Seconds())
 
 	vms := 0
@@ -217,8 +236,18 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}); err != nil {
 		return err
 	}
-	// Let in-flight reconciles of the last changes finish before the window opens.
-	time.Sleep(5 * time.Second)
+	// Let the operator finish what the last changes started (its Event sink posts one Event at a time,
+	// so under load it drains a backlog after the world went quiet) before the window opens.
+	settleStart := time.Now()
+	if err := poll(ctx, 3*time.Minute, func() (bool, string, error) {
+		before := writes.total.Load()
+		time.Sleep(5 * time.Second)
+		n := writes.total.Load() - before
+		return n == 0, fmt.Sprintf("operator wrote %d times in 5s", n), nil
+	}); err != nil {
+		return err
+	}
+	logf("operator settled %.0fs after the world went quiet", time.Since(settleStart).Seconds()-5)
 	if vms, err = countVMs(ctx, h.Client, vc.Client, perPool); err != nil {
 		return err
 	}
