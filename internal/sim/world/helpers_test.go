@@ -140,6 +140,8 @@ func get(t *testing.T, kind string, key types.NamespacedName) *unstructured.Unst
 		u.SetGroupVersionKind(world.AgentMachineGVK)
 	case "Machine":
 		u.SetGroupVersionKind(world.MachineGVK)
+	case "NodePool":
+		u.SetGroupVersionKind(world.NodePoolGVK)
 	}
 	must(t, k8s.Get(t.Context(), key, u))
 	return u

@@ -3,10 +3,13 @@ package world_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 )
@@ -143,5 +146,83 @@ func TestLoopWorkersServeManyNodePoolsOnce(t *testing.T) {
 	}
 	if d.Timing().Loops["nodepools"].Runs == 0 {
 		t.Error("no run of the nodepools loop is recorded")
+	}
+}
+
+// frozenReader serves each kind's first list until the test thaws it: an informer cache that lags.
+// With only set, the other kinds are read live.
+type frozenReader struct {
+	client.Reader
+	mu     sync.Mutex
+	lists  map[string]*unstructured.UnstructuredList
+	frozen bool
+	only   string
+}
+
+func (r *frozenReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	u := list.(*unstructured.UnstructuredList)
+	key := u.GetKind() + fmt.Sprint(opts)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cached, ok := r.lists[key]; ok && r.frozen && (r.only == "" || r.only == u.GetKind()) {
+		cached.DeepCopyInto(u)
+		return nil
+	}
+	if err := r.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	r.lists[key] = u.DeepCopy()
+	return nil
+}
+
+// TestLaggingListsServeEachAgentMachineOnce: with lists that do not show the world's own writes yet,
+// the world neither renders a NodePool's Machines twice (CAPI's MachineSet keeps expectations) nor
+// reserves a second Agent for an AgentMachine whose list still shows it waiting while the Agent's
+// label is already listed (the provider looks for an Agent carrying its label first).
+func TestLaggingListsServeEachAgentMachineOnce(t *testing.T) {
+	s := scenario(t)
+	first := prepareAgent(t, s, "first", true)
+	second := prepareAgent(t, s, "second", true)
+	reader := &frozenReader{Reader: k8s, lists: map[string]*unstructured.UnstructuredList{}, frozen: true}
+	d, _ := newWorld(t, s, world.Options{Reader: reader, BindingDisabled: true})
+	np := get(t, "NodePool", s.NodePool)
+	patch := client.MergeFrom(np.DeepCopy())
+	must(t, unstructured.SetNestedField(np.Object, int64(1), "spec", "replicas"))
+	must(t, k8s.Patch(t.Context(), np, patch))
+	steps := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if _, err := d.Step(t.Context()); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+	}
+
+	steps(2) // the lists keep showing an empty control-plane namespace
+	if ms := list(t, "Machine", s.ControlPlaneNamespace); len(ms) != 1 {
+		t.Fatalf("%d Machines for 1 replica after passes whose lists did not show the first", len(ms))
+	}
+
+	// The AgentMachine list freezes showing it waiting; the provider's first reservation labels an
+	// Agent and then fails on the AgentMachine (its stale copy conflicts), as an interrupted reconcile.
+	reader.mu.Lock()
+	reader.lists, reader.only = map[string]*unstructured.UnstructuredList{}, "AgentMachineList"
+	reader.mu.Unlock()
+	steps(1)
+	am := list(t, "AgentMachine", s.ControlPlaneNamespace)[0]
+	bump := am.DeepCopy()
+	bump.SetAnnotations(map[string]string{"test/touched": "yes", world.AnnotationNodePool: am.GetAnnotations()[world.AnnotationNodePool]})
+	must(t, k8s.Update(t.Context(), bump))
+	d.SetBinding(true)
+	steps(3)
+
+	var reserved []string
+	for _, k := range []types.NamespacedName{first, second} {
+		if get(t, "Agent", k).GetLabels()[world.LabelAgentMachineRef] != "" {
+			reserved = append(reserved, k.Name)
+		}
+	}
+	if len(reserved) != 1 {
+		t.Errorf("reserved Agents %v, want exactly one for the one AgentMachine", reserved)
 	}
 }

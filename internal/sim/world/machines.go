@@ -131,18 +131,13 @@ func (d *Driver) reconcileNodePoolWith(ctx context.Context, np *unstructured.Uns
 	if platform != "Agent" || !found || clusterName == "" || !d.inScope(cpNS) {
 		return nil
 	}
-	var live []*unstructured.Unstructured
-	for _, m := range machines {
-		if m.GetDeletionTimestamp() == nil {
-			live = append(live, m)
-		}
-	}
-	for i := int64(len(live)); i < replicas; i++ {
+	live, pending := d.liveMachines(nodePoolKey(np), machines)
+	for i := int64(len(live) + pending); i < replicas; i++ {
 		if err := d.createMachine(ctx, np, cpNS, clusterName); err != nil {
 			return err
 		}
 	}
-	if surplus := int64(len(live)) - replicas; surplus > 0 {
+	if surplus := min(int64(len(live)+pending)-replicas, int64(len(live))); surplus > 0 {
 		// CAPI's MachineSet deletes Machines without a Node first, then the newest.
 		sort.SliceStable(live, func(i, j int) bool {
 			ni, nj := hasNodeRef(live[i]), hasNodeRef(live[j])
@@ -160,10 +155,62 @@ func (d *Driver) reconcileNodePoolWith(ctx context.Context, np *unstructured.Uns
 				return err
 			}
 			d.wrote()
+			d.expectMachine(nodePoolKey(np), m.GetName(), false)
 			d.log.Info("machine deleting (scale-down)", "machine", client.ObjectKeyFromObject(m), "nodePool", nodePoolKey(np))
 		}
 	}
 	return nil
+}
+
+// machineExpectations are a NodePool's Machines this world created or deleted that its list has not
+// shown yet (created: not listed yet; deleted: still listed without a deletionTimestamp).
+type machineExpectations struct {
+	created, deleted map[string]bool
+}
+
+func (d *Driver) expectMachine(nodePool, name string, created bool) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	e := d.machinesExpected[nodePool]
+	if e == nil {
+		e = &machineExpectations{created: map[string]bool{}, deleted: map[string]bool{}}
+		d.machinesExpected[nodePool] = e
+	}
+	if created {
+		e.created[name] = true
+	} else {
+		e.deleted[name] = true
+	}
+}
+
+// liveMachines are the listed Machines of a NodePool that are not being deleted, less those this
+// world deleted, and how many it created that the list does not show yet. Expectations the list has
+// caught up with are dropped.
+func (d *Driver) liveMachines(nodePool string, machines []*unstructured.Unstructured) (live []*unstructured.Unstructured, pending int) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	e := d.machinesExpected[nodePool]
+	if e == nil {
+		e = &machineExpectations{created: map[string]bool{}, deleted: map[string]bool{}}
+	}
+	listed := make(map[string]bool, len(machines))
+	for _, m := range machines {
+		listed[m.GetName()] = true
+		delete(e.created, m.GetName())
+		if m.GetDeletionTimestamp() != nil {
+			delete(e.deleted, m.GetName())
+			continue
+		}
+		if !e.deleted[m.GetName()] {
+			live = append(live, m)
+		}
+	}
+	for name := range e.deleted {
+		if !listed[name] { // gone altogether
+			delete(e.deleted, name)
+		}
+	}
+	return live, len(e.created)
 }
 
 func hasNodeRef(m *unstructured.Unstructured) bool {
@@ -215,6 +262,7 @@ func (d *Driver) createMachine(ctx context.Context, np *unstructured.Unstructure
 		return fmt.Errorf("creating Machine: %w", err)
 	}
 	d.wrote()
+	d.expectMachine(nodePoolKey(np), name, true)
 	m.Object["status"] = map[string]any{
 		"phase":          "Provisioning",
 		"initialization": map[string]any{"bootstrapDataSecretCreated": true, "infrastructureProvisioned": false},

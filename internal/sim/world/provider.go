@@ -133,8 +133,9 @@ func (d *Driver) bindWaiting(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The provider labels the Agent first, in case it is interrupted before it writes the AgentMachine;
-	// an AgentMachine whose Agent already carries its label resumes with that Agent.
+	// The provider labels the Agent first, in case it is interrupted before it writes the AgentMachine
+	// (or its cache shows the Agent's label before the AgentMachine's agentRef); an AgentMachine whose
+	// Agent already carries its label resumes with that Agent. A stale Agent fails its optimistic lock.
 	labelled := map[string]*unstructured.Unstructured{}
 	for _, a := range agents {
 		if ref := a.GetLabels()[LabelAgentMachineRef]; ref != "" {
@@ -144,7 +145,7 @@ func (d *Driver) bindWaiting(ctx context.Context) error {
 	chosen := make([]*unstructured.Unstructured, len(ws))
 	taken := map[*unstructured.Unstructured]bool{}
 	for i, w := range ws {
-		if a := labelled[w.am.GetNamespace()+"/"+string(w.am.GetUID())]; a != nil {
+		if a := labelled[reservationKey(w.am)]; a != nil {
 			chosen[i] = a
 			continue
 		}
@@ -169,6 +170,10 @@ func (d *Driver) bindWaiting(ctx context.Context) error {
 		}
 		return err
 	})
+}
+
+func reservationKey(am *unstructured.Unstructured) string {
+	return am.GetNamespace() + "/" + string(am.GetUID())
 }
 
 func (d *Driver) markWaiting(ctx context.Context, am *unstructured.Unstructured) error {

@@ -35,6 +35,10 @@ const (
 type Options struct {
 	// Client talks to the API server (unstructured objects only; any scheme works).
 	Client client.Client
+	// Reader serves the world's lists when set: an informer cache, as the real controllers read
+	// (it may lag the API server; the world keeps expectations of its own writes, as CAPI's MachineSet
+	// controller does). Nil: every list goes to the API server.
+	Reader client.Reader
 	// VSphere is the simulator's SOAP client; nil disables Agent registration and disconnection.
 	VSphere *vim25.Client
 	// Datacenter holds the VMs to watch; "" means the only datacenter.
@@ -119,8 +123,11 @@ type Driver struct {
 	// (valid when vmsListed).
 	vms       map[string]VM
 	vmsListed bool
-	scope     map[string]struct{}
-	static    *staticWorld
+	// machinesExpected are Machines this world created or deleted that its lists have not shown yet,
+	// by NodePool (they matter only when Reader lags).
+	machinesExpected map[string]*machineExpectations
+	scope            map[string]struct{}
+	static           *staticWorld
 
 	// timing is the driver's own pacing (benches attribute plateaus with it).
 	timingMu sync.Mutex
@@ -155,12 +162,13 @@ func New(opts Options) (*Driver, error) {
 	d := &Driver{
 		scope: scope,
 		c:     opts.Client, vc: opts.VSphere, opts: opts, clock: opts.Clock, log: opts.Logger,
-		binding:      !opts.BindingDisabled,
-		register:     opts.Register,
-		firstSeen:    map[string]time.Time{},
-		registered:   map[string]types.NamespacedName{},
-		registeredAt: map[types.NamespacedName]time.Time{},
-		static:       &staticWorld{bySHA: map[string]int{}, bootedWithout: map[string]string{}, reported: map[string]string{}},
+		binding:          !opts.BindingDisabled,
+		register:         opts.Register,
+		firstSeen:        map[string]time.Time{},
+		registered:       map[string]types.NamespacedName{},
+		registeredAt:     map[types.NamespacedName]time.Time{},
+		machinesExpected: map[string]*machineExpectations{},
+		static:           &staticWorld{bySHA: map[string]int{}, bootedWithout: map[string]string{}, reported: map[string]string{}},
 	}
 	for _, b := range []struct {
 		name string
@@ -330,10 +338,14 @@ func (d *Driver) inScope(ns string) bool {
 // list lists objects of a kind in every namespace in scope. With many namespaces one
 // cluster-wide list filtered here is far cheaper than a list per namespace.
 func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOption) ([]*unstructuredObj, error) {
+	var reader client.Reader = d.c
+	if d.opts.Reader != nil {
+		reader = d.opts.Reader
+	}
 	var out []*unstructuredObj
 	if len(d.opts.Namespaces) > 4 {
 		l := newList(gvk)
-		if err := d.c.List(ctx, l, opts...); err != nil {
+		if err := reader.List(ctx, l, opts...); err != nil {
 			return nil, err
 		}
 		for i := range l.Items {
@@ -349,7 +361,7 @@ func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOpt
 		if ns != "" {
 			lo = append(lo, client.InNamespace(ns))
 		}
-		if err := d.c.List(ctx, l, lo...); err != nil {
+		if err := reader.List(ctx, l, lo...); err != nil {
 			return nil, err
 		}
 		for i := range l.Items {
