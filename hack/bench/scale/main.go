@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -125,12 +126,24 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		scenarios = append(scenarios, s)
 		namespaces = append(namespaces, s.Namespaces()...)
 	}
+	// The world reads as the real controllers do, from informer caches (watches), not by listing a
+	// thousand objects of each kind from the API server every pass.
+	worldCache, err := cache.New(h.Env.Config, cache.Options{Scheme: h.Env.Scheme})
+	if err != nil {
+		return err
+	}
+	cacheCtx, stopCache := context.WithCancel(ctx)
+	defer stopCache()
+	go func() { _ = worldCache.Start(cacheCtx) }()
+	if !worldCache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the world's cache did not sync")
+	}
 	// The world runs as the real systems do: HyperShift/CAPI, assisted-service and the Agent CAPI
 	// provider each in its own loop, each working ten objects at once (CAPI's default concurrency).
 	// The upstream provider has one worker; with one, binding 1 000 AgentMachines alone takes ~300 s
 	// here (six writes per reservation at ~20-60 ms each on this 2-core machine), which would hide the
 	// operator's pace: -provider-workers 1 measures that.
-	w, err := h.StartWorld(world.Options{Namespaces: namespaces, InstallDelay: time.Second, Loops: true, Workers: 10, ProviderWorkers: *providerWorkers,
+	w, err := h.StartWorld(world.Options{Namespaces: namespaces, InstallDelay: time.Second, Loops: true, Reader: worldCache, Workers: 10, ProviderWorkers: *providerWorkers,
 		InfraEnvFor: func(vm world.VM) (types.NamespacedName, bool) {
 			m := isoNamespace.FindStringSubmatch(vm.ISOPath)
 			if m == nil {
@@ -207,7 +220,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		}
 	}
 	want := nPools * perPool
-	progress := &sampler{c: h.Client, vc: vc.Client, gatherer: ctrlmetrics.Registry, world: w, start: start,
+	progress := &sampler{c: worldCache, vc: vc.Client, gatherer: ctrlmetrics.Registry, world: w, start: start,
 		throttled: func() int { return int(writes.throttled.Load()) }}
 	logf("progress every %s: the pipeline (machines and registered/bound: the world; requested, created, powered on, prepared: the operator), the operator's queues, the world's pass", 2*sampleEvery)
 	bindCtx, cancelBind := context.WithTimeout(ctx, bindTimeout)

@@ -26,7 +26,8 @@ var controllerNames = map[string]string{"pool": "vsphereagentpool", "vm": "vsphe
 // sampler records the pipeline every interval from what the API server, the simulator, the
 // operator's metrics and the world driver show, and logs every logEvery-th sample.
 type sampler struct {
-	c         client.Client
+	// c reads the pipeline: an informer cache, so sampling costs the API server nothing per sample.
+	c         client.Reader
 	vc        *vim25.Client
 	gatherer  prometheus.Gatherer
 	world     *world.Driver
