@@ -308,7 +308,9 @@ func (d *Driver) updateAgentStatus(ctx context.Context) error {
 		if d.vmsListed {
 			_, connected = d.vms[biosOf[key]]
 		}
-		if setConditions(agent, now, d.agentConditions(agent, connected, at, now)...) {
+		if conds := d.agentConditions(agent, connected, at, now); conditionsWouldChange(agent, now, conds...) {
+			agent = agent.DeepCopy() // the list may be a shared cache
+			setConditions(agent, now, conds...)
 			updates = append(updates, update{agent: agent, connected: connected})
 		}
 	}

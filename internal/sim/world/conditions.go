@@ -103,6 +103,14 @@ func setConditions(u *unstructured.Unstructured, now time.Time, conds ...cond) b
 	return changed
 }
 
+// conditionsWouldChange reports whether setConditions would change u, without touching u (lists
+// served from a shared cache must be copied before they are changed).
+func conditionsWouldChange(u *unstructured.Unstructured, now time.Time, conds ...cond) bool {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions") // a deep copy
+	scratch := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": raw}}}
+	return setConditions(scratch, now, conds...)
+}
+
 func sameCondition(a, b map[string]any) bool {
 	if len(a) != len(b) {
 		return false

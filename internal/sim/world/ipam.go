@@ -108,7 +108,7 @@ func (d *Driver) allocateAddresses(ctx context.Context) error {
 			continue
 		}
 		if c.GetDeletionTimestamp() != nil {
-			if err := d.releaseAddress(ctx, c); err != nil {
+			if err := d.releaseAddress(ctx, c.DeepCopy()); err != nil {
 				return err
 			}
 			continue
@@ -116,7 +116,7 @@ func (d *Driver) allocateAddresses(ctx context.Context) error {
 		if name, _, _ := unstructured.NestedString(c.Object, "status", "addressRef", "name"); name != "" {
 			continue
 		}
-		if err := d.allocate(ctx, c, pool, used); err != nil {
+		if err := d.allocate(ctx, c.DeepCopy(), pool, used); err != nil {
 			return err
 		}
 	}

@@ -353,7 +353,7 @@ func (d *Driver) processDeletions(ctx context.Context) error {
 			}
 			continue // the AgentMachine goes first; the Machine follows next pass
 		}
-		if err := d.removeFinalizer(ctx, m, FinalizerMachine); err != nil {
+		if err := d.removeFinalizer(ctx, m.DeepCopy(), FinalizerMachine); err != nil {
 			return err
 		}
 		d.log.Info("machine deleted", "machine", client.ObjectKeyFromObject(m))
@@ -365,7 +365,7 @@ func (d *Driver) processDeletions(ctx context.Context) error {
 	}
 	for _, am := range ams {
 		if am.GetDeletionTimestamp() != nil {
-			if _, err := d.releaseAgentMachine(ctx, am); err != nil {
+			if _, err := d.releaseAgentMachine(ctx, am.DeepCopy()); err != nil {
 				return err
 			}
 		}

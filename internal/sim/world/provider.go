@@ -177,9 +177,11 @@ func reservationKey(am *unstructured.Unstructured) string {
 }
 
 func (d *Driver) markWaiting(ctx context.Context, am *unstructured.Unstructured) error {
-	if !setConditions(am, d.now(), d.waitingConditions()...) {
+	if !conditionsWouldChange(am, d.now(), d.waitingConditions()...) {
 		return nil
 	}
+	am = am.DeepCopy() // the list may be a shared cache
+	setConditions(am, d.now(), d.waitingConditions()...)
 	if err := d.c.Status().Update(ctx, am); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -190,6 +192,8 @@ func (d *Driver) markWaiting(ctx context.Context, am *unstructured.Unstructured)
 // reserve writes what the provider writes when it picks an Agent. The Agent update carries the
 // resourceVersion read, so a concurrent change (e.g. the operator unapproving) makes it fail.
 func (d *Driver) reserve(ctx context.Context, agent *unstructured.Unstructured, w waiting) error {
+	// The objects may come from a shared cache: change copies.
+	agent, w.am, w.machine = agent.DeepCopy(), w.am.DeepCopy(), w.machine.DeepCopy()
 	clusterName, _, _ := unstructured.NestedString(w.machine.Object, "spec", "clusterName")
 	lbls := agent.GetLabels()
 	if lbls == nil {
@@ -378,7 +382,7 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 		byRef[am.GetNamespace()+"/"+string(am.GetUID())] = am
 	}
 	return d.forEach(ctx, len(done), func(ctx context.Context, i int) error {
-		agent := done[i]
+		agent := done[i].DeepCopy() // the list may be a shared cache
 		setConditions(agent, now,
 			cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
 			cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},

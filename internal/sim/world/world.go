@@ -340,7 +340,8 @@ func (d *Driver) inScope(ns string) bool {
 func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOption) ([]*unstructuredObj, error) {
 	var reader client.Reader = d.c
 	if d.opts.Reader != nil {
-		reader = d.opts.Reader
+		// A cache's objects are shared: the world copies what it changes (see listInPass).
+		reader, opts = d.opts.Reader, append(opts[:len(opts):len(opts)], client.UnsafeDisableDeepCopy)
 	}
 	var out []*unstructuredObj
 	if len(d.opts.Namespaces) > 4 {
@@ -395,8 +396,7 @@ func passCacheFrom(ctx context.Context) *passCache {
 }
 
 // listInPass is list, reusing a list of the same kind taken earlier in this pass when nothing
-// has been written since. Callers must not modify the returned objects without writing them, and
-// must not share them between workers that modify them.
+// has been written since. The objects may be shared with a cache: callers copy before they change one.
 func (d *Driver) listInPass(ctx context.Context, gvk schemaGVK) ([]*unstructuredObj, error) {
 	pc := passCacheFrom(ctx)
 	if pc != nil {
