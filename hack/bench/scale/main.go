@@ -46,8 +46,11 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// providerWorkers is the -provider-workers flag.
-var providerWorkers *int
+// providerWorkers and serialWorld are the -provider-workers and -serial-world flags.
+var (
+	providerWorkers *int
+	serialWorld     *bool
+)
 
 // sampleEvery spaces progress samples (every other one is logged); minPlateau is how long a stage
 // must stand still to be named as a plateau.
@@ -63,6 +66,7 @@ func main() {
 	timeout := flag.Duration("timeout", 30*time.Minute, "overall bound")
 	bindTimeout := flag.Duration("bind-timeout", 25*time.Minute, "bound on the time until every Agent is bound")
 	providerWorkers = flag.Int("provider-workers", 10, "workers of the simulated Agent CAPI provider (upstream: 1)")
+	serialWorld = flag.Bool("serial-world", false, "run the world as one serial pass reading from the API server (as before the loops), to compare")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (operator + world + sampler) to this file")
 	flag.Parse()
 	ctrllog.SetLogger(reconcileErrs.logger())
@@ -89,6 +93,15 @@ func main() {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// isoInfraEnv is the InfraEnv whose ISO a VM boots (each bench pool has its own InfraEnv "ie").
+func isoInfraEnv(vm world.VM) (types.NamespacedName, bool) {
+	m := isoNamespace.FindStringSubmatch(vm.ISOPath)
+	if m == nil {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: m[1], Name: "ie"}, true
 }
 
 // isoNamespace finds the pool namespace in a cached ISO's datastore path "[ds] agent-forge/<ns>/<pool>/<sha>.iso".
@@ -143,14 +156,12 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	// The upstream provider has one worker; with one, binding 1 000 AgentMachines alone takes ~300 s
 	// here (six writes per reservation at ~20-60 ms each on this 2-core machine), which would hide the
 	// operator's pace: -provider-workers 1 measures that.
-	w, err := h.StartWorld(world.Options{Namespaces: namespaces, InstallDelay: time.Second, Loops: true, Reader: worldCache, Workers: 10, ProviderWorkers: *providerWorkers,
-		InfraEnvFor: func(vm world.VM) (types.NamespacedName, bool) {
-			m := isoNamespace.FindStringSubmatch(vm.ISOPath)
-			if m == nil {
-				return types.NamespacedName{}, false
-			}
-			return types.NamespacedName{Namespace: m[1], Name: "ie"}, true
-		}}, 500*time.Millisecond)
+	wo := world.Options{Namespaces: namespaces, InstallDelay: time.Second, Loops: true, Reader: worldCache, Workers: 10, ProviderWorkers: *providerWorkers}
+	if *serialWorld { // the world before: one serial pass of every behaviour, lists from the API server
+		wo = world.Options{Namespaces: namespaces, InstallDelay: time.Second}
+	}
+	wo.InfraEnvFor = isoInfraEnv
+	w, err := h.StartWorld(wo, 500*time.Millisecond)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,8 @@ type opSignals struct {
 	// Queue is each controller's workqueue depth (items ready, not those waiting for a delay),
 	// Busy its active workers, Workers its worker count; keys "pool" and "vm".
 	Queue, Busy, Workers map[string]int
-	// Retries counts rate-limited requeues (backoff) so far, both controllers.
+	// Retries counts rate-limited requeues (backoff: passes that ended in an error or Requeue) so
+	// far, both controllers; RequeueAfter timers are not among them.
 	Retries int
 	// Breakers is how many pools report RegistrationHealthy=False (creation stopped).
 	Breakers int

@@ -138,12 +138,25 @@ func (s *sampler) operatorMetrics(op *opSignals) {
 					op.Busy[key] = int(m.GetGauge().GetValue())
 				case "controller_runtime_max_concurrent_reconciles":
 					op.Workers[key] = int(m.GetGauge().GetValue())
-				case "workqueue_retries_total":
-					op.Retries += int(m.GetCounter().GetValue())
+				case "controller_runtime_reconcile_total":
+					// Rate-limited requeues (with backoff) are passes ending in an error or Requeue;
+					// workqueue_retries_total also counts every RequeueAfter timer, which is no backoff.
+					if r := labelValue(m, "result"); r == "error" || r == "requeue" {
+						op.Retries += int(m.GetCounter().GetValue())
+					}
 				}
 			}
 		}
 	}
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 func hasLabel(m *dto.Metric, value string) bool {
@@ -222,7 +235,7 @@ func progressLine(smp sample) string {
 			b.WriteString(",")
 		}
 	}
-	fmt.Fprintf(&b, " | pool queue %d (%d/%d busy), vm queue %d (%d/%d busy), retries %d",
+	fmt.Fprintf(&b, " | pool queue %d (%d/%d busy), vm queue %d (%d/%d busy), rate-limited requeues %d",
 		smp.Op.Queue["pool"], smp.Op.Busy["pool"], smp.Op.Workers["pool"], smp.Op.Queue["vm"], smp.Op.Busy["vm"], smp.Op.Workers["vm"], smp.Op.Retries)
 	if smp.Op.Breakers > 0 {
 		fmt.Fprintf(&b, ", %d breakers open", smp.Op.Breakers)
