@@ -31,7 +31,7 @@ import (
 // RBAC: exactly what the code calls; test/rbac proves each grant is needed and that the operator's whole
 // job runs under them. Cached kinds need list+watch only (get/list of a cached kind is served by the
 // informer); get is granted where the code reads live (APIReader). Every request is listed in docs/rbac.md.
-// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagentpools,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagentpools,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagentpools/status,verbs=update
 // +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagentpools/finalizers,verbs=update
 // +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents,verbs=list;watch;create;update;delete
@@ -147,11 +147,10 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	if !pool.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if controllerutil.AddFinalizer(pool, afv1.FinalizerPool) {
-		replaced := pool.ResourceVersion
-		if err := r.Update(ctx, pool); err != nil {
-			return ctrl.Result{}, err
-		}
+	replaced := pool.ResourceVersion
+	if wrote, err := patchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, true); err != nil {
+		return ctrl.Result{}, err
+	} else if wrote {
 		r.own.wrote(replaced, pool)
 	}
 

@@ -186,9 +186,9 @@ func (r *PoolReconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctr
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Event(pool, "Normal", "PoolDeleted", fmt.Sprintf("cleanupPolicy %s applied to %d VM(s)", policyOf(pool), len(vas.Items)))
-	controllerutil.RemoveFinalizer(pool, afv1.FinalizerPool)
 	r.expectations.forget(client.ObjectKeyFromObject(pool).String())
-	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, pool))
+	_, err := patchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, false)
+	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
 // annotationRetained marks a VsphereAgent whose VM is kept when its pool is deleted under Retain.

@@ -47,6 +47,7 @@ var _ = Describe("A pool applied with the user's own spellings", func() {
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(stored.GetGeneration()).To(BeEquivalentTo(1))
 		Expect(stored.Object["spec"]).To(Equal(applied))
-		Expect(unstructured.NestedString(stored.Object, "spec", "iso", "checkInterval")).To(Equal("1h"))
+		checkInterval, _, _ := unstructured.NestedString(stored.Object, "spec", "iso", "checkInterval")
+		Expect(checkInterval).To(Equal("1h"))
 	})
 })
