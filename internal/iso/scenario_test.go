@@ -119,7 +119,7 @@ func newHarness(t *testing.T, b backend, content []byte) *harness {
 	h.server = newISOServer(t, content)
 	h.url = h.server.url(h.token)
 	var err error
-	h.cache, err = NewCache(Options{Clock: h.clock, HTTPClient: h.server.Client(), Log: log, IdleReadTimeout: 300 * time.Millisecond})
+	h.cache, err = NewCache(Options{Clock: h.clock, HTTPClient: h.server.Client(), Log: log, IdleReadTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

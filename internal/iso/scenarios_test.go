@@ -227,6 +227,12 @@ func scenarioFailedDownloads(t *testing.T, b backend) {
 	for _, mode := range []string{"404", "500", "slow", "truncate"} {
 		h.server.set(v2, mode)
 		h.pool.Annotations = map[string]string{afv1.AnnotationForceISORefresh: mode}
+		// Only the stalled download waits for the idle timeout; a short one elsewhere would fail a
+		// healthy download on a busy machine.
+		h.cache.idle = 30 * time.Second
+		if mode == "slow" {
+			h.cache.idle = 300 * time.Millisecond
+		}
 		_, rr := h.pass()
 		h.expectOutcome(rr, OutcomeFailed)
 		if h.cond.Status != "False" || h.cond.Reason != afv1.ReasonISODownloadFailed {
