@@ -279,21 +279,13 @@ func (r *PoolReconciler) observeDemand(ctx context.Context, s *poolScope) error 
 	}
 	// The provider labels the Agent before it writes the AgentMachine's agentRef: an AgentMachine whose
 	// Agent is already reserved no longer waits, else the gap between the two writes looks like demand.
-	// The label holds the AgentMachine's UID (the provider's getAgentMachineRefLabel); a name is
-	// accepted too (hand-made reservations).
-	reserved := map[string]bool{}
-	for _, a := range s.matching {
-		if ref := a.AgentMachineRef(); ref != "" {
-			reserved[a.Obj.GetAnnotations()[agents.AnnotationAgentMachineRefNamespace]+"/"+ref] = true
-		}
-	}
+	// Agent.ReservedBy is the one reading of that label.
 	s.agentMachines = s.agentMachines[:0]
 	s.waiting = 0
 	for i := range list.Items {
 		am := agents.AgentMachineFrom(&list.Items[i])
 		s.agentMachines = append(s.agentMachines, am)
-		taken := reserved[am.Namespace+"/"+string(am.UID)] || reserved[am.Namespace+"/"+am.Name]
-		if am.WaitsForAgent() && !taken && r.ownerMachineActive(ctx, am) {
+		if am.WaitsForAgent() && !agents.AnyReservedBy(s.matching, am) && r.ownerMachineActive(ctx, am) {
 			s.waiting++
 		}
 	}

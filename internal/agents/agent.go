@@ -52,6 +52,16 @@ func AgentFrom(u *unstructured.Unstructured) Agent {
 // AgentMachineRef is the AgentMachine the provider reserved this Agent for ("" when free).
 func (a Agent) AgentMachineRef() string { return a.Labels[LabelAgentMachineRef] }
 
+// AnyReservedBy reports whether one of the Agents is reserved by the AgentMachine.
+func AnyReservedBy(list []Agent, am AgentMachine) bool {
+	for _, a := range list {
+		if a.ReservedBy(am) {
+			return true
+		}
+	}
+	return false
+}
+
 // ReservedBy reports whether the Agent's reservation names this AgentMachine. The provider labels
 // the Agent with the AgentMachine's UID (getAgentMachineRefLabel in cluster-api-provider-agent); the
 // name is accepted too, for hand-made reservations.

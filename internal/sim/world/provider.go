@@ -139,7 +139,7 @@ func (d *Driver) bindWaiting(ctx context.Context) error {
 	labelled := map[string]*unstructured.Unstructured{}
 	for _, a := range agents {
 		if ref := a.GetLabels()[LabelAgentMachineRef]; ref != "" {
-			labelled[a.GetAnnotations()[AnnotationAgentMachineRefNamespace]+"/"+ref] = a
+			labelled[reservationOf(a)] = a
 		}
 	}
 	chosen := make([]*unstructured.Unstructured, len(ws))
@@ -172,8 +172,14 @@ func (d *Driver) bindWaiting(ctx context.Context) error {
 	})
 }
 
+// reservationKey and reservationOf key a reservation from either side: the AgentMachine's namespace
+// and UID, as the provider writes them onto the Agent it reserves.
 func reservationKey(am *unstructured.Unstructured) string {
 	return am.GetNamespace() + "/" + string(am.GetUID())
+}
+
+func reservationOf(agent *unstructured.Unstructured) string {
+	return agent.GetAnnotations()[AnnotationAgentMachineRefNamespace] + "/" + agent.GetLabels()[LabelAgentMachineRef]
 }
 
 func (d *Driver) markWaiting(ctx context.Context, am *unstructured.Unstructured) error {
@@ -379,7 +385,7 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 	}
 	byRef := make(map[string]*unstructured.Unstructured, len(ams))
 	for _, am := range ams {
-		byRef[am.GetNamespace()+"/"+string(am.GetUID())] = am
+		byRef[reservationKey(am)] = am
 	}
 	return d.forEach(ctx, len(done), func(ctx context.Context, i int) error {
 		agent := done[i].DeepCopy() // the list may be a shared cache
@@ -397,7 +403,7 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 		}
 		d.wrote()
 		d.log.Info("agent installed", "agent", client.ObjectKeyFromObject(agent))
-		am := byRef[agent.GetAnnotations()[AnnotationAgentMachineRefNamespace]+"/"+agent.GetLabels()[LabelAgentMachineRef]]
+		am := byRef[reservationOf(agent)]
 		if am == nil {
 			return nil
 		}

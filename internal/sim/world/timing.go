@@ -1,6 +1,9 @@
 package world
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // PassTiming is the world driver's own pacing. In serial passes (Step, Run) one slow phase (say, a
 // thousand Agents registered one by one) holds every other behaviour until the pass ends; in loop
@@ -40,12 +43,7 @@ func (d *Driver) Timing() PassTiming {
 	d.timingMu.Lock()
 	defer d.timingMu.Unlock()
 	t := d.timing
-	if d.timing.Loops != nil {
-		t.Loops = make(map[string]LoopTiming, len(d.timing.Loops))
-		for k, v := range d.timing.Loops {
-			t.Loops[k] = v
-		}
-	}
+	t.Loops = maps.Clone(d.timing.Loops)
 	return t
 }
 
