@@ -136,7 +136,12 @@ func (m *Manager) Start(ctx context.Context) error {
 
 // Stop cancels running jobs and waits for them.
 func (m *Manager) Stop() {
+	// Cancel under mu: an Ensure racing the stop either added its job to wg before this (Wait then
+	// waits for it) or sees the cancelled context and starts none (a WaitGroup's Add must not race
+	// its Wait).
+	m.mu.Lock()
 	m.cancel()
+	m.mu.Unlock()
 	m.wg.Wait()
 }
 
