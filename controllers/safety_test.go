@@ -208,8 +208,13 @@ var _ = Describe("Surplus removal racing a reservation", func() {
 		op := startOperator(operatorOptions{beforeUnapprove: func(ctx context.Context, ns, name string) {
 			once.Do(func() {
 				defer GinkgoRecover()
-				_, err := d.ReserveAgentForAnyWaiting(ctx, types.NamespacedName{Namespace: ns, Name: name})
-				Expect(err).NotTo(HaveOccurred())
+				// The operator may call Available an Agent the world's status loop has not yet written
+				// RequirementsMet for (the provider's filter): the provider would pick it up on its next
+				// reconcile, so the race retries until the world agrees; the operator waits here meanwhile.
+				Eventually(func() error {
+					_, err := d.ReserveAgentForAnyWaiting(ctx, types.NamespacedName{Namespace: ns, Name: name})
+					return err
+				}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
 				raced <- name
 			})
 		}})

@@ -105,7 +105,9 @@ func scenario(t *testing.T) *world.Scenario {
 func newWorld(t *testing.T, s *world.Scenario, opts world.Options) (*world.Driver, *clocktesting.FakeClock) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	opts.Client = k8s
+	if opts.Client == nil {
+		opts.Client = k8s
+	}
 	opts.Namespaces = s.Namespaces()
 	opts.Clock = clk
 	if opts.InfraEnv == nil {

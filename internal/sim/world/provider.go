@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -290,23 +291,33 @@ func (d *Driver) ReserveAgent(ctx context.Context, agent, agentMachine types.Nam
 }
 
 // ReserveAgentForAnyWaiting reserves the Agent for the first waiting AgentMachine whose selector
-// it matches, and returns that AgentMachine.
+// it matches, and returns that AgentMachine. A conflict (another of the world's loops, or the
+// operator, wrote one of the objects first) is retried from a fresh read, as the provider's requeue
+// would; a reservation interrupted half-way resumes with the AgentMachine its label names.
 func (d *Driver) ReserveAgentForAnyWaiting(ctx context.Context, agent types.NamespacedName) (types.NamespacedName, error) {
 	defer d.lock(phaseBinding)()
-	a := newObject(AgentGVK)
-	if err := d.c.Get(ctx, agent, a); err != nil {
-		return types.NamespacedName{}, err
-	}
-	ws, err := d.waitingAgentMachines(ctx)
+	var reserved types.NamespacedName
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		a := newObject(AgentGVK)
+		if err := d.c.Get(ctx, agent, a); err != nil {
+			return err
+		}
+		ws, err := d.waitingAgentMachines(ctx)
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			if a.GetLabels()[LabelAgentMachineRef] == string(w.am.GetUID()) || suitable(a, w.selector) {
+				reserved = client.ObjectKeyFromObject(w.am)
+				return d.reserve(ctx, a, w)
+			}
+		}
+		return fmt.Errorf("%w: no waiting AgentMachine fits Agent %s", ErrNotSuitable, agent)
+	})
 	if err != nil {
 		return types.NamespacedName{}, err
 	}
-	for _, w := range ws {
-		if suitable(a, w.selector) {
-			return client.ObjectKeyFromObject(w.am), d.reserve(ctx, a, w)
-		}
-	}
-	return types.NamespacedName{}, fmt.Errorf("%w: no waiting AgentMachine fits Agent %s", ErrNotSuitable, agent)
+	return reserved, nil
 }
 
 // unbindAgent plays the provider's deprovision: it removes the reservation from the Agent and

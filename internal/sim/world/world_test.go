@@ -1,6 +1,7 @@
 package world_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -307,5 +308,46 @@ func TestTimingReportsPassesAndTheirSlowestPhase(t *testing.T) {
 	}
 	if got.LongestPhase == "" {
 		t.Errorf("the slowest phase of the last pass is not named: %+v", got)
+	}
+}
+
+// agentWriterBeforeUpdate is a client whose first Update of an Agent is preceded by someone else's
+// status write of the same Agent (assisted-service, or the world's own status loop), so the
+// API server refuses that Update with a real conflict.
+type agentWriterBeforeUpdate struct {
+	client.Client
+	t     *testing.T
+	fired bool
+}
+
+func (c *agentWriterBeforeUpdate) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == world.AgentGVK.Kind && !c.fired {
+		c.fired = true
+		other := &unstructured.Unstructured{}
+		other.SetGroupVersionKind(world.AgentGVK)
+		must(c.t, c.Get(ctx, client.ObjectKeyFromObject(obj), other))
+		must(c.t, unstructured.SetNestedField(other.Object, "known", "status", "debugInfo", "state"))
+		must(c.t, c.Status().Update(ctx, other))
+	}
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func TestReserveAgentForAnyWaitingRetriesAConflict(t *testing.T) {
+	s := scenario(t)
+	racing := &agentWriterBeforeUpdate{Client: k8s, t: t}
+	d, _ := newWorld(t, s, world.Options{BindingDisabled: true, Client: racing})
+	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
+	key := prepareAgent(t, s, "r1", true)
+	step(t, d)
+	amKey, err := d.ReserveAgentForAnyWaiting(t.Context(), key)
+	must(t, err)
+	if !racing.fired {
+		t.Fatal("no conflicting write was made")
+	}
+	if got, want := get(t, "Agent", key).GetLabels()[world.LabelAgentMachineRef], string(get(t, "AgentMachine", amKey).GetUID()); got != want {
+		t.Errorf("agentMachineRef = %q, want the AgentMachine's UID %q", got, want)
+	}
+	if ref, _, _ := unstructured.NestedString(get(t, "AgentMachine", amKey).Object, "status", "agentRef", "name"); ref != key.Name {
+		t.Errorf("AgentMachine agentRef = %q, want %q", ref, key.Name)
 	}
 }
