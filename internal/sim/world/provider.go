@@ -307,7 +307,7 @@ func (d *Driver) ReserveAgentForAnyWaiting(ctx context.Context, agent types.Name
 			return err
 		}
 		for _, w := range ws {
-			if a.GetLabels()[LabelAgentMachineRef] == string(w.am.GetUID()) || suitable(a, w.selector) {
+			if reservationOf(a) == reservationKey(w.am) || suitable(a, w.selector) {
 				reserved = client.ObjectKeyFromObject(w.am)
 				return d.reserve(ctx, a, w)
 			}
@@ -328,7 +328,7 @@ func (d *Driver) unbindAgent(ctx context.Context, key types.NamespacedName, am *
 	if err := d.c.Get(ctx, key, agent); err != nil {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}
-	if agent.GetLabels()[LabelAgentMachineRef] != string(am.GetUID()) || agent.GetAnnotations()[AnnotationAgentMachineRefNamespace] != am.GetNamespace() {
+	if reservationOf(agent) != reservationKey(am) {
 		return true, nil
 	}
 	lbls := agent.GetLabels()
