@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
@@ -280,15 +281,41 @@ func (d *Driver) createMachine(ctx context.Context, np *unstructured.Unstructure
 		return fmt.Errorf("owning AgentMachine: %w", err)
 	}
 	d.wrote()
-	if setConditions(am, d.now(), d.waitingConditions()...) {
-		_ = unstructured.SetNestedField(am.Object, false, "status", "ready")
-		if err := d.c.Status().Update(ctx, am); err != nil {
-			return fmt.Errorf("agentmachine status: %w", err)
-		}
-		d.wrote()
+	if err := d.reportWaiting(ctx, am); err != nil {
+		return fmt.Errorf("agentmachine status: %w", err)
 	}
 	d.log.Info("machine created", "machine", types.NamespacedName{Namespace: cpNS, Name: name}, "nodePool", nodePoolKey(np))
 	return nil
+}
+
+// reportWaiting writes the provider's first status of a new AgentMachine (waiting, not ready). The
+// AgentMachine is waiting as soon as it has its owner, so the provider's own loop (markWaiting, or a
+// reservation) may write its status first: a conflict re-reads it, as the provider's requeue would, and
+// leaves a status the provider already wrote alone.
+func (d *Driver) reportWaiting(ctx context.Context, am *unstructured.Unstructured) error {
+	key := client.ObjectKeyFromObject(am)
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			am = newObject(AgentMachineGVK)
+			if err := d.c.Get(ctx, key, am); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+		first = false
+		if ref, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "name"); ref != "" {
+			return nil // reserved meanwhile
+		}
+		if !setConditions(am, d.now(), d.waitingConditions()...) {
+			return nil
+		}
+		_ = unstructured.SetNestedField(am.Object, false, "status", "ready")
+		if err := d.c.Status().Update(ctx, am); err != nil {
+			return err
+		}
+		d.wrote()
+		return nil
+	})
 }
 
 // waitingConditions are what the provider reports when no Agent fits, in the configured shape.

@@ -311,30 +311,57 @@ func TestTimingReportsPassesAndTheirSlowestPhase(t *testing.T) {
 	}
 }
 
-// agentWriterBeforeUpdate is a client whose first Update of an Agent is preceded by someone else's
-// status write of the same Agent (assisted-service, or the world's own status loop), so the
-// API server refuses that Update with a real conflict.
-type agentWriterBeforeUpdate struct {
+// writesFirst is a client whose first Update (or status Update, with status) of an object of kind is
+// preceded by another writer's change of the same object (assisted-service, the provider's own loop, the
+// operator), so the API server refuses that Update with a real conflict.
+type writesFirst struct {
 	client.Client
-	t     *testing.T
-	fired bool
+	t      *testing.T
+	kind   string
+	status bool
+	fired  bool
 }
 
-func (c *agentWriterBeforeUpdate) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == world.AgentGVK.Kind && !c.fired {
-		c.fired = true
-		other := &unstructured.Unstructured{}
-		other.SetGroupVersionKind(world.AgentGVK)
-		must(c.t, c.Get(ctx, client.ObjectKeyFromObject(obj), other))
-		must(c.t, unstructured.SetNestedField(other.Object, "known", "status", "debugInfo", "state"))
-		must(c.t, c.Status().Update(ctx, other))
-	}
+func (c *writesFirst) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.otherWriterFirst(ctx, obj, false)
 	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c *writesFirst) Status() client.SubResourceWriter {
+	return &writesFirstStatus{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+type writesFirstStatus struct {
+	client.SubResourceWriter
+	c *writesFirst
+}
+
+func (w *writesFirstStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	w.c.otherWriterFirst(ctx, obj, true)
+	return w.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (c *writesFirst) otherWriterFirst(ctx context.Context, obj client.Object, status bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GetKind() != c.kind || status != c.status || c.fired {
+		return
+	}
+	c.fired = true
+	other := &unstructured.Unstructured{}
+	other.SetGroupVersionKind(u.GroupVersionKind())
+	must(c.t, c.Get(ctx, client.ObjectKeyFromObject(obj), other))
+	ann := other.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann["test.agent-forge.containeroo.ch/other-writer"] = "true"
+	other.SetAnnotations(ann)
+	must(c.t, c.Client.Update(ctx, other))
 }
 
 func TestReserveAgentForAnyWaitingRetriesAConflict(t *testing.T) {
 	s := scenario(t)
-	racing := &agentWriterBeforeUpdate{Client: k8s, t: t}
+	racing := &writesFirst{Client: k8s, t: t, kind: world.AgentGVK.Kind}
 	d, _ := newWorld(t, s, world.Options{BindingDisabled: true, Client: racing})
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
 	key := prepareAgent(t, s, "r1", true)
@@ -349,5 +376,22 @@ func TestReserveAgentForAnyWaitingRetriesAConflict(t *testing.T) {
 	}
 	if ref, _, _ := unstructured.NestedString(get(t, "AgentMachine", amKey).Object, "status", "agentRef", "name"); ref != key.Name {
 		t.Errorf("AgentMachine agentRef = %q, want %q", ref, key.Name)
+	}
+}
+
+func TestScaleUpSurvivesTheProvidersFirstStatusWrite(t *testing.T) {
+	s := scenario(t)
+	racing := &writesFirst{Client: k8s, t: t, kind: world.AgentMachineGVK.Kind, status: true}
+	d, _ := newWorld(t, s, world.Options{Client: racing})
+	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
+	if !racing.fired {
+		t.Fatal("no conflicting write was made")
+	}
+	ams := list(t, "AgentMachine", s.ControlPlaneNamespace)
+	if len(ams) != 1 {
+		t.Fatalf("%d AgentMachines, want 1", len(ams))
+	}
+	if st, r := condition(&ams[0], "AgentReserved"); st != "False" || r != "NoSuitableAgents" {
+		t.Errorf("AgentReserved = %s/%s, want False/NoSuitableAgents", st, r)
 	}
 }
