@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/containeroo/agent-forge-operator/internal/sim"
+	"github.com/containeroo/agent-forge-operator/internal/sim/capicore"
 	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 	"github.com/containeroo/agent-forge-operator/internal/testenv"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -53,6 +54,11 @@ type Harness struct {
 	VSphere vsphere.Client
 	// ISO serves the discovery image; its URL (with api_key) goes into InfraEnvs.
 	ISO *sim.ISOServer
+	// CAPI is Cluster API core (Cluster, MachineDeployment, MachineSet and Machine controllers) running
+	// for real in its own process against the API server: it, not the world, makes and deletes Machines.
+	CAPI *capicore.Process
+	// Kubeconfig reaches the API server as cluster-admin (for the world's hosted-cluster Secrets).
+	Kubeconfig []byte
 
 	progress func(string)
 	sessions *vsphere.SessionCache
@@ -109,6 +115,14 @@ func Start(ctx context.Context, o Options) (h *Harness, err error) {
 	if h.Client, err = client.New(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
 		return nil, err
 	}
+	if h.Kubeconfig, err = capicore.Kubeconfig(env.Config); err != nil {
+		return nil, err
+	}
+	h.progress("starting Cluster API " + capicore.Version + " (its real Cluster, MachineDeployment, MachineSet and Machine controllers, built once into bin/peers)")
+	if h.CAPI, err = capicore.Start(ctx, env.Config, capicore.Options{LogPath: filepath.Join(h.tempDir, "capi-core.log")}); err != nil {
+		return nil, fmt.Errorf("starting Cluster API core: %w", err)
+	}
+	h.onClose("Cluster API core", h.CAPI.Stop)
 
 	h.progress(fmt.Sprintf("starting the vCenter simulator (datacenter %s, cluster %s, datastores %s + cluster %s, network %s, tags %v)",
 		vcsim.Datacenter, vcsim.Cluster, vcsim.Datastore, vcsim.DatastoreCluster, vcsim.Network, vcsim.Tags))
@@ -224,6 +238,9 @@ func (h *Harness) StartWorldUntil(parent context.Context, o world.Options, inter
 	}
 	if o.Datacenter == "" {
 		o.Datacenter = vcsim.Datacenter
+	}
+	if o.Kubeconfig == nil {
+		o.Kubeconfig = h.Kubeconfig
 	}
 	d, err := world.New(o)
 	if err != nil {

@@ -253,14 +253,17 @@ func (d *Driver) agentConditions(agent *unstructured.Unstructured, connected boo
 	if now.Sub(registeredAt) < d.opts.ValidationDelay {
 		valid = cond{Type: CondValidated, Status: "Unknown", Reason: ReasonValidationsUnknown, Message: "The agent's validations have not yet been calculated"}
 	}
-	out := []cond{{Type: CondSpecSynced, Status: "True", Reason: "SyncOK", Message: "The Spec has been successfully applied"}, conn, valid}
+	out := []cond{{Type: CondSpecSynced, Status: "True", Reason: "SyncOK", Message: "The Spec has been successfully applied"}, conn}
+	if !unbinding(agent) { // syncBindings owns Validated while the host is on its way out
+		out = append(out, valid)
+	}
 	if getCondition(agent, CondBound) == nil {
 		out = append(out,
 			cond{Type: CondBound, Status: "False", Reason: ReasonUnbound, Message: "The agent is not bound to any cluster deployment"},
 			cond{Type: CondInstalled, Status: "False", Reason: ReasonInstallationNotStarted, Message: "The installation has not yet started"},
 		)
 	}
-	if !isTrue(agent, CondBound) {
+	if !isTrue(agent, CondBound) && !unbinding(agent) {
 		approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
 		out = append(out, requirementsMet(approved))
 	}

@@ -19,9 +19,11 @@ func TestRegisteredAgentIsBoundOncePrepared(t *testing.T) {
 	s := scenario(t)
 	vc := startVCenter(t)
 	createVM(t, vc, "hc1-worker-0", "[LocalDS_0] discovery.iso")
-	d, _ := newWorld(t, s, world.Options{VSphere: vc, Shape: world.ShapeLegacyReady})
+	d, _ := newWorld(t, s, world.Options{VSphere: vc})
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
-	step(t, d)
+	until(t, d, "the VM registered and an AgentMachine waits", func() bool {
+		return len(list(t, "Agent", s.Namespace)) == 1 && len(waiting(t, s)) == 1
+	})
 	agents := list(t, "Agent", s.Namespace)
 	if len(agents) != 1 {
 		t.Fatalf("agents = %d", len(agents))
@@ -39,9 +41,13 @@ func TestRegisteredAgentIsBoundOncePrepared(t *testing.T) {
 	}
 	a.SetLabels(lbls)
 	_ = unstructured.SetNestedField(a.Object, true, "spec", "approved")
-	_ = unstructured.SetNestedField(a.Object, "hc1-worker-0", "spec", "hostname")
+	hostname := "hc1-worker-0-" + s.Namespace // names a Node in the API server the tests share
+	_ = unstructured.SetNestedField(a.Object, hostname, "spec", "hostname")
 	must(t, k8s.Patch(t.Context(), a, patch))
-	step(t, d)
+	until(t, d, "the prepared Agent is installed and its Machine has the Node", func() bool {
+		ms := list(t, "Machine", s.ControlPlaneNamespace)
+		return len(ms) == 1 && str(&ms[0], "status", "nodeRef", "name") != ""
+	})
 
 	a = get(t, "Agent", key)
 	if st, _ := condition(a, "Bound"); st != "True" || a.GetLabels()[world.LabelAgentMachineRef] == "" {
@@ -51,7 +57,7 @@ func TestRegisteredAgentIsBoundOncePrepared(t *testing.T) {
 		t.Errorf("Installed = %s with no InstallDelay", st)
 	}
 	m := list(t, "Machine", s.ControlPlaneNamespace)[0]
-	if str(&m, "status", "nodeRef", "name") != "hc1-worker-0" {
+	if str(&m, "status", "nodeRef", "name") != hostname {
 		t.Errorf("nodeRef = %v", m.Object["status"])
 	}
 }
@@ -65,7 +71,8 @@ func TestReservationBeatsAStaleUnapprove(t *testing.T) {
 	operatorsRead := get(t, "Agent", key)
 
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
-	am := list(t, "AgentMachine", s.ControlPlaneNamespace)[0]
+	until(t, d, "an AgentMachine waits", func() bool { return len(waiting(t, s)) == 1 })
+	am := waiting(t, s)[0]
 	must(t, d.ReserveAgent(t.Context(), key, types.NamespacedName{Namespace: am.GetNamespace(), Name: am.GetName()}))
 
 	unapprove := operatorsRead.DeepCopy()
@@ -82,7 +89,7 @@ func TestReservationBeatsAStaleUnapprove(t *testing.T) {
 // TestRunStopsWithItsContext checks the loop mode makes progress and returns on cancel.
 func TestRunStopsWithItsContext(t *testing.T) {
 	s := scenario(t)
-	d, err := world.New(world.Options{Client: k8s, Namespaces: s.Namespaces(), InfraEnv: &s.InfraEnv})
+	d, err := world.New(world.Options{Client: k8s, Namespaces: s.Namespaces(), InfraEnv: &s.InfraEnv, Kubeconfig: kubeconfig})
 	must(t, err)
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
 	prepareAgent(t, s, "loop", true)
@@ -92,14 +99,14 @@ func TestRunStopsWithItsContext(t *testing.T) {
 		defer close(done)
 		d.Run(ctx, 10*time.Millisecond)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // CAPI renders the Machine first
 	for {
 		ams := list(t, "AgentMachine", s.ControlPlaneNamespace)
 		if len(ams) == 1 && str(&ams[0], "status", "agentRef", "name") == "loop" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("Run did not bind the agent within 10s")
+			t.Fatal("Run did not bind the agent within 60s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -110,6 +110,7 @@ func newWorld(t *testing.T, s *world.Scenario, opts world.Options) (*world.Drive
 	}
 	opts.Namespaces = s.Namespaces()
 	opts.Clock = clk
+	opts.Kubeconfig = kubeconfig
 	if opts.InfraEnv == nil {
 		opts.InfraEnv = &s.InfraEnv
 	}
@@ -123,7 +124,8 @@ func list(t *testing.T, gvkList string, ns string) []unstructured.Unstructured {
 	gvk := map[string]struct{ g, v, k string }{
 		"Agent":        {"agent-install.openshift.io", "v1beta1", "AgentList"},
 		"AgentMachine": {"capi-provider.agent-install.openshift.io", "v1beta1", "AgentMachineList"},
-		"Machine":      {"cluster.x-k8s.io", "v1beta1", "MachineList"},
+		"Machine":      {"cluster.x-k8s.io", "v1beta2", "MachineList"},
+		"MachineSet":   {"cluster.x-k8s.io", "v1beta2", "MachineSetList"},
 	}[gvkList]
 	l := &unstructured.UnstructuredList{}
 	l.SetAPIVersion(gvk.g + "/" + gvk.v)
@@ -174,6 +176,25 @@ func step(t *testing.T, d *world.Driver) {
 	}
 }
 
+// until steps the world until ok holds: CAPI runs on its own (a real process, on the wall clock), so
+// what it does shows up between passes. Bounded: 60 s.
+func until(t *testing.T, d *world.Driver, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := d.Step(t.Context()); err != nil {
+			t.Logf("world step: %v", err)
+		}
+		if ok() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s: %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // prepareAgent creates an Agent the way the operator leaves it after preparing it: pool labels,
 // approved, hostname, and assisted-service's conditions of a connected, validated, unbound host.
 func prepareAgent(t *testing.T, s *world.Scenario, name string, approved bool) types.NamespacedName {
@@ -187,7 +208,8 @@ func prepareAgent(t *testing.T, s *world.Scenario, name string, approved bool) t
 		lbls[k] = v
 	}
 	a.SetLabels(lbls)
-	a.Object["spec"] = map[string]any{"approved": approved, "hostname": name, "role": "worker"}
+	// The hostname names the Node the installed host registers: unique in the shared API server.
+	a.Object["spec"] = map[string]any{"approved": approved, "hostname": name + "-" + s.Namespace, "role": "worker"}
 	must(t, k8s.Create(t.Context(), a))
 	now := time.Now().UTC().Format(time.RFC3339)
 	a.Object["status"] = map[string]any{"conditions": []any{

@@ -14,14 +14,25 @@ var (
 	MachineGVK       = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
 	NodePoolGVK      = schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "NodePool"}
 	HostedClusterGVK = schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "HostedCluster"}
+
+	// What HyperShift renders for an Agent NodePool in the control-plane namespace; CAPI's own controllers
+	// (a real process, see internal/sim/capicore) turn the MachineDeployment into MachineSets, Machines and
+	// AgentMachines.
+	MachineDeploymentGVK    = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeployment"}
+	MachineSetGVK           = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineSet"}
+	ClusterGVK              = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
+	AgentClusterGVK         = schema.GroupVersionKind{Group: "capi-provider.agent-install.openshift.io", Version: "v1beta1", Kind: "AgentCluster"}
+	AgentMachineTemplateGVK = schema.GroupVersionKind{Group: "capi-provider.agent-install.openshift.io", Version: "v1beta1", Kind: "AgentMachineTemplate"}
+	HostedControlPlaneGVK   = schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "HostedControlPlane"}
 )
 
 // Keys the real systems put on their objects.
 const (
 	// AnnotationNodePool is set by HyperShift on Machines and AgentMachines: <namespace>/<nodepool>.
 	AnnotationNodePool = "hypershift.openshift.io/nodePool"
-	// LabelAgentMachineRef is set by the Agent CAPI provider on a reserved Agent. Its value is the
-	// AgentMachine's UID (the provider's getAgentMachineRefLabel), not its name.
+	// LabelAgentMachineRef is set by the Agent CAPI provider on a reserved Agent. The current provider
+	// (cluster-api-provider-agent since 2de8dad, 2024-09) writes the AgentMachine's name; older ones
+	// (4bf2401 2022-01 until then) wrote its UID (ProviderUIDLabel).
 	LabelAgentMachineRef = "agentMachineRef"
 	// AnnotationAgentMachineRefNamespace is set with LabelAgentMachineRef (AgentMachine namespace).
 	AnnotationAgentMachineRefNamespace = "agentMachineRefNamespace"
@@ -29,8 +40,19 @@ const (
 	LabelInfraEnv = "infraenvs.agent-install.openshift.io"
 	// LabelClusterName is CAPI's cluster label on Machines.
 	LabelClusterName = "cluster.x-k8s.io/cluster-name"
-	// FinalizerMachine is CAPI's Machine finalizer; the world removes it once the Agent is unbound.
+	// FinalizerMachine is CAPI's Machine finalizer (CAPI removes it when the Machine's deletion completes).
 	FinalizerMachine = "machine.cluster.x-k8s.io"
+	// AnnotationPreTerminateHook is the Agent provider's pre-terminate hook on a Machine: CAPI deletes the
+	// AgentMachine (and the Node) only after the provider has unbound the Agent and removed it.
+	AnnotationPreTerminateHook = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/agentmachine"
+	// AnnotationDeleteMachine marks the Machine CAPI's MachineSet deletes first on scale-down.
+	AnnotationDeleteMachine = "cluster.x-k8s.io/delete-machine"
+	// LabelBackup is the label the provider adds to the objects a hub backup must keep.
+	LabelBackup = "cluster.open-cluster-management.io/backup"
+	// LabelAgentInstallWatch makes assisted-service watch a Secret (the provider's ignition token Secret).
+	LabelAgentInstallWatch = "agent-install.openshift.io/watch"
+	// AnnotationPaused pauses the provider on one AgentMachine (Cluster pause is not honoured by it).
+	AnnotationPaused = "cluster.x-k8s.io/paused"
 	// FinalizerAgentMachine is the Agent CAPI provider's AgentMachine finalizer.
 	FinalizerAgentMachine = "agentmachine.agent-install.openshift.io/deprovision"
 )
@@ -46,6 +68,19 @@ const (
 	CondImageCreated    = "ImageCreated"
 	CondAgentReserved   = "AgentReserved"
 	CondReady           = "Ready"
+
+	CondAgentSpecSynced          = "AgentSpecSynced"
+	CondAgentValidated           = "AgentValidated"
+	CondAgentRequirementsMet     = "AgentRequirementsMet"
+	CondAgentMachineInstalled    = "Installed"
+	ReasonAgentNotYetFound       = "AgentNotYetFound"
+	ReasonAgentConditionTrue     = "AgentConditionTrue"
+	ReasonConditionNotFound      = "ConditionNotFound"
+	ReasonIssuesReported         = "IssuesReported"
+	ReasonInfoReported           = "InfoReported"
+	ReasonAgentReserved          = "AgentReserved"
+	ReasonUnbinding              = "Unbinding"
+	ReasonWaitingForPreTerminate = "WaitingForPreTerminateHook"
 
 	ReasonNoSuitableAgents       = "NoSuitableAgents"
 	ReasonUnbound                = "Unbound"

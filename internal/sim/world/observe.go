@@ -52,3 +52,12 @@ func (d *Driver) Observe(ctx context.Context, nodePool types.NamespacedName) ([]
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+// infraRefName is the Machine's AgentMachine (spec.infrastructureRef.name; CAPI names it like the Machine).
+func infraRefName(m *unstructured.Unstructured) string {
+	name, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+	if name == "" {
+		return m.GetName()
+	}
+	return name
+}

@@ -10,89 +10,39 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// The world plays the Agent CAPI provider's AgentMachine controller as openshift/cluster-api-provider-agent
+// runs it (controllers/agentmachine_controller.go; facts with line-level sources in the project's notes):
+// conditions before the owner Machine exists, the pre-terminate hook on the Machine and the finalizer on
+// the AgentMachine, the ignition token Secret, the reservation (one resourceVersion-checked Agent Update),
+// the Agent's conditions mirrored until Ready, status.ready only then, and deletion through the hook.
+
 // ErrNotSuitable is returned by ReserveAgent when the Agent or AgentMachine cannot be paired the
 // way the provider would pair them.
 var ErrNotSuitable = errors.New("world: not suitable for reservation")
 
-// waiting is an AgentMachine the provider still has to find an Agent for.
-type waiting struct {
+// amView is one AgentMachine with what the provider reads for it in a pass.
+type amView struct {
 	am, machine *unstructured.Unstructured
 	selector    labels.Selector
 }
 
-// waitingAgentMachines lists AgentMachines with a live owner Machine and no agentRef.
-func (d *Driver) waitingAgentMachines(ctx context.Context) ([]waiting, error) {
-	ams, err := d.listInPass(ctx, AgentMachineGVK)
-	if err != nil {
-		return nil, err
-	}
-	// One list of Machines instead of one read per AgentMachine: the benches run a thousand.
-	machines, err := d.listInPass(ctx, MachineGVK)
-	if err != nil {
-		return nil, err
-	}
-	byKey := make(map[types.NamespacedName]*unstructured.Unstructured, len(machines))
-	for _, m := range machines {
-		byKey[client.ObjectKeyFromObject(m)] = m
-	}
-	lookup := func(key types.NamespacedName) (*unstructured.Unstructured, error) { return byKey[key], nil }
-	var out []waiting
-	for _, am := range ams {
-		w, ok, err := d.asWaiting(ctx, am, lookup)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, w)
-		}
-	}
-	return out, nil
-}
-
-// machineLookup returns a Machine, or nil when it does not exist.
-type machineLookup func(types.NamespacedName) (*unstructured.Unstructured, error)
-
-// getMachine reads a Machine from the API server (nil when absent).
-func (d *Driver) getMachine(ctx context.Context) machineLookup {
-	return func(key types.NamespacedName) (*unstructured.Unstructured, error) {
-		m := newObject(MachineGVK)
-		if err := d.c.Get(ctx, key, m); err != nil {
-			return nil, client.IgnoreNotFound(err)
-		}
-		return m, nil
-	}
-}
-
-func (d *Driver) asWaiting(ctx context.Context, am *unstructured.Unstructured, machine machineLookup) (waiting, bool, error) {
-	if am.GetDeletionTimestamp() != nil {
-		return waiting{}, false, nil
-	}
-	if ref, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "name"); ref != "" {
-		return waiting{}, false, nil
-	}
-	var owner string
+// ownerMachineName is the AgentMachine's owner Machine (an ownerRef of kind Machine in group
+// cluster.x-k8s.io): "" until CAPI's Machine controller has adopted it.
+func ownerMachineName(am *unstructured.Unstructured) string {
 	for _, o := range am.GetOwnerReferences() {
 		if o.Kind == MachineGVK.Kind {
-			owner = o.Name
+			if gv, err := schema.ParseGroupVersion(o.APIVersion); err == nil && gv.Group == MachineGVK.Group {
+				return o.Name
+			}
 		}
 	}
-	if owner == "" {
-		return waiting{}, false, nil
-	}
-	m, err := machine(types.NamespacedName{Namespace: am.GetNamespace(), Name: owner})
-	if err != nil || m == nil || m.GetDeletionTimestamp() != nil {
-		return waiting{}, false, err
-	}
-	sel, err := agentSelector(am)
-	if err != nil {
-		return waiting{}, false, err
-	}
-	return waiting{am: am, machine: m, selector: sel}, true, nil
+	return ""
 }
 
 func agentSelector(am *unstructured.Unstructured) (labels.Selector, error) {
@@ -107,8 +57,8 @@ func agentSelector(am *unstructured.Unstructured) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(&ls)
 }
 
-// suitable is the provider's findAgent filter: matching labels, no agentMachineRef, approved,
-// Bound=False, Connected=True, Validated=True.
+// suitable is the provider's isValidAgent plus its list filter: matching labels, no agentMachineRef,
+// approved, Validated=True, Connected=True, Bound=False (a missing condition fails).
 func suitable(agent *unstructured.Unstructured, sel labels.Selector) bool {
 	if agent.GetDeletionTimestamp() != nil || !sel.Matches(labels.Set(agent.GetLabels())) {
 		return false
@@ -120,145 +70,358 @@ func suitable(agent *unstructured.Unstructured, sel labels.Selector) bool {
 	return approved && isFalse(agent, CondBound) && isTrue(agent, CondConnected) && isTrue(agent, CondValidated)
 }
 
-// bindWaiting plays the provider's reconcile of every waiting AgentMachine: it picks an Agent for
-// each (one Agent for one AgentMachine), then its workers write the reservations.
-func (d *Driver) bindWaiting(ctx context.Context) error {
-	if !d.bindingEnabled() {
-		return nil
+// refValue is what this generation writes into the Agent's agentMachineRef label.
+func (d *Driver) refValue(am *unstructured.Unstructured) string {
+	if d.opts.Provider == ProviderUIDLabel {
+		return string(am.GetUID())
 	}
-	ws, err := d.waitingAgentMachines(ctx)
-	if err != nil || len(ws) == 0 {
+	return am.GetName()
+}
+
+// labelledFor is the provider's re-association: the first Agent whose label holds this AgentMachine's
+// reference value (name only for the current generation: a same-named AgentMachine elsewhere matches too,
+// as upstream), no validity check.
+func (d *Driver) labelledFor(agents []*unstructured.Unstructured, am *unstructured.Unstructured) *unstructured.Unstructured {
+	want := d.refValue(am)
+	for _, a := range agents {
+		if a.GetLabels()[LabelAgentMachineRef] == want {
+			return a
+		}
+	}
+	return nil
+}
+
+// reconcileAgentMachines is one pass of the provider over every AgentMachine in scope. Reservations are
+// chosen first, one Agent per AgentMachine (the real controller's single worker and optimistic lock give
+// the same result), then the AgentMachines are worked on by the provider's workers.
+func (d *Driver) reconcileAgentMachines(ctx context.Context) error {
+	ams, err := d.listInPass(ctx, AgentMachineGVK)
+	if err != nil || len(ams) == 0 {
 		return err
+	}
+	machines, err := d.listInPass(ctx, MachineGVK)
+	if err != nil {
+		return err
+	}
+	byKey := make(map[types.NamespacedName]*unstructured.Unstructured, len(machines))
+	for _, m := range machines {
+		byKey[client.ObjectKeyFromObject(m)] = m
 	}
 	agents, err := d.listInPass(ctx, AgentGVK)
 	if err != nil {
 		return err
 	}
-	// The provider labels the Agent first, in case it is interrupted before it writes the AgentMachine
-	// (or its cache shows the Agent's label before the AgentMachine's agentRef); an AgentMachine whose
-	// Agent already carries its label resumes with that Agent. A stale Agent fails its optimistic lock.
-	labelled := map[string]*unstructured.Unstructured{}
-	for _, a := range agents {
-		if ref := a.GetLabels()[LabelAgentMachineRef]; ref != "" {
-			labelled[reservationOf(a)] = a
+	views := make([]amView, 0, len(ams))
+	for _, am := range ams {
+		v := amView{am: am}
+		if owner := ownerMachineName(am); owner != "" {
+			v.machine = byKey[types.NamespacedName{Namespace: am.GetNamespace(), Name: owner}]
 		}
-	}
-	chosen := make([]*unstructured.Unstructured, len(ws))
-	taken := map[*unstructured.Unstructured]bool{}
-	for i, w := range ws {
-		if a := labelled[reservationKey(w.am)]; a != nil {
-			chosen[i] = a
+		if v.selector, err = agentSelector(am); err != nil {
+			d.log.Error(err, "agentmachine skipped", "agentMachine", client.ObjectKeyFromObject(am))
 			continue
 		}
-		for _, a := range agents {
-			if !taken[a] && suitable(a, w.selector) {
-				chosen[i], taken[a] = a, true
-				break
-			}
-		}
+		views = append(views, v)
 	}
+	chosen := d.chooseAgents(views, agents)
 	workers := d.opts.Workers
 	if d.opts.ProviderWorkers > 0 {
 		workers = d.opts.ProviderWorkers
 	}
-	return forEachWith(ctx, workers, len(ws), func(ctx context.Context, i int) error {
-		if chosen[i] == nil {
-			return d.markWaiting(ctx, ws[i].am)
-		}
-		err := d.reserve(ctx, chosen[i], ws[i])
-		if apierrors.IsConflict(err) {
-			return nil // someone changed the Agent since we read it: next pass re-reads, like the provider
+	return forEachWith(ctx, workers, len(views), func(ctx context.Context, i int) error {
+		err := d.reconcileAgentMachine(ctx, views[i], chosen[i])
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // someone wrote first or it went away: the next pass re-reads, like the provider's requeue
 		}
 		return err
 	})
 }
 
-// reservationKey and reservationOf key a reservation from either side: the AgentMachine's namespace
-// and UID, as the provider writes them onto the Agent it reserves.
-func reservationKey(am *unstructured.Unstructured) string {
-	return am.GetNamespace() + "/" + string(am.GetUID())
+// chooseAgents picks, for each AgentMachine that would look for an Agent this pass, the Agent the
+// provider would take: its labelled Agent first, else the first suitable one not chosen already.
+func (d *Driver) chooseAgents(views []amView, agents []*unstructured.Unstructured) []*unstructured.Unstructured {
+	chosen := make([]*unstructured.Unstructured, len(views))
+	if !d.bindingEnabled() {
+		return chosen
+	}
+	taken := map[*unstructured.Unstructured]bool{}
+	for i, v := range views {
+		if !d.looksForAgent(v) {
+			continue
+		}
+		if a := d.labelledFor(agents, v.am); a != nil {
+			chosen[i], taken[a] = a, true
+			continue
+		}
+		for _, a := range agents {
+			if !taken[a] && suitable(a, v.selector) {
+				chosen[i], taken[a] = a, true
+				break
+			}
+		}
+	}
+	return chosen
 }
 
-func reservationOf(agent *unstructured.Unstructured) string {
-	return agent.GetAnnotations()[AnnotationAgentMachineRefNamespace] + "/" + agent.GetLabels()[LabelAgentMachineRef]
+// looksForAgent: adopted by a live Machine, not deleting, not paused, not ready, no agentRef yet.
+func (d *Driver) looksForAgent(v amView) bool {
+	if v.machine == nil || v.machine.GetDeletionTimestamp() != nil || v.am.GetDeletionTimestamp() != nil || paused(v.am) {
+		return false
+	}
+	if ready, _, _ := unstructured.NestedBool(v.am.Object, "status", "ready"); ready {
+		return false
+	}
+	ref, _, _ := unstructured.NestedString(v.am.Object, "status", "agentRef", "name")
+	return ref == ""
 }
 
-func (d *Driver) markWaiting(ctx context.Context, am *unstructured.Unstructured) error {
-	if !conditionsWouldChange(am, d.now(), d.waitingConditions()...) {
+func paused(am *unstructured.Unstructured) bool {
+	return am.GetAnnotations()[AnnotationPaused] == "true"
+}
+
+// reconcileAgentMachine is the provider's Reconcile for one AgentMachine, in upstream's order.
+func (d *Driver) reconcileAgentMachine(ctx context.Context, v amView, candidate *unstructured.Unstructured) error {
+	am := v.am.DeepCopy() // the list may be a shared cache
+	if ownerMachineName(am) == "" {
+		// Not adopted yet (the MachineSet created it): the "not reserved" conditions, nothing else.
+		return d.writeAgentMachineStatus(ctx, am, notReservedConditions(ReasonNoSuitableAgents, ""), nil)
+	}
+	if v.machine == nil {
+		return nil // the Machine read fails: upstream returns the error and backs off
+	}
+	machine := v.machine.DeepCopy()
+	if deleting(machine) {
+		return d.handleDeletionHook(ctx, am, machine)
+	}
+	if paused(am) {
 		return nil
 	}
-	am = am.DeepCopy() // the list may be a shared cache
-	setConditions(am, d.now(), d.waitingConditions()...)
+	if err := d.ensureHookAndFinalizer(ctx, am, machine); err != nil {
+		return err
+	}
+	boot, err := d.bootstrapData(ctx, machine)
+	if err != nil {
+		return err
+	}
+	if ready, _, _ := unstructured.NestedBool(am.Object, "status", "ready"); ready {
+		return nil // nothing below ever runs again for a ready AgentMachine
+	}
+	cdRef, err := d.clusterDeploymentRef(ctx, machine)
+	if err != nil {
+		return err
+	}
+	if cdRef == nil {
+		return d.writeAgentMachineStatus(ctx, am, notReservedConditions(ReasonAgentNotYetFound, "no cluster deployment reference on agentCluster"), nil)
+	}
+	agentName, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "name")
+	if agentName == "" {
+		if candidate == nil {
+			return d.writeAgentMachineStatus(ctx, am, notReservedConditions(ReasonNoSuitableAgents, ""), nil)
+		}
+		return d.reserve(ctx, candidate.DeepCopy(), am, cdRef, boot)
+	}
+	agentNS, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "namespace")
+	agent := newObject(AgentGVK)
+	if err := d.c.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: agentName}, agent); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // agentRef is never cleared and no other Agent is chosen: upstream backs off
+		}
+		return err
+	}
+	if err := d.resyncAgent(ctx, agent, am, boot); err != nil {
+		return err
+	}
+	return d.writeAgentMachineStatus(ctx, am, reservedConditions(agent), nil)
+}
+
+func deleting(machine *unstructured.Unstructured) bool {
+	s, r := condStatus(machine, "Deleting")
+	return machine.GetDeletionTimestamp() != nil && s == "True" && r == ReasonWaitingForPreTerminate
+}
+
+// writeAgentMachineStatus sets the conditions (and status.ready from Ready) and, when set, agentRef and
+// addresses; it writes only when something changed.
+func (d *Driver) writeAgentMachineStatus(ctx context.Context, am *unstructured.Unstructured, cs []cond, reserved *unstructured.Unstructured) error {
+	cs = d.opts.Provider.withReady(cs)
+	changed := d.opts.Provider.setAgentMachineConditions(am, d.now(), cs)
+	ready := allTrue(cs)
+	if was, found, _ := unstructured.NestedBool(am.Object, "status", "ready"); !found || was != ready {
+		_ = unstructured.SetNestedField(am.Object, ready, "status", "ready")
+		changed = true
+	}
+	if reserved != nil {
+		_ = unstructured.SetNestedMap(am.Object, map[string]any{"name": reserved.GetName(), "namespace": reserved.GetNamespace()}, "status", "agentRef")
+		_ = unstructured.SetNestedSlice(am.Object, addressesOf(reserved), "status", "addresses")
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
 	if err := d.c.Status().Update(ctx, am); err != nil {
-		return client.IgnoreNotFound(err)
+		return err
+	}
+	d.wrote()
+	if ready {
+		d.log.Info("agentmachine ready", "agentMachine", client.ObjectKeyFromObject(am))
+	}
+	return nil
+}
+
+// addressesOf: every IPv4 address (prefix stripped) of an interface with carrier as ExternalIP, then the
+// Agent's hostname (spec, else inventory) as InternalDNS.
+func addressesOf(agent *unstructured.Unstructured) []any {
+	var out []any
+	ifaces, _, _ := unstructured.NestedSlice(agent.Object, "status", "inventory", "interfaces")
+	for _, i := range ifaces {
+		m, ok := i.(map[string]any)
+		if !ok || m["hasCarrier"] != true {
+			continue
+		}
+		addrs, _ := m["ipV4Addresses"].([]any)
+		for _, a := range addrs {
+			s, _ := a.(string)
+			for j := 0; j < len(s); j++ {
+				if s[j] == '/' {
+					s = s[:j]
+					break
+				}
+			}
+			if s != "" {
+				out = append(out, map[string]any{"type": "ExternalIP", "address": s})
+			}
+		}
+	}
+	host, _, _ := unstructured.NestedString(agent.Object, "spec", "hostname")
+	if host == "" {
+		host, _, _ = unstructured.NestedString(agent.Object, "status", "inventory", "hostname")
+	}
+	return append(out, map[string]any{"type": "InternalDNS", "address": host})
+}
+
+// ensureHookAndFinalizer adds the pre-terminate hook to the Machine and the finalizer and backup label to
+// the AgentMachine, each when missing.
+func (d *Driver) ensureHookAndFinalizer(ctx context.Context, am, machine *unstructured.Unstructured) error {
+	if _, ok := machine.GetAnnotations()[AnnotationPreTerminateHook]; !ok && machine.GetDeletionTimestamp() == nil {
+		ann := machine.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationPreTerminateHook] = ""
+		machine.SetAnnotations(ann)
+		if err := d.c.Update(ctx, machine); err != nil {
+			return err
+		}
+		d.wrote()
+	}
+	lbls := am.GetLabels()
+	hasFinalizer := false
+	for _, f := range am.GetFinalizers() {
+		hasFinalizer = hasFinalizer || f == FinalizerAgentMachine
+	}
+	if hasFinalizer && lbls[LabelBackup] == "true" {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(am.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if !hasFinalizer {
+		am.SetFinalizers(append(am.GetFinalizers(), FinalizerAgentMachine))
+	}
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[LabelBackup] = "true"
+	am.SetLabels(lbls)
+	if err := d.c.Patch(ctx, am, patch); err != nil {
+		return err
 	}
 	d.wrote()
 	return nil
 }
 
-// reserve writes what the provider writes when it picks an Agent. The Agent update carries the
-// resourceVersion read, so a concurrent change (e.g. the operator unapproving) makes it fail.
-func (d *Driver) reserve(ctx context.Context, agent *unstructured.Unstructured, w waiting) error {
-	// The objects may come from a shared cache: change copies.
-	agent, w.am, w.machine = agent.DeepCopy(), w.am.DeepCopy(), w.machine.DeepCopy()
-	clusterName, _, _ := unstructured.NestedString(w.machine.Object, "spec", "clusterName")
-	lbls := agent.GetLabels()
-	if lbls == nil {
-		lbls = map[string]string{}
+// clusterDeploymentRef follows Machine → Cluster (cluster-name label) → AgentCluster
+// (spec.infrastructureRef) → status.clusterDeploymentReference; nil when it is not set yet.
+func (d *Driver) clusterDeploymentRef(ctx context.Context, machine *unstructured.Unstructured) (map[string]any, error) {
+	clusterName := machine.GetLabels()[LabelClusterName]
+	cluster := newObject(ClusterGVK)
+	if err := d.c.Get(ctx, types.NamespacedName{Namespace: machine.GetNamespace(), Name: clusterName}, cluster); err != nil {
+		return nil, err
 	}
-	resumed := lbls[LabelAgentMachineRef] == string(w.am.GetUID())
-	lbls[LabelAgentMachineRef] = string(w.am.GetUID())
-	agent.SetLabels(lbls)
-	ann := agent.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
+	acName, _, _ := unstructured.NestedString(cluster.Object, "spec", "infrastructureRef", "name")
+	ac := newObject(AgentClusterGVK)
+	if err := d.c.Get(ctx, types.NamespacedName{Namespace: machine.GetNamespace(), Name: acName}, ac); err != nil {
+		return nil, err
 	}
-	ann[AnnotationAgentMachineRefNamespace] = w.am.GetNamespace()
-	agent.SetAnnotations(ann)
-	_ = unstructured.SetNestedMap(agent.Object, map[string]any{"name": clusterName, "namespace": w.am.GetNamespace()}, "spec", "clusterDeploymentName")
-	if !resumed {
+	ref, _, _ := unstructured.NestedMap(ac.Object, "status", "clusterDeploymentReference")
+	if name, _ := ref["name"].(string); name == "" {
+		return nil, nil
+	}
+	return map[string]any{"name": ref["name"], "namespace": ref["namespace"]}, nil
+}
+
+// reserve writes what the provider writes when it takes an Agent: one Agent Update (label, namespace
+// annotation, clusterDeploymentName and the three bootstrap fields), resourceVersion-checked so a
+// concurrent change (the operator unapproving, another AgentMachine taking it) makes it fail; then
+// spec.providerID and the status of the AgentMachine.
+func (d *Driver) reserve(ctx context.Context, agent, am *unstructured.Unstructured, cdRef map[string]any, boot bootstrap) error {
+	if agent.GetLabels()[LabelAgentMachineRef] != d.refValue(am) {
+		lbls := agent.GetLabels()
+		if lbls == nil {
+			lbls = map[string]string{}
+		}
+		lbls[LabelAgentMachineRef] = d.refValue(am)
+		agent.SetLabels(lbls)
+		ann := agent.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationAgentMachineRefNamespace] = am.GetNamespace()
+		agent.SetAnnotations(ann)
+		_ = unstructured.SetNestedMap(agent.Object, cdRef, "spec", "clusterDeploymentName")
+		boot.applyTo(agent)
 		if err := d.c.Update(ctx, agent); err != nil {
 			return err
 		}
 		d.wrote()
 	}
-	now := d.now()
-	setConditions(agent, now,
-		cond{Type: CondBound, Status: "True", Reason: ReasonBound, Message: "The agent is bound to a cluster deployment"},
-		cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentAlreadyInstalling", Message: "Installation already started and is in progress"},
-		cond{Type: CondInstalled, Status: "False", Reason: ReasonInstallationInProgress, Message: "The installation is in progress"},
-	)
-	_ = unstructured.SetNestedField(agent.Object, "installing", "status", "debugInfo", "state")
-	if err := d.c.Status().Update(ctx, agent); err != nil {
-		return fmt.Errorf("agent status: %w", err)
-	}
-	d.wrote()
-
 	providerID := "agent://" + agent.GetName()
-	_ = unstructured.SetNestedField(w.am.Object, providerID, "spec", "providerID")
-	if err := d.c.Update(ctx, w.am); err != nil {
-		return fmt.Errorf("agentmachine providerID: %w", err)
+	if have, _, _ := unstructured.NestedString(am.Object, "spec", "providerID"); have != providerID {
+		patch := client.MergeFromWithOptions(am.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		_ = unstructured.SetNestedField(am.Object, providerID, "spec", "providerID")
+		if err := d.c.Patch(ctx, am, patch); err != nil {
+			return fmt.Errorf("agentmachine providerID: %w", err)
+		}
+		d.wrote()
 	}
-	d.wrote()
-	_ = unstructured.SetNestedMap(w.am.Object, map[string]any{"namespace": agent.GetNamespace(), "name": agent.GetName()}, "status", "agentRef")
-	setConditions(w.am, now, d.reservedConditions()...)
-	if err := d.c.Status().Update(ctx, w.am); err != nil {
+	if err := d.writeAgentMachineStatus(ctx, am, reservedConditions(agent), agent); err != nil {
 		return fmt.Errorf("agentmachine status: %w", err)
 	}
-	d.wrote()
+	d.log.Info("agent reserved", "agent", client.ObjectKeyFromObject(agent), "agentMachine", client.ObjectKeyFromObject(am), "label", d.refValue(am))
+	return nil
+}
 
-	_ = unstructured.SetNestedField(w.machine.Object, providerID, "spec", "providerID")
-	if err := d.c.Update(ctx, w.machine); err != nil {
-		return fmt.Errorf("machine providerID: %w", err)
+// resyncAgent is the provider's later non-ready pass: the three bootstrap fields re-written (full Update)
+// when any differs, a missing or different label put back (merge patch). clusterDeploymentName and the
+// namespace annotation are never re-applied.
+func (d *Driver) resyncAgent(ctx context.Context, agent, am *unstructured.Unstructured, boot bootstrap) error {
+	if !boot.matches(agent) {
+		boot.applyTo(agent)
+		if err := d.c.Update(ctx, agent); err != nil {
+			return err
+		}
+		d.wrote()
 	}
-	d.wrote()
-	_ = unstructured.SetNestedField(w.machine.Object, "Provisioned", "status", "phase")
-	_ = unstructured.SetNestedField(w.machine.Object, true, "status", "initialization", "infrastructureProvisioned") // CAPI v1beta2
-	if err := d.c.Status().Update(ctx, w.machine); err != nil {
-		return fmt.Errorf("machine status: %w", err)
+	if agent.GetLabels()[LabelAgentMachineRef] != d.refValue(am) {
+		patch := client.MergeFrom(agent.DeepCopy())
+		lbls := agent.GetLabels()
+		if lbls == nil {
+			lbls = map[string]string{}
+		}
+		lbls[LabelAgentMachineRef] = d.refValue(am)
+		agent.SetLabels(lbls)
+		if err := d.c.Patch(ctx, agent, patch); err != nil {
+			return err
+		}
+		d.wrote()
 	}
-	d.wrote()
-	d.log.Info("agent reserved", "agent", client.ObjectKeyFromObject(agent), "agentMachine", client.ObjectKeyFromObject(w.am))
 	return nil
 }
 
@@ -273,21 +436,54 @@ func (d *Driver) ReserveAgent(ctx context.Context, agent, agentMachine types.Nam
 	if err := d.c.Get(ctx, agentMachine, am); err != nil {
 		return err
 	}
-	w, ok, err := d.asWaiting(ctx, am, d.getMachine(ctx))
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("%w: AgentMachine %s is not waiting", ErrNotSuitable, agentMachine)
-	}
 	a := newObject(AgentGVK)
 	if err := d.c.Get(ctx, agent, a); err != nil {
 		return err
 	}
-	if !suitable(a, w.selector) {
-		return fmt.Errorf("%w: Agent %s does not fit AgentMachine %s", ErrNotSuitable, agent, agentMachine)
+	return d.reserveNow(ctx, a, am, false)
+}
+
+// reserveNow reserves a for am if the provider would (resume: an Agent already labelled for am counts).
+func (d *Driver) reserveNow(ctx context.Context, a, am *unstructured.Unstructured, resume bool) error {
+	v, err := d.viewOf(ctx, am)
+	if err != nil {
+		return err
 	}
-	return d.reserve(ctx, a, w)
+	if !d.looksForAgent(v) {
+		return fmt.Errorf("%w: AgentMachine %s is not waiting", ErrNotSuitable, am.GetName())
+	}
+	if !(resume && a.GetLabels()[LabelAgentMachineRef] == d.refValue(am)) && !suitable(a, v.selector) {
+		return fmt.Errorf("%w: Agent %s does not fit AgentMachine %s", ErrNotSuitable, a.GetName(), am.GetName())
+	}
+	machine := v.machine.DeepCopy()
+	boot, err := d.bootstrapData(ctx, machine)
+	if err != nil {
+		return err
+	}
+	cdRef, err := d.clusterDeploymentRef(ctx, machine)
+	if err != nil {
+		return err
+	}
+	if cdRef == nil {
+		return fmt.Errorf("%w: no cluster deployment reference yet", ErrNotSuitable)
+	}
+	return d.reserve(ctx, a, am, cdRef, boot)
+}
+
+// viewOf reads the AgentMachine's owner Machine live.
+func (d *Driver) viewOf(ctx context.Context, am *unstructured.Unstructured) (amView, error) {
+	v := amView{am: am}
+	if owner := ownerMachineName(am); owner != "" {
+		m := newObject(MachineGVK)
+		if err := d.c.Get(ctx, types.NamespacedName{Namespace: am.GetNamespace(), Name: owner}, m); err == nil {
+			v.machine = m
+		} else if !apierrors.IsNotFound(err) {
+			return v, err
+		}
+	}
+	sel, err := agentSelector(am)
+	v.selector = sel
+	return v, err
 }
 
 // ReserveAgentForAnyWaiting reserves the Agent for the first waiting AgentMachine whose selector
@@ -302,15 +498,19 @@ func (d *Driver) ReserveAgentForAnyWaiting(ctx context.Context, agent types.Name
 		if err := d.c.Get(ctx, agent, a); err != nil {
 			return err
 		}
-		ws, err := d.waitingAgentMachines(ctx)
+		ams, err := d.list(ctx, AgentMachineGVK)
 		if err != nil {
 			return err
 		}
-		for _, w := range ws {
-			if reservationOf(a) == reservationKey(w.am) || suitable(a, w.selector) {
-				reserved = client.ObjectKeyFromObject(w.am)
-				return d.reserve(ctx, a, w)
+		for _, am := range ams {
+			err := d.reserveNow(ctx, a, am.DeepCopy(), true)
+			if errors.Is(err, ErrNotSuitable) {
+				continue
 			}
+			if err == nil {
+				reserved = client.ObjectKeyFromObject(am)
+			}
+			return err
 		}
 		return fmt.Errorf("%w: no waiting AgentMachine fits Agent %s", ErrNotSuitable, agent)
 	})
@@ -318,143 +518,4 @@ func (d *Driver) ReserveAgentForAnyWaiting(ctx context.Context, agent types.Name
 		return types.NamespacedName{}, err
 	}
 	return reserved, nil
-}
-
-// unbindAgent plays the provider's deprovision: it removes the reservation from the Agent and
-// reports Bound=False/Unbound. It returns true when the Agent no longer references the
-// AgentMachine (nothing left to do), false when it just wrote the unbind.
-func (d *Driver) unbindAgent(ctx context.Context, key types.NamespacedName, am *unstructured.Unstructured) (bool, error) {
-	agent := newObject(AgentGVK)
-	if err := d.c.Get(ctx, key, agent); err != nil {
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	}
-	if reservationOf(agent) != reservationKey(am) {
-		return true, nil
-	}
-	lbls := agent.GetLabels()
-	delete(lbls, LabelAgentMachineRef)
-	agent.SetLabels(lbls)
-	ann := agent.GetAnnotations()
-	delete(ann, AnnotationAgentMachineRefNamespace)
-	agent.SetAnnotations(ann)
-	unstructured.RemoveNestedField(agent.Object, "spec", "clusterDeploymentName")
-	if err := d.c.Update(ctx, agent); err != nil {
-		if apierrors.IsConflict(err) {
-			return false, nil // re-read next pass
-		}
-		return false, client.IgnoreNotFound(err)
-	}
-	d.wrote()
-	approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
-	setConditions(agent, d.now(),
-		cond{Type: CondBound, Status: "False", Reason: ReasonUnbound, Message: "The agent is not bound to any cluster deployment"},
-		cond{Type: CondInstalled, Status: "False", Reason: ReasonInstallationNotStarted, Message: "The installation has not yet started"},
-		requirementsMet(approved),
-	)
-	_ = unstructured.SetNestedField(agent.Object, "known-unbound", "status", "debugInfo", "state")
-	unstructured.RemoveNestedField(agent.Object, "status", "progress", "currentStage")
-	if err := d.c.Status().Update(ctx, agent); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	d.wrote()
-	d.log.Info("agent unbound", "agent", key, "agentMachine", client.ObjectKeyFromObject(am))
-	return false, nil
-}
-
-func requirementsMet(approved bool) cond {
-	if approved {
-		return cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentIsReady", Message: "The agent is ready to begin the installation"}
-	}
-	return cond{Type: CondRequirementsMet, Status: "False", Reason: "AgentIsNotApproved", Message: "The agent is not approved"}
-}
-
-// completeInstallations plays assisted-service finishing a day-2 install InstallDelay after
-// binding, and CAPI noticing the Node: Installed=True on the Agent, nodeRef and Running on the Machine.
-func (d *Driver) completeInstallations(ctx context.Context) error {
-	agents, err := d.listInPass(ctx, AgentGVK)
-	if err != nil {
-		return err
-	}
-	now := d.now()
-	var done []*unstructured.Unstructured
-	for _, agent := range agents {
-		if !isTrue(agent, CondBound) || isTrue(agent, CondInstalled) {
-			continue
-		}
-		if since := conditionSince(agent, CondBound); now.Sub(since) < d.opts.InstallDelay {
-			continue
-		}
-		done = append(done, agent)
-	}
-	if len(done) == 0 {
-		return nil
-	}
-	// The reservation label holds the AgentMachine's UID: find each Agent's AgentMachine by it.
-	ams, err := d.listInPass(ctx, AgentMachineGVK)
-	if err != nil {
-		return err
-	}
-	byRef := make(map[string]*unstructured.Unstructured, len(ams))
-	for _, am := range ams {
-		byRef[reservationKey(am)] = am
-	}
-	return d.forEach(ctx, len(done), func(ctx context.Context, i int) error {
-		agent := done[i].DeepCopy() // the list may be a shared cache
-		setConditions(agent, now,
-			cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
-			cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
-		)
-		_ = unstructured.SetNestedField(agent.Object, "added-to-existing-cluster", "status", "debugInfo", "state")
-		_ = unstructured.SetNestedField(agent.Object, "Done", "status", "progress", "currentStage")
-		if err := d.c.Status().Update(ctx, agent); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		}
-		d.wrote()
-		d.log.Info("agent installed", "agent", client.ObjectKeyFromObject(agent))
-		am := byRef[reservationOf(agent)]
-		if am == nil {
-			return nil
-		}
-		return d.markNodeJoined(ctx, agent, client.ObjectKeyFromObject(am))
-	})
-}
-
-// markNodeJoined sets the Node reference on the Agent's Machine and readiness on its AgentMachine.
-func (d *Driver) markNodeJoined(ctx context.Context, agent *unstructured.Unstructured, key types.NamespacedName) error {
-	amNS := key.Namespace
-	am := newObject(AgentMachineGVK)
-	if err := d.c.Get(ctx, key, am); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	now := d.now()
-	setConditions(am, now, cond{Type: CondReady, Status: "True"})
-	_ = unstructured.SetNestedField(am.Object, true, "status", "ready")
-	if err := d.c.Status().Update(ctx, am); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	d.wrote()
-	hostname, _, _ := unstructured.NestedString(agent.Object, "spec", "hostname")
-	if hostname == "" {
-		hostname = agent.GetName()
-	}
-	for _, o := range am.GetOwnerReferences() {
-		if o.Kind != MachineGVK.Kind {
-			continue
-		}
-		m := newObject(MachineGVK)
-		if err := d.c.Get(ctx, types.NamespacedName{Namespace: amNS, Name: o.Name}, m); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		// CAPI v1beta2: nodeRef is only the Node's name.
-		_ = unstructured.SetNestedMap(m.Object, map[string]any{"name": hostname}, "status", "nodeRef")
-		_ = unstructured.SetNestedField(m.Object, "Running", "status", "phase")
-		if err := d.c.Status().Update(ctx, m); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-		d.wrote()
-	}
-	return nil
 }

@@ -16,21 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ConditionShape selects how the simulated Agent CAPI provider reports a waiting AgentMachine.
-type ConditionShape int
-
-const (
-	// ShapeCurrent is the provider on CAPI v1beta2 conditions: AgentReserved=False/NoSuitableAgents,
-	// Ready=False with a generic reason, no severity.
-	ShapeCurrent ConditionShape = iota
-	// ShapeV1Beta1 is the provider on CAPI v1beta1 conditions: AgentReserved=False/NoSuitableAgents
-	// and Ready mirroring it, both with severity Warning.
-	ShapeV1Beta1
-	// ShapeLegacyReady is an old provider: only Ready=False/NoSuitableAgents (severity Warning),
-	// no AgentReserved condition.
-	ShapeLegacyReady
-)
-
 // Options configure a Driver. Only Client is required.
 type Options struct {
 	// Client talks to the API server (unstructured objects only; any scheme works).
@@ -51,8 +36,15 @@ type Options struct {
 	// Logger receives the world's actions; defaults to a discarding logger.
 	Logger logr.Logger
 
-	// Shape is the waiting-condition shape written on AgentMachines.
-	Shape ConditionShape
+	// Kubeconfig reaches this API server: HyperShift's kubeconfig Secrets carry it, so CAPI's ClusterCache
+	// reads the hosted cluster's Nodes here. Required once a NodePool is rendered.
+	Kubeconfig []byte
+	// Provider is the Agent CAPI provider generation the world plays (default: the current one).
+	Provider ProviderGeneration
+	// UnbindInstalled is what assisted-service does with an installed host whose Agent is unbound.
+	UnbindInstalled UnbindOutcome
+	// ReclaimDelay is how long a reclaimed host takes to come back unbound (UnbindReclaim).
+	ReclaimDelay time.Duration
 	// InfraEnvFor picks the InfraEnv a powered-on VM registers with (its ISO's InfraEnv). Nil means:
 	// InfraEnv when set, else the only InfraEnv in scope. Return false to skip the VM.
 	InfraEnvFor func(VM) (types.NamespacedName, bool)
@@ -67,14 +59,12 @@ type Options struct {
 	RegistrationDelay time.Duration
 	// ValidationDelay is how long a new Agent reports Validated=Unknown before True.
 	ValidationDelay time.Duration
-	// InstallDelay is how long after Bound=True the Agent reports Installed=True and its Machine
-	// gets a nodeRef.
+	// InstallDelay is how long after Bound=True the Agent reports Installed=True and its Node registers.
 	InstallDelay time.Duration
 	// ReportedHostname is the inventory hostname a new host reports (default "localhost").
 	ReportedHostname string
-	// ManualMachines stops Step from creating or deleting Machines to follow NodePool replicas
-	// (only SetReplicas does): for tests that hand-craft Machines/AgentMachines. Deletions started
-	// by anyone are still processed.
+	// ManualMachines stops Step from following NodePool replicas into the MachineDeployment (only
+	// SetReplicas does), for tests that scale the MachineDeployment themselves.
 	ManualMachines bool
 	// BindingDisabled starts the world with the provider's automatic binding off (see SetBinding).
 	BindingDisabled bool
@@ -123,11 +113,14 @@ type Driver struct {
 	// (valid when vmsListed).
 	vms       map[string]VM
 	vmsListed bool
-	// machinesExpected are Machines this world created or deleted that its lists have not shown yet,
-	// by NodePool (they matter only when Reader lags).
-	machinesExpected map[string]*machineExpectations
-	scope            map[string]struct{}
-	static           *staticWorld
+	// renderedOnce are the HyperShift objects written once (hosted cluster infra, templates).
+	renderedOnce map[string]bool
+	// bootstraps are the bootstrap data Secrets the provider has processed, by namespace/name.
+	bootstraps map[string]bootstrap
+	// nodesWithProviderID are the Nodes whose providerID the provider has set (name|providerID).
+	nodesWithProviderID map[string]bool
+	scope               map[string]struct{}
+	static              *staticWorld
 
 	// timing is the driver's own pacing (benches attribute plateaus with it).
 	timingMu sync.Mutex
@@ -162,26 +155,29 @@ func New(opts Options) (*Driver, error) {
 	d := &Driver{
 		scope: scope,
 		c:     opts.Client, vc: opts.VSphere, opts: opts, clock: opts.Clock, log: opts.Logger,
-		binding:          !opts.BindingDisabled,
-		register:         opts.Register,
-		firstSeen:        map[string]time.Time{},
-		registered:       map[string]types.NamespacedName{},
-		registeredAt:     map[types.NamespacedName]time.Time{},
-		machinesExpected: map[string]*machineExpectations{},
-		static:           &staticWorld{bySHA: map[string]int{}, bootedWithout: map[string]string{}, reported: map[string]string{}},
+		binding:             !opts.BindingDisabled,
+		register:            opts.Register,
+		firstSeen:           map[string]time.Time{},
+		registered:          map[string]types.NamespacedName{},
+		registeredAt:        map[types.NamespacedName]time.Time{},
+		renderedOnce:        map[string]bool{},
+		bootstraps:          map[string]bootstrap{},
+		nodesWithProviderID: map[string]bool{},
+		static:              &staticWorld{bySHA: map[string]int{}, bootedWithout: map[string]string{}, reported: map[string]string{}},
 	}
 	for _, b := range []struct {
 		name string
 		run  func(context.Context) error
 	}{
-		{phaseNodePools, d.reconcileNodePools}, // HyperShift + CAPI MachineSet
-		{phaseDeletions, d.processDeletions},   // CAPI Machine deletion + the provider's deprovision
+		{phaseNodePools, d.reconcileNodePools}, // HyperShift (CAPI itself runs as a real process)
 		{phaseIPAM, d.allocateAddresses},       // Cluster API IPAM provider
 		{phaseImages, d.regenerateImages},      // assisted-service image regeneration (NMStateConfigs)
 		{phaseRegistration, d.registerAgents},  // hosts booting the ISO, assisted-service creating Agents
 		{phaseAgentStatus, d.updateAgentStatus},
-		{phaseBinding, d.bindWaiting}, // the Agent CAPI provider
+		{phaseBinding, d.reconcileAgentMachines}, // the Agent CAPI provider's AgentMachine controller
+		{phaseAgentBinding, d.syncBindings},      // assisted-service binding and unbinding Agents
 		{phaseInstallation, d.completeInstallations},
+		{phaseNodeProviderID, d.setNodeProviderIDs}, // the provider's NodeProviderID controller
 	} {
 		d.behaviours = append(d.behaviours, behaviour{name: b.name, run: b.run, mu: &sync.Mutex{}})
 	}
@@ -190,14 +186,15 @@ func New(opts Options) (*Driver, error) {
 
 // Phase names: the behaviours of a pass, also the loops of RunLoops.
 const (
-	phaseNodePools    = "nodepools"
-	phaseDeletions    = "deletions"
-	phaseIPAM         = "ipam"
-	phaseImages       = "images"
-	phaseRegistration = "registration"
-	phaseAgentStatus  = "agent-status"
-	phaseBinding      = "binding"
-	phaseInstallation = "installation"
+	phaseNodePools      = "nodepools"
+	phaseIPAM           = "ipam"
+	phaseImages         = "images"
+	phaseRegistration   = "registration"
+	phaseAgentStatus    = "agent-status"
+	phaseBinding        = "binding"
+	phaseAgentBinding   = "agent-binding"
+	phaseInstallation   = "installation"
+	phaseNodeProviderID = "node-provider-id"
 )
 
 // lock takes a behaviour's lock (for the public methods that act as that behaviour) and returns
@@ -240,9 +237,10 @@ func (d *Driver) Writes() int { return int(d.writes.Load()) }
 func (d *Driver) wrote() { d.writes.Add(1) }
 
 // Step runs one pass of every behaviour, in the order the real systems would react:
-// HyperShift renders Machines for NodePool replicas, CAPI/provider process deletions,
-// assisted-service registers and updates Agents, the provider binds waiting AgentMachines,
-// assisted-service reports installations. It returns the number of API writes made (by this pass
+// HyperShift renders MachineDeployments for NodePool replicas, assisted-service registers and updates
+// Agents, the provider reserves Agents for waiting AgentMachines (and unbinds them on deletion),
+// assisted-service binds and installs, the provider sets Node providerIDs. CAPI's Machine, MachineSet,
+// MachineDeployment and Cluster controllers run on their own (a real process). It returns the number of API writes made (by this pass
 // and, in loop mode, by the loops meanwhile).
 func (d *Driver) Step(ctx context.Context) (int, error) {
 	ctx = withPassCache(ctx)

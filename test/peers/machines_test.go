@@ -1,0 +1,175 @@
+// Package peers checks how the project's tests and demo use the real peers they run.
+package peers
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containeroo/agent-forge-operator/internal/testenv"
+)
+
+// machineKinds are the names through which the code builds a Machine or MachineSet object.
+var machineKinds = []string{"MachineGVK", "MachineSetGVK"}
+
+// TestOnlyCAPICreatesOrDeletesMachines: Cluster API core runs for real in the controller suites, the
+// end-to-end test, the chaos campaign and the demo, and it alone decides which Machines exist. No code of
+// this repository (the world driver, the harness, the demo, any test) may create or delete a Machine or a
+// MachineSet: a variable built from a Machine/MachineSet GroupVersionKind must never be passed to a
+// Create, Delete or DeleteAllOf call.
+func TestOnlyCAPICreatesOrDeletesMachines(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, offenders := 0, []string{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch filepath.ToSlash(rel) {
+			case "bin", ".git", "hack/peers", "hack/crdgen", "hack/tools": // build output, other modules
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		files++
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		offenders = append(offenders, machineWrites(t, rel, src)...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("scanned only %d Go files: the walk is broken", files)
+	}
+	for _, o := range offenders {
+		t.Errorf("creates or deletes a Machine/MachineSet (only CAPI may): %s", o)
+	}
+	t.Logf("scanned %d Go files", files)
+}
+
+// machineWrites returns "file:line" of each Create/Delete/DeleteAllOf call in src that is passed a
+// variable assigned (or given a GroupVersionKind) from an expression naming a Machine kind.
+func machineWrites(t *testing.T, name string, src []byte) []string {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, 0)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		var body *ast.BlockStmt
+		switch fn := n.(type) {
+		case *ast.FuncDecl:
+			body = fn.Body
+		case *ast.FuncLit:
+			body = fn.Body
+		}
+		if body == nil {
+			return true
+		}
+		machines := map[string]bool{}
+		ast.Inspect(body, func(n ast.Node) bool {
+			switch s := n.(type) {
+			case *ast.AssignStmt:
+				for i, rhs := range s.Rhs {
+					if i < len(s.Lhs) && namesMachineKind(rhs) {
+						if id, ok := s.Lhs[i].(*ast.Ident); ok {
+							machines[id.Name] = true
+						}
+					}
+				}
+			case *ast.CallExpr:
+				if sel, ok := s.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "SetGroupVersionKind" && len(s.Args) == 1 && namesMachineKind(s.Args[0]) {
+					if id, ok := sel.X.(*ast.Ident); ok {
+						machines[id.Name] = true
+					}
+				}
+			}
+			return true
+		})
+		ast.Inspect(body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || (sel.Sel.Name != "Create" && sel.Sel.Name != "Delete" && sel.Sel.Name != "DeleteAllOf") {
+				return true
+			}
+			for _, arg := range call.Args {
+				if id, ok := arg.(*ast.Ident); ok && machines[id.Name] {
+					out = append(out, fset.Position(call.Pos()).String())
+				}
+				if namesMachineKind(arg) {
+					out = append(out, fset.Position(call.Pos()).String())
+				}
+			}
+			return true
+		})
+		return false
+	})
+	return out
+}
+
+// namesMachineKind reports whether the expression mentions MachineGVK or MachineSetGVK (not
+// AgentMachineGVK or MachineDeploymentGVK).
+func namesMachineKind(e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		var name string
+		switch x := n.(type) {
+		case *ast.Ident:
+			name = x.Name
+		case *ast.SelectorExpr:
+			name = x.Sel.Name
+		}
+		for _, k := range machineKinds {
+			if name == k {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// TestMachineWritesAreFound: the scan finds the ways this repository builds Machine objects (so the check
+// above can fail), and leaves reads and other kinds alone.
+func TestMachineWritesAreFound(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       int
+	}{
+		{"world object created", `m := newObject(MachineGVK); _ = d.c.Create(ctx, m)`, 1},
+		{"operator view deleted", `m := agents.New(agents.MachineGVK()); _ = k8s.Delete(ctx, m)`, 1},
+		{"GVK set then created", `m := &unstructured.Unstructured{}; m.SetGroupVersionKind(world.MachineGVK); _ = k8s.Create(ctx, m)`, 1},
+		{"MachineSet deleted", `ms := newObject(world.MachineSetGVK); _ = c.Delete(ctx, ms)`, 1},
+		{"all of them deleted", `_ = c.DeleteAllOf(ctx, newObject(MachineGVK))`, 1},
+		{"read only", `m := agents.New(agents.MachineGVK()); _ = c.Get(ctx, key, m)`, 0},
+		{"AgentMachine created", `am := newObject(AgentMachineGVK); _ = c.Create(ctx, am)`, 0},
+		{"MachineDeployment created", `md := newObject(MachineDeploymentGVK); _ = c.Create(ctx, md)`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "package p\nfunc f() {\n" + tc.body + "\n}\n"
+			if got := machineWrites(t, "x.go", []byte(src)); len(got) != tc.want {
+				t.Errorf("found %v, want %d", got, tc.want)
+			}
+		})
+	}
+}
