@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the external CRDs of test/crds that come from buildable API modules (HostedCluster, NodePool,
-# Machine, IPAddressClaim, IPAddress) from the real API types: controller-gen's crd generator over the
-# HyperShift and Cluster API packages pinned in hack/crdgen/go.mod, post-processed by hack/crdgen (its own
-# module, so the project's go.mod never gains these dependencies). See test/crds/README.md.
+# HostedControlPlane, Cluster, Machine, MachineSet, MachineDeployment, MachineDrainRule, IPAddressClaim,
+# IPAddress) from the real API types: controller-gen's crd generator over the HyperShift and Cluster API
+# packages pinned in hack/crdgen/go.mod, post-processed by hack/crdgen (its own module, so the project's
+# go.mod never gains these dependencies). See test/crds/README.md.
 #
 # Usage: hack/crdgen.sh [OUTDIR]     (default: test/crds; `make verify-test-crds` writes to a temp dir and diffs)
 # Env:   CONTROLLER_GEN (default bin/controller-gen, built with make when missing),

@@ -58,6 +58,9 @@ type output struct {
 	// overrides is a folder of partial CRDs (relative to the module) that the upstream project merges over
 	// controller-gen's output when it builds its release manifests.
 	overrides string
+	// labels are added to the CRD's metadata, as the project that installs the CRD does (e.g. HyperShift's
+	// Cluster API contract label on HostedControlPlane, which CAPI reads to find the contract version).
+	labels map[string]string
 	// notes are extra header lines.
 	notes []string
 }
@@ -66,7 +69,18 @@ var outputs = []output{
 	{set: "hypershift", file: "hypershift.openshift.io_hostedclusters.yaml"},
 	{set: "hypershift", file: "hypershift.openshift.io_nodepools.yaml",
 		overrides: "hypershift/v1beta1/manual-override-crd-manifests/nodepools.hypershift.openshift.io"},
+	// HyperShift points Cluster.spec.controlPlaneRef at the HostedControlPlane and installs its CRD with the
+	// v1beta1 contract label (cmd/install/assets/crds/assets.go): CAPI then reads status.initialized,
+	// status.ready and status.externalManagedControlPlane under the v1beta1 contract.
+	{set: "hypershift", file: "hypershift.openshift.io_hostedcontrolplanes.yaml",
+		labels: map[string]string{"cluster.x-k8s.io/v1beta1": "v1beta1"},
+		notes: []string{"Label cluster.x-k8s.io/v1beta1: v1beta1 added as HyperShift's installer adds it (CAPI contract version)."}},
 	{set: "capi-core", file: "cluster.x-k8s.io_machines.yaml"},
+	{set: "capi-core", file: "cluster.x-k8s.io_machinesets.yaml"},
+	{set: "capi-core", file: "cluster.x-k8s.io_machinedeployments.yaml"},
+	{set: "capi-core", file: "cluster.x-k8s.io_clusters.yaml"},
+	// The Machine controller lists MachineDrainRules when it drains a Node.
+	{set: "capi-core", file: "cluster.x-k8s.io_machinedrainrules.yaml"},
 	{set: "capi-ipam", file: "ipam.cluster.x-k8s.io_ipaddressclaims.yaml"},
 	{set: "capi-ipam", file: "ipam.cluster.x-k8s.io_ipaddresses.yaml"},
 }
@@ -182,6 +196,17 @@ func run(controllerGen, out string) error {
 				return fmt.Errorf("%s: %w", o.file, err)
 			}
 			notes = append(notes, fmt.Sprintf("Merged over controller-gen's output, as HyperShift does: %s (%s).", o.overrides, n))
+		}
+		if len(o.labels) > 0 {
+			meta := crd["metadata"].(map[string]any)
+			labels, _ := meta["labels"].(map[string]any)
+			if labels == nil {
+				labels = map[string]any{}
+			}
+			for k, v := range o.labels {
+				labels[k] = v
+			}
+			meta["labels"] = labels
 		}
 		for key, values := range enums {
 			file, path, _ := strings.Cut(key, "\x00")

@@ -1,9 +1,13 @@
 # Test-only CRDs of external kinds (test/crds) generated from the real API types by hack/crdgen.sh:
-# HostedCluster, NodePool (HyperShift), Machine, IPAddressClaim, IPAddress (Cluster API).
+# HostedCluster, NodePool, HostedControlPlane (HyperShift), Cluster, Machine, MachineSet, MachineDeployment,
+# MachineDrainRule, IPAddressClaim, IPAddress (Cluster API).
 # Included by the Makefile; reuses CONTROLLER_GEN and CONTROLLER_TOOLS_VERSION.
 
 TEST_CRDS_GENERATED := hypershift.openshift.io_hostedclusters.yaml hypershift.openshift.io_nodepools.yaml \
-	cluster.x-k8s.io_machines.yaml ipam.cluster.x-k8s.io_ipaddressclaims.yaml ipam.cluster.x-k8s.io_ipaddresses.yaml
+	hypershift.openshift.io_hostedcontrolplanes.yaml \
+	cluster.x-k8s.io_clusters.yaml cluster.x-k8s.io_machines.yaml cluster.x-k8s.io_machinesets.yaml \
+	cluster.x-k8s.io_machinedeployments.yaml cluster.x-k8s.io_machinedrainrules.yaml \
+	ipam.cluster.x-k8s.io_ipaddressclaims.yaml ipam.cluster.x-k8s.io_ipaddresses.yaml
 
 TEST_DEPS += verify-test-crds
 
