@@ -15,43 +15,48 @@ import (
 )
 
 // The Agent CAPI provider reserves an Agent in two writes: first the Agent's agentMachineRef label (the
-// AgentMachine's UID, getAgentMachineRefLabel upstream), then the AgentMachine's status.agentRef.
-var _ = Describe("The provider's reservation label (the AgentMachine's UID)", func() {
-	It("ends the AgentMachine's demand and records its Machine before agentRef is written", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{BindingDisabled: true})
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
-		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
-		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseAvailable) }, 60*time.Second, 250*time.Millisecond).Should(Equal(1))
-		Eventually(func() int32 { return getPool(pool).Status.WaitingAgentMachines }, 60*time.Second, 250*time.Millisecond).Should(Equal(int32(1)))
+// AgentMachine's name on current providers, since cluster-api-provider-agent 2de8dad; its UID on older
+// ones) with the agentMachineRefNamespace annotation, then the AgentMachine's status.agentRef.
+var _ = Describe("The provider's reservation label (the AgentMachine's name or UID)", func() {
+	DescribeTable("ends the AgentMachine's demand and records its Machine before agentRef is written",
+		func(ctx context.Context, value func(am agents.AgentMachine) string) {
+			op := startOperator(operatorOptions{})
+			DeferCleanup(op.stop)
+			s := newScenario()
+			d := startWorld(s, world.Options{BindingDisabled: true})
+			pool := createPool(newPool(s, "workers"))
+			DeferCleanup(deletePoolAndWait, pool)
+			Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
+			Eventually(func() int { return phaseCount(pool, afv1.VMPhaseAvailable) }, 60*time.Second, 250*time.Millisecond).Should(Equal(1))
+			Eventually(func() int32 { return getPool(pool).Status.WaitingAgentMachines }, 60*time.Second, 250*time.Millisecond).Should(Equal(int32(1)))
 
-		By("the provider's first write: the Agent labelled with the AgentMachine's UID, no agentRef yet")
-		ams := agents.NewList(agents.AgentMachineGVK)
-		Expect(k8s.List(ctx, ams, client.InNamespace(s.ControlPlaneNamespace))).To(Succeed())
-		Expect(ams.Items).To(HaveLen(1))
-		am := agents.AgentMachineFrom(&ams.Items[0])
-		va := vsphereAgents(pool)[0]
-		agent := getAgent(ctx, s.Namespace, va.Status.VM.AgentRef)
-		patch := client.MergeFrom(agent.DeepCopy())
-		labels := agent.GetLabels()
-		labels[agents.LabelAgentMachineRef] = string(am.UID)
-		agent.SetLabels(labels)
-		annotations := agent.GetAnnotations()
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[agents.AnnotationAgentMachineRefNamespace] = am.Namespace
-		agent.SetAnnotations(annotations)
-		_ = unstructured.SetNestedMap(agent.Object, map[string]any{"name": s.HostedCluster.Name, "namespace": am.Namespace}, "spec", "clusterDeploymentName")
-		Expect(k8s.Patch(ctx, agent, patch)).To(Succeed())
+			By("the provider's first write: the Agent labelled with the AgentMachine's name or UID, no agentRef yet")
+			ams := agents.NewList(agents.AgentMachineGVK)
+			Expect(k8s.List(ctx, ams, client.InNamespace(s.ControlPlaneNamespace))).To(Succeed())
+			Expect(ams.Items).To(HaveLen(1))
+			am := agents.AgentMachineFrom(&ams.Items[0])
+			va := vsphereAgents(pool)[0]
+			agent := getAgent(ctx, s.Namespace, va.Status.VM.AgentRef)
+			patch := client.MergeFrom(agent.DeepCopy())
+			labels := agent.GetLabels()
+			labels[agents.LabelAgentMachineRef] = value(am)
+			agent.SetLabels(labels)
+			annotations := agent.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[agents.AnnotationAgentMachineRefNamespace] = am.Namespace
+			agent.SetAnnotations(annotations)
+			_ = unstructured.SetNestedMap(agent.Object, map[string]any{"name": s.HostedCluster.Name, "namespace": am.Namespace}, "spec", "clusterDeploymentName")
+			Expect(k8s.Patch(ctx, agent, patch)).To(Succeed())
 
-		Eventually(func() int32 { return getPool(pool).Status.WaitingAgentMachines }, 60*time.Second, 250*time.Millisecond).
-			Should(Equal(int32(0)), "a labelled Agent's AgentMachine no longer waits")
-		Eventually(func() string { return vsphereAgents(pool)[0].Status.VM.MachineRef }, 60*time.Second, 250*time.Millisecond).
-			Should(Equal(am.OwnerMachine), "the reservation's Machine, found by the AgentMachine's UID")
-		Expect(vsphereAgents(pool)).To(HaveLen(1), "no VM for demand that was already served")
-	})
+			Eventually(func() int32 { return getPool(pool).Status.WaitingAgentMachines }, 60*time.Second, 250*time.Millisecond).
+				Should(Equal(int32(0)), "a labelled Agent's AgentMachine no longer waits")
+			Eventually(func() string { return vsphereAgents(pool)[0].Status.VM.MachineRef }, 60*time.Second, 250*time.Millisecond).
+				Should(Equal(am.OwnerMachine), "the reservation's Machine, found by the label")
+			Expect(vsphereAgents(pool)).To(HaveLen(1), "no VM for demand that was already served")
+		},
+		Entry("current providers: the AgentMachine's name", func(am agents.AgentMachine) string { return am.Name }),
+		Entry("providers before 2de8dad: the AgentMachine's UID", func(am agents.AgentMachine) string { return string(am.UID) }),
+	)
 })

@@ -453,16 +453,19 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 }
 
 // reservingMachine is the owner Machine of the AgentMachine the Agent's reservation names. The provider
-// labels the Agent (agentMachineRef = the AgentMachine's UID) before it writes the AgentMachine's
+// labels the Agent (agentMachineRef = the AgentMachine's name on current providers, its UID on older
+// ones, with the agentMachineRefNamespace annotation) before it writes the AgentMachine's
 // status.agentRef; finding that AgentMachine records the Machine in the same status write as Bound
-// instead of a later one.
+// instead of a later one. Agent.ReservedBy decides which AgentMachine the label names: only the pool's
+// control plane namespace is searched, a name counts only with the annotation naming that namespace, a
+// UID also without it.
 func (r *VsphereAgentReconciler) reservingMachine(ctx context.Context, s *vmScope) string {
-	ns := s.agent.Obj.GetAnnotations()[agents.AnnotationAgentMachineRefNamespace]
-	if s.agent.AgentMachineRef() == "" || ns != s.pool.Spec.ControlPlaneNamespace {
+	ns, annotated := s.agent.Obj.GetAnnotations()[agents.AnnotationAgentMachineRefNamespace]
+	if s.agent.AgentMachineRef() == "" || (annotated && ns != s.pool.Spec.ControlPlaneNamespace) {
 		return ""
 	}
 	list := agents.NewList(agents.AgentMachineGVK)
-	if err := r.List(ctx, list, client.InNamespace(ns)); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace)); err != nil {
 		return ""
 	}
 	for i := range list.Items {

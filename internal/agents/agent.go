@@ -49,7 +49,8 @@ func AgentFrom(u *unstructured.Unstructured) Agent {
 	return a
 }
 
-// AgentMachineRef is the AgentMachine the provider reserved this Agent for ("" when free).
+// AgentMachineRef is the agentMachineRef label the provider wrote on a reserved Agent ("" when free):
+// the AgentMachine's name (current providers) or UID (older ones). Compare it with ReservedBy only.
 func (a Agent) AgentMachineRef() string { return a.Labels[LabelAgentMachineRef] }
 
 // AnyReservedBy reports whether one of the Agents is reserved by the AgentMachine.
@@ -62,18 +63,35 @@ func AnyReservedBy(list []Agent, am AgentMachine) bool {
 	return false
 }
 
-// ReservedBy reports whether the Agent's reservation names this AgentMachine. The provider labels
-// the Agent with the AgentMachine's UID (getAgentMachineRefLabel in cluster-api-provider-agent); the
-// name is accepted too, for hand-made reservations.
+// ReservedBy reports whether the Agent's reservation names this AgentMachine. The Agent CAPI provider
+// labels a reserved Agent agentMachineRef=<value> and annotates it agentMachineRefNamespace=<the
+// AgentMachine's namespace> (annotation since cluster-api-provider-agent 43fd6e0). The value has had two
+// shapes, and both are read:
+//
+//   - the AgentMachine's NAME: current providers (since 2de8dad, 2024-09, OCPBUGS-32592). A name is
+//     unique only within a namespace, so it matches only when the namespace annotation is present and
+//     equals the AgentMachine's namespace. A name without the annotation is ambiguous (any same-named
+//     AgentMachine in any control plane namespace could own it) and matches nothing: counting it for
+//     the wrong AgentMachine would end another cluster's demand or record another cluster's Machine.
+//   - the AgentMachine's UID: older providers (4bf2401, 2022-01, until 2de8dad). A UID is unique in the
+//     cluster, so it matches without the annotation (providers before 43fd6e0 wrote none); when the
+//     annotation is present it must still equal the AgentMachine's namespace.
 func (a Agent) ReservedBy(am AgentMachine) bool {
-	ref, ns := a.AgentMachineRef(), ""
-	if a.Obj != nil {
-		ns = a.Obj.GetAnnotations()[AnnotationAgentMachineRefNamespace]
-	}
-	if ref == "" || (ns != "" && ns != am.Namespace) {
+	ref := a.AgentMachineRef()
+	if ref == "" {
 		return false
 	}
-	return ref == string(am.UID) || ref == am.Name
+	ns, annotated := "", false
+	if a.Obj != nil {
+		ns, annotated = a.Obj.GetAnnotations()[AnnotationAgentMachineRefNamespace]
+	}
+	if annotated && ns != am.Namespace {
+		return false
+	}
+	if am.UID != "" && ref == string(am.UID) {
+		return true
+	}
+	return annotated && am.Name != "" && ref == am.Name
 }
 
 // IsBound reports whether the Agent is reserved or bound to an AgentMachine.

@@ -67,35 +67,70 @@ func TestSuitability(t *testing.T) {
 	}
 }
 
-// The Agent CAPI provider labels a reserved Agent with the AgentMachine's UID (its
-// getAgentMachineRefLabel) and the namespace in an annotation.
+// The Agent CAPI provider labels a reserved Agent agentMachineRef=<the AgentMachine's name> (current
+// providers, since cluster-api-provider-agent 2de8dad) or <its UID> (4bf2401 until then), with the
+// AgentMachine's namespace in the agentMachineRefNamespace annotation (since 43fd6e0). Never another
+// AgentMachine's Agent: a name counts only with the namespace annotation naming the AgentMachine's namespace.
 func TestReservedBy(t *testing.T) {
 	am := AgentMachine{Name: "np-abcde", Namespace: "cp", UID: "0b7c6f3e-1111-4a4a-9c9c-123456789abc"}
-	agent := func(ref, ns string) Agent {
+	// The same name in another hosted cluster's control plane namespace.
+	twin := AgentMachine{Name: "np-abcde", Namespace: "cp-other", UID: "5f0e0e0e-2222-4b4b-8d8d-abcdefabcdef"}
+	agent := func(ref string, ns *string) Agent {
 		u := &unstructured.Unstructured{}
-		if ns != "" {
-			u.SetAnnotations(map[string]string{AnnotationAgentMachineRefNamespace: ns})
+		if ns != nil {
+			u.SetAnnotations(map[string]string{AnnotationAgentMachineRefNamespace: *ns})
 		}
 		return Agent{Labels: map[string]string{LabelAgentMachineRef: ref}, Obj: u}
 	}
+	ns := func(s string) *string { return &s }
 	tests := []struct {
 		name  string
 		agent Agent
+		am    AgentMachine
 		want  bool
 	}{
-		{"the provider's label: the AgentMachine's UID", agent(string(am.UID), "cp"), true},
-		{"a hand-made reservation by name", agent("np-abcde", "cp"), true},
-		{"no namespace annotation (older providers)", agent(string(am.UID), ""), true},
-		{"another AgentMachine's UID", agent("5f0e0e0e-2222-4b4b-8d8d-abcdefabcdef", "cp"), false},
-		{"same UID, another namespace", agent(string(am.UID), "other"), false},
-		{"not reserved", agent("", "cp"), false},
-		{"no object", Agent{Labels: map[string]string{LabelAgentMachineRef: string(am.UID)}}, true},
+		{"name, namespace annotation matches (current provider)", agent(am.Name, ns("cp")), am, true},
+		{"name, annotation names another namespace", agent(am.Name, ns("cp-other")), am, false},
+		{"name without namespace annotation: ambiguous", agent(am.Name, nil), am, false},
+		{"name with an empty namespace annotation", agent(am.Name, ns("")), am, false},
+		{"name without any object", Agent{Labels: map[string]string{LabelAgentMachineRef: am.Name}}, am, false},
+		{"another AgentMachine's name", agent("np-zzzzz", ns("cp")), am, false},
+		{"UID, namespace annotation matches (older provider)", agent(string(am.UID), ns("cp")), am, true},
+		{"UID without namespace annotation (before 43fd6e0)", agent(string(am.UID), nil), am, true},
+		{"UID without any object", Agent{Labels: map[string]string{LabelAgentMachineRef: string(am.UID)}}, am, true},
+		{"UID, annotation names another namespace", agent(string(am.UID), ns("cp-other")), am, false},
+		{"another AgentMachine's UID", agent(string(twin.UID), ns("cp")), am, false},
+		{"another AgentMachine's UID, no annotation", agent(string(twin.UID), nil), am, false},
+		{"not reserved (empty label)", agent("", ns("cp")), am, false},
+		{"not reserved (no label)", Agent{Obj: &unstructured.Unstructured{}}, am, false},
+		{"same name, other namespace: the twin's reservation is not ours", agent(am.Name, ns("cp-other")), am, false},
+		{"same name, other namespace: the twin owns its own reservation", agent(am.Name, ns("cp-other")), twin, true},
+		{"same name, other namespace: our reservation is not the twin's", agent(am.Name, ns("cp")), twin, false},
+		{"same name, no annotation: neither twin", agent(am.Name, nil), twin, false},
+		{"an AgentMachine view without a UID never matches an empty label", agent("", nil), AgentMachine{Name: "x", Namespace: "cp"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.agent.ReservedBy(am); got != tt.want {
-				t.Fatalf("ReservedBy = %t, want %t", got, tt.want)
+			if got := tt.agent.ReservedBy(tt.am); got != tt.want {
+				t.Fatalf("ReservedBy(%s/%s) = %t, want %t", tt.am.Namespace, tt.am.Name, got, tt.want)
 			}
 		})
+	}
+}
+
+// AnyReservedBy is the pool's demand check: another namespace's same-named AgentMachine's Agent does not
+// end this AgentMachine's demand.
+func TestAnyReservedBy(t *testing.T) {
+	am := AgentMachine{Name: "np-abcde", Namespace: "cp", UID: "0b7c6f3e-1111-4a4a-9c9c-123456789abc"}
+	other := &unstructured.Unstructured{}
+	other.SetAnnotations(map[string]string{AnnotationAgentMachineRefNamespace: "cp-other"})
+	list := []Agent{{Labels: map[string]string{LabelAgentMachineRef: am.Name}, Obj: other}, {Labels: map[string]string{}}}
+	if AnyReservedBy(list, am) {
+		t.Fatal("an Agent reserved by a same-named AgentMachine in another namespace counts as this one's")
+	}
+	ours := &unstructured.Unstructured{}
+	ours.SetAnnotations(map[string]string{AnnotationAgentMachineRefNamespace: "cp"})
+	if !AnyReservedBy(append(list, Agent{Labels: map[string]string{LabelAgentMachineRef: am.Name}, Obj: ours}), am) {
+		t.Fatal("this AgentMachine's reservation is not found")
 	}
 }

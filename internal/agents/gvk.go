@@ -75,9 +75,11 @@ const (
 	// AnnotationNodePool names the NodePool (<namespace>/<name>) of a Machine or AgentMachine.
 	AnnotationNodePool = "hypershift.openshift.io/nodePool"
 	// LabelAgentMachineRef is set by the Agent CAPI provider on a reserved Agent; its value is the
-	// AgentMachine's UID (see ReservedBy).
+	// AgentMachine's name on current providers and its UID on providers from before late 2024 (see
+	// ReservedBy, the one reading of it).
 	LabelAgentMachineRef = "agentMachineRef"
-	// AnnotationAgentMachineRefNamespace accompanies LabelAgentMachineRef.
+	// AnnotationAgentMachineRefNamespace accompanies LabelAgentMachineRef: the reserving AgentMachine's
+	// namespace (absent on the oldest providers).
 	AnnotationAgentMachineRefNamespace = "agentMachineRefNamespace"
 	// LabelInfraEnv names the InfraEnv an Agent registered through.
 	LabelInfraEnv = "infraenvs.agent-install.openshift.io"

@@ -12,7 +12,8 @@ import (
 // AgentMachine is a view of a CAPI AgentMachine.
 type AgentMachine struct {
 	Name, Namespace string
-	// UID is what the Agent CAPI provider writes into a reserved Agent's agentMachineRef label.
+	// UID is what Agent CAPI providers before late 2024 wrote into a reserved Agent's agentMachineRef
+	// label; current ones write Name (see Agent.ReservedBy).
 	UID types.UID
 	// NodePool is the annotation value "<namespace>/<nodePool>".
 	NodePool     string
