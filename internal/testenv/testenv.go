@@ -43,6 +43,39 @@ type Options struct {
 	WithoutExternalCRDs bool
 	// ExtraCRDPaths are installed too.
 	ExtraCRDPaths []string
+	// LegacyAgentProvider installs the AgentMachine CRD of older Agent CAPI providers (CAPI v1beta1
+	// conditions with severity; message and reason minLength 1) from test/crds/legacy-provider instead of
+	// the current one (metav1.Condition, since cluster-api-provider-agent 19c244c). Ignored with
+	// WithoutExternalCRDs.
+	LegacyAgentProvider bool
+}
+
+// agentMachineCRDFile is the AgentMachine fixture's file name, in test/crds (current provider) and in
+// test/crds/legacy-provider (older providers).
+const agentMachineCRDFile = "capi-provider.agent-install.openshift.io_agentmachines.yaml"
+
+// externalCRDPaths lists what envtest installs from test/crds: the folder itself (envtest reads the files
+// directly in it, not its subfolders), or with legacy its files one by one, the AgentMachine fixture taken
+// from legacy-provider instead.
+func externalCRDPaths(root string, legacy bool) ([]string, error) {
+	dir := filepath.Join(root, "test", "crds")
+	if !legacy {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == agentMachineCRDFile {
+			continue
+		}
+		if ext := filepath.Ext(e.Name()); ext == ".yaml" || ext == ".yml" || ext == ".json" {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	return append(paths, filepath.Join(dir, "legacy-provider", agentMachineCRDFile)), nil
 }
 
 // Env is a running API server.
@@ -95,7 +128,11 @@ func Start(opts Options) (*Env, error) {
 	}
 	paths := []string{filepath.Join(root, "config", "crd", "bases")}
 	if !opts.WithoutExternalCRDs {
-		paths = append(paths, filepath.Join(root, "test", "crds"))
+		external, err := externalCRDPaths(root, opts.LegacyAgentProvider)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, external...)
 	}
 	paths = append(paths, opts.ExtraCRDPaths...)
 	env := &envtest.Environment{

@@ -255,9 +255,9 @@ status:
   agentRef: {name: 0a1b2c3d, namespace: default}
   addresses: [{type: Hostname, address: worker-0}, {type: InternalIP, address: 192.168.1.20}]
   conditions:
-  - {type: Ready, status: "True", lastTransitionTime: "2026-01-01T00:00:00Z"}
-  - {type: AgentReserved, status: "False", severity: Warning, reason: NoSuitableAgents, message: no suitable agents, lastTransitionTime: "2026-01-01T00:00:00Z"}
-`, "status.conditions[0].observedGeneration"},
+  - {type: Ready, status: "True", reason: InfoReported, message: "", observedGeneration: 1, lastTransitionTime: "2026-01-01T00:00:00Z"}
+  - {type: AgentReserved, status: "True", reason: AgentReserved, message: "", observedGeneration: 1, lastTransitionTime: "2026-01-01T00:00:00Z"}
+`, "status.conditions[0].severity"},
 		{"AgentMachine v1alpha1", `
 apiVersion: capi-provider.agent-install.openshift.io/v1alpha1
 kind: AgentMachine
