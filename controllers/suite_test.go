@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +29,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/sim"
+	"github.com/containeroo/agent-forge-operator/internal/sim/capicore"
 	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 	"github.com/containeroo/agent-forge-operator/internal/testenv"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -42,6 +45,11 @@ var (
 	vs               vsphere.Client
 	sessions         *vsphere.SessionCache
 	nsCounter        atomic.Int32
+	// capi is Cluster API core running for real (its own process): it turns each scenario's
+	// MachineDeployment into Machines and picks which go on scale-down; kubeconfig reaches the API server
+	// for it and for the world's hosted-cluster Secrets.
+	capi       *capicore.Process
+	kubeconfig []byte
 )
 
 func TestControllers(t *testing.T) {
@@ -63,6 +71,10 @@ var _ = BeforeSuite(func() {
 	// VM worker count against it over a real socket; see vcsim.StartProcess.
 	vc, err = vcsim.StartProcess(context.Background(), vcsim.Options{})
 	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err = capicore.Kubeconfig(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	capi, err = capicore.Start(context.Background(), env.Config, capicore.Options{LogPath: filepath.Join(os.TempDir(), fmt.Sprintf("controllers-capi-core-%d.log", os.Getpid()))})
+	Expect(err).NotTo(HaveOccurred())
 	isoServer = sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: 64 * 1024, Token: "s3cr3t-token"})
 	sessions = vsphere.NewSessions(vsphere.SessionOptions{})
 	vs, err = sessions.Get(context.Background(), vc.Credentials)
@@ -70,6 +82,9 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
+	if capi != nil {
+		Expect(capi.Stop()).To(Succeed())
+	}
 	if sessions != nil {
 		sessions.Close(context.Background())
 	}
@@ -198,7 +213,7 @@ func startWorldOn(sim *vcsim.Env, s *world.Scenario, o world.Options) *world.Dri
 	GinkgoHelper()
 	gc, err := sim.Login(context.Background())
 	Expect(err).NotTo(HaveOccurred())
-	o.Client, o.VSphere, o.Datacenter = k8s, gc.Client, vcsim.Datacenter
+	o.Client, o.VSphere, o.Datacenter, o.Kubeconfig = k8s, gc.Client, vcsim.Datacenter, kubeconfig
 	o.Namespaces = s.Namespaces()
 	if o.InfraEnv == nil && o.InfraEnvFor == nil {
 		// One simulator serves every test: only VMs in this scenario's folder (see newPool) register here.

@@ -35,21 +35,8 @@ func TestFixtureCRDsServeTheModelledFields(t *testing.T) {
 		{
 			gvk:    schema.GroupVersionKind{Group: "capi-provider.agent-install.openshift.io", Version: "v1beta1", Kind: "AgentMachine"},
 			spec:   map[string]any{"agentLabelSelector": map[string]any{"matchLabels": map[string]any{"a": "b"}}},
-			status: map[string]any{"agentRef": map[string]any{"name": "a", "namespace": "n"}, "conditions": []any{map[string]any{"type": "AgentReserved", "status": "False", "severity": "Info", "reason": "NoSuitableAgents", "lastTransitionTime": "2026-01-01T00:00:00Z"}}},
+			status: map[string]any{"agentRef": map[string]any{"name": "a", "namespace": "n"}, "conditions": []any{map[string]any{"type": "AgentReserved", "status": "False", "reason": "NoSuitableAgents", "message": "", "observedGeneration": int64(1), "lastTransitionTime": "2026-01-01T00:00:00Z"}}},
 			check:  []string{"spec.agentLabelSelector.matchLabels", "status.agentRef.name", "status.conditions"},
-		},
-		{
-			// v1beta1 is served (deprecated) without conversion: the object is stored pruned to v1beta2.
-			gvk:    schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "Machine"},
-			spec:   map[string]any{"clusterName": "c", "bootstrap": map[string]any{"dataSecretName": "d"}, "infrastructureRef": map[string]any{"apiVersion": "capi-provider.agent-install.openshift.io/v1beta1", "kind": "AgentMachine", "name": "am"}},
-			status: map[string]any{"phase": "Running", "nodeRef": map[string]any{"kind": "Node", "name": "n1"}},
-			check:  []string{"status.nodeRef.name", "status.phase", "spec.infrastructureRef.name"},
-		},
-		{
-			gvk:    schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"},
-			spec:   map[string]any{"clusterName": "c", "bootstrap": map[string]any{"dataSecretName": "d"}, "infrastructureRef": map[string]any{"apiGroup": "capi-provider.agent-install.openshift.io", "kind": "AgentMachine", "name": "am"}},
-			status: map[string]any{"phase": "Running", "nodeRef": map[string]any{"name": "n1"}, "initialization": map[string]any{"bootstrapDataSecretCreated": true, "infrastructureProvisioned": true}},
-			check:  []string{"status.phase", "status.nodeRef.name", "status.initialization.infrastructureProvisioned", "spec.infrastructureRef.apiGroup"},
 		},
 		{
 			gvk: schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "NodePool"},

@@ -213,7 +213,9 @@ func prepareAgent(t *testing.T, s *world.Scenario, name string, approved bool) t
 	must(t, k8s.Create(t.Context(), a))
 	now := time.Now().UTC().Format(time.RFC3339)
 	a.Object["status"] = map[string]any{"conditions": []any{
+		map[string]any{"type": "SpecSynced", "status": "True", "reason": "SyncOK", "lastTransitionTime": now},
 		map[string]any{"type": "Connected", "status": "True", "reason": "AgentIsConnected", "lastTransitionTime": now},
+		map[string]any{"type": "RequirementsMet", "status": "True", "reason": "AgentIsReady", "lastTransitionTime": now},
 		map[string]any{"type": "Validated", "status": "True", "reason": "ValidationsPassing", "lastTransitionTime": now},
 		map[string]any{"type": "Bound", "status": "False", "reason": "Unbound", "lastTransitionTime": now},
 		map[string]any{"type": "Installed", "status": "False", "reason": "InstallationNotStarted", "lastTransitionTime": now},

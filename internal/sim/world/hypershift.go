@@ -296,12 +296,10 @@ func (d *Driver) ensureHostedClusterInfra(ctx context.Context, hostedCluster typ
 	ac := newObject(AgentClusterGVK)
 	ac.SetNamespace(cpNS)
 	ac.SetName(infraID)
+	// HyperShift writes the endpoint and the ignition server; the provider's controller the status.
 	ac.Object["spec"] = map[string]any{
-		"releaseImage":         releaseImage,
-		"clusterName":          hostedCluster.Name,
-		"baseDomain":           "example.com",
-		"pullSecretRef":        map[string]any{"name": "pull-secret"},
 		"controlPlaneEndpoint": endpoint,
+		"ignitionEndpoint":     map[string]any{"url": "https://ignition-server-" + cpNS + ".apps.example.com/ignition"},
 	}
 	if err := d.createIfAbsent(ctx, ac); err != nil {
 		return "", err
@@ -331,18 +329,30 @@ func (d *Driver) ensureHostedControlPlane(ctx context.Context, cpNS, name string
 	hcp := newObject(HostedControlPlaneGVK)
 	hcp.SetNamespace(cpNS)
 	hcp.SetName(name)
+	route := map[string]any{"type": "Route"}
 	hcp.Object["spec"] = map[string]any{
 		"releaseImage": releaseImage, "pullSecret": map[string]any{"name": "pull-secret"},
+		"sshKey":    map[string]any{"name": "ssh-key"},
 		"issuerURL": "https://kubernetes.default.svc", "infraID": name,
 		"networking": map[string]any{
 			"networkType":    "OVNKubernetes",
 			"clusterNetwork": []any{map[string]any{"cidr": "10.132.0.0/14"}},
 			"serviceNetwork": []any{map[string]any{"cidr": "172.31.0.0/16"}},
 		},
-		"etcd":     map[string]any{"managementType": "Managed", "managed": map[string]any{"storage": map[string]any{"type": "PersistentVolume"}}},
-		"platform": map[string]any{"type": "Agent"},
-		"services": []any{},
-		"dns":      map[string]any{"baseDomain": "example.com"},
+		"etcd": map[string]any{
+			"managementType": "Managed",
+			"managed": map[string]any{"storage": map[string]any{
+				"type": "PersistentVolume", "persistentVolume": map[string]any{"size": "8Gi"},
+			}},
+		},
+		"platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": cpNS}},
+		"services": []any{
+			map[string]any{"service": "APIServer", "servicePublishingStrategy": map[string]any{"type": "LoadBalancer"}},
+			map[string]any{"service": "OAuthServer", "servicePublishingStrategy": route},
+			map[string]any{"service": "Konnectivity", "servicePublishingStrategy": route},
+			map[string]any{"service": "Ignition", "servicePublishingStrategy": route},
+		},
+		"dns": map[string]any{"baseDomain": "example.com"},
 	}
 	if err := d.c.Create(ctx, hcp); err != nil {
 		if meta.IsNoMatchError(err) {

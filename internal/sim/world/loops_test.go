@@ -3,6 +3,7 @@ package world_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -96,7 +97,9 @@ func TestLoopWorkersServeManyNodePoolsOnce(t *testing.T) {
 		scenarios = append(scenarios, s)
 		namespaces = append(namespaces, s.Namespaces()...)
 		for j := 0; j < replicas; j++ {
-			prepareAgent(t, s, fmt.Sprintf("agent-%d", j), true)
+			// Unique across namespaces, as assisted-service's host IDs are: providerID agent://<name> names
+			// Nodes, and the hosted clusters here share one API server.
+			prepareAgent(t, s, fmt.Sprintf("agent-%d-%s", j, ns), true)
 		}
 	}
 	d, err := world.New(world.Options{Client: k8s, Namespaces: namespaces, Loops: true, Workers: 4, Kubeconfig: kubeconfig,
@@ -185,7 +188,10 @@ func TestLaggingListsServeEachAgentMachineOnce(t *testing.T) {
 	reader := &frozenReader{Reader: k8s, lists: map[string]*unstructured.UnstructuredList{}}
 	d, _ := newWorld(t, s, world.Options{Reader: reader, BindingDisabled: true})
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
-	until(t, d, "an AgentMachine waits", func() bool { return len(waiting(t, s)) == 1 })
+	until(t, d, "an AgentMachine waits, held by the provider", func() bool {
+		ws := waiting(t, s)
+		return len(ws) == 1 && slices.Contains(ws[0].GetFinalizers(), world.FinalizerAgentMachine)
+	})
 	steps := func(n int) {
 		t.Helper()
 		for i := 0; i < n; i++ {

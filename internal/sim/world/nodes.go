@@ -71,10 +71,13 @@ func (d *Driver) registerNode(ctx context.Context, agent *unstructured.Unstructu
 	}
 	d.wrote()
 	now := metav1.NewTime(d.now())
-	node.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
-		LastHeartbeatTime: now, LastTransitionTime: now,
-	}}
+	// A kubelet reports Ready and the three pressures; CAPI's NodeHealthy reads all four.
+	node.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now},
+	}
 	node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.33.0", OperatingSystem: "linux", Architecture: "amd64"}
 	if err := d.c.Status().Update(ctx, node); err != nil {
 		return client.IgnoreNotFound(err)

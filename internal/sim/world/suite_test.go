@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/containeroo/agent-forge-operator/internal/sim/capicore"
+	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 	"github.com/containeroo/agent-forge-operator/internal/testenv"
 )
 
@@ -43,12 +46,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	// CAPI core for real: it, not the world, turns MachineDeployments into Machines and deletes them.
-	capi, err := capicore.Start(context.Background(), env.Config, capicore.Options{})
+	capiLog := filepath.Join(os.TempDir(), fmt.Sprintf("world-capi-core-%d.log", os.Getpid()))
+	capi, err := capicore.Start(context.Background(), env.Config, capicore.Options{LogPath: capiLog})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = capi.Stop() }()
+	defer stopLegacy()
 	return m.Run()
 }
 
@@ -63,3 +68,53 @@ func newNamespace(t *testing.T) string {
 }
 
 func splitPath(p string) []string { return strings.Split(p, ".") }
+
+// legacy is a second API server whose AgentMachine CRD is the older provider generation's (CAPI v1beta1
+// conditions with severity), with its own CAPI core: the world's ProviderUIDLabel writes that shape,
+// which the current CRD refuses (as a hub's CRD would). Started on first use.
+var legacy struct {
+	once       sync.Once
+	err        error
+	env        *testenv.Env
+	capi       *capicore.Process
+	k8s        client.Client
+	kubeconfig []byte
+}
+
+// stopLegacy stops the older provider's API server and CAPI core if they were started.
+func stopLegacy() {
+	if legacy.capi != nil {
+		_ = legacy.capi.Stop()
+	}
+	if legacy.env != nil {
+		_ = legacy.env.Stop()
+	}
+}
+
+// useProvider points the package's client (k8s, kubeconfig) at an API server whose AgentMachine CRD
+// matches the provider generation, for the rest of the (sequential) test.
+func useProvider(t *testing.T, gen world.ProviderGeneration) {
+	t.Helper()
+	if gen != world.ProviderUIDLabel {
+		return
+	}
+	legacy.once.Do(func() {
+		legacy.env, legacy.err = testenv.Start(testenv.Options{LegacyAgentProvider: true})
+		if legacy.err != nil {
+			return
+		}
+		if legacy.k8s, legacy.err = client.New(legacy.env.Config, client.Options{Scheme: legacy.env.Scheme}); legacy.err != nil {
+			return
+		}
+		if legacy.kubeconfig, legacy.err = capicore.Kubeconfig(legacy.env.Config); legacy.err != nil {
+			return
+		}
+		legacy.capi, legacy.err = capicore.Start(context.Background(), legacy.env.Config, capicore.Options{})
+	})
+	if legacy.err != nil {
+		t.Fatalf("the older provider's API server: %v", legacy.err)
+	}
+	saved, savedKC := k8s, kubeconfig
+	k8s, kubeconfig = legacy.k8s, legacy.kubeconfig
+	t.Cleanup(func() { k8s, kubeconfig = saved, savedKC })
+}

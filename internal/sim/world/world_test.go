@@ -23,11 +23,18 @@ import (
 func TestScaleUpRendersWaitingAgentMachines(t *testing.T) {
 	for _, gen := range []world.ProviderGeneration{world.ProviderCurrent, world.ProviderUIDLabel} {
 		t.Run(gen.String(), func(t *testing.T) {
+			useProvider(t, gen)
 			s := scenario(t)
 			d, _ := newWorld(t, s, world.Options{Provider: gen})
 			must(t, d.SetReplicas(t.Context(), s.NodePool, 3))
-			until(t, d, "CAPI made 3 Machines whose AgentMachines wait", func() bool {
-				return len(list(t, "Machine", s.ControlPlaneNamespace)) == 3 && len(waiting(t, s)) == 3
+			until(t, d, "CAPI made 3 Machines whose AgentMachines wait, the provider holds them", func() bool {
+				ws := waiting(t, s)
+				for _, am := range ws {
+					if !slices.Contains(am.GetFinalizers(), world.FinalizerAgentMachine) {
+						return false // adopted after the provider's last pass
+					}
+				}
+				return len(list(t, "Machine", s.ControlPlaneNamespace)) == 3 && len(ws) == 3
 			})
 			if got := len(list(t, "MachineSet", s.ControlPlaneNamespace)); got != 1 {
 				t.Errorf("%d MachineSets, want the MachineDeployment's one", got)
@@ -211,6 +218,7 @@ func TestRegistrationFilterKeepsAVMSilent(t *testing.T) {
 func TestBindsPreparedAgentAndInstalls(t *testing.T) {
 	for _, gen := range []world.ProviderGeneration{world.ProviderCurrent, world.ProviderUIDLabel} {
 		t.Run(gen.String(), func(t *testing.T) {
+			useProvider(t, gen)
 			s := scenario(t)
 			d, clk := newWorld(t, s, world.Options{InstallDelay: time.Minute, Provider: gen})
 			must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
@@ -327,6 +335,9 @@ func TestScaleDownDeletesTheMachineCAPIPicks(t *testing.T) {
 				st2, _ := condition(get(t, "Agent", k2), "Installed")
 				return st1 == "True" && st2 == "True" && len(waiting(t, s)) == 1
 			})
+			// The provider stops reserving, so the AgentMachine still waiting does not take b1 once it is
+			// unbound (a reclaimed host is free again and would be taken).
+			d.SetBinding(false)
 			// Mark the Machine of b1 for deletion: CAPI takes it before the one without an Agent.
 			machineOf := func(agent types.NamespacedName) types.NamespacedName {
 				for _, am := range list(t, "AgentMachine", s.ControlPlaneNamespace) {
