@@ -32,7 +32,11 @@ const (
 	ReasonAgentBound            = "AgentBound"
 	ReasonAgentUnbound          = "AgentUnbound"
 	ReasonAgentMissing          = "AgentMissing"
-	ReasonPoolNotFound          = "PoolNotFound"
+	// ReasonUnbindingPendingUserAction: the VM's Agent was unbound after installation and awaits a
+	// reboot of its host into discovery (assisted-service unbinding-pending-user-action); the VM is
+	// Released, destroyed once no Machine references it, and replaced only if demand needs one.
+	ReasonUnbindingPendingUserAction = "UnbindingPendingUserAction" // = agents.ReasonUnbindingPendingUserAction
+	ReasonPoolNotFound               = "PoolNotFound"
 )
 
 // setCondition sets a condition; LastTransitionTime only moves when the status changes, so a

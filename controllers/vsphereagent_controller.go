@@ -336,10 +336,11 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 }
 
 // prepareAgent makes a free Agent bindable: pool labels, role label and spec.role, hostname = VM name,
-// approved when the pool says so. Bound Agents are never touched.
+// approved when the pool says so. Bound Agents, Agents leaving a cluster (unbinding, reclaiming,
+// awaiting a reboot into discovery) and released VMs' Agents are never touched.
 func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error) {
 	a, va, pool := s.agent, s.va, s.pool
-	if a == nil || a.IsBound() || va.Status.VM.Phase == afv1.VMPhaseReleased {
+	if a == nil || a.IsBound() || a.IsUnbinding() || va.Status.VM.Phase == afv1.VMPhaseReleased {
 		return true, nil
 	}
 	role := pool.Spec.Agent.Role
@@ -423,7 +424,8 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 		r.setPhase(va, afv1.VMPhaseReleased, ReasonAgentMissing)
 		return true, nil
 	}
-	if a.IsBound() {
+	phase, reason := bindingPhase(va.Status.VM.Phase, *a)
+	if phase == afv1.VMPhaseBound {
 		machine := ""
 		list := agents.NewList(agents.AgentMachineGVK)
 		if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{indexAgentMachineRef: a.Name}); err != nil {
@@ -440,16 +442,52 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 		if machine != "" {
 			va.Status.VM.MachineRef = machine
 		}
-		r.setPhase(va, afv1.VMPhaseBound, ReasonAgentBound)
-		return true, nil
 	}
-	// Free Agent: Available until it has served a Machine; once unbound after use it is Released.
-	if va.Status.VM.Phase == afv1.VMPhaseBound || va.Status.VM.Phase == afv1.VMPhaseReleased {
-		r.setPhase(va, afv1.VMPhaseReleased, ReasonAgentUnbound)
-		return true, nil
+	if reason == ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
+		// Once, when the status saying so is written (a conflicting write is retried by a pass that
+		// sees the old reason again).
+		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineRef
+		s.afterWrite = append(s.afterWrite, func() {
+			r.Recorder.Eventf(va, "Warning", ReasonUnbindingPendingUserAction, "%s", unbindingPendingUserActionMessage(name, agent, machine))
+		})
 	}
-	r.setPhase(va, afv1.VMPhaseAvailable, ReasonAgentPrepared)
+	r.setPhase(va, phase, reason)
 	return true, nil
+}
+
+// bindingPhase decides the VM's phase from its registered Agent and the phase the VM had (the Agent
+// vanishing is trackBinding's). First match wins:
+//  1. the Agent is reserved or bound (label, Bound=True or a cluster deployment): Bound/AgentBound;
+//  2. it awaits a reboot into discovery (unbinding-pending-user-action: the provider unbound an installed
+//     host and assisted-service did not reclaim it): Released/UnbindingPendingUserAction, whatever the
+//     phase was: the VM runs the installed OS of a worker that is gone, it is never capacity again;
+//  3. it is on its way out of a cluster otherwise (unbinding, reclaiming, reclaiming-rebooting), or the
+//     VM was Bound or Released before: Released/AgentUnbound (unbound after use);
+//  4. otherwise: Available/AgentPrepared.
+//
+// Released is never supply (planner.Lifecycle); the pool removes a Released VM only once a fresh read
+// shows its Agent unbound and no Machine referencing it (release, reconcileDelete).
+func bindingPhase(prev afv1.VMPhase, a agents.Agent) (afv1.VMPhase, string) {
+	switch {
+	case a.IsBound():
+		return afv1.VMPhaseBound, ReasonAgentBound
+	case a.AwaitsRebootIntoDiscovery():
+		return afv1.VMPhaseReleased, ReasonUnbindingPendingUserAction
+	case a.IsUnbinding() || prev == afv1.VMPhaseBound || prev == afv1.VMPhaseReleased:
+		return afv1.VMPhaseReleased, ReasonAgentUnbound
+	}
+	return afv1.VMPhaseAvailable, ReasonAgentPrepared
+}
+
+// unbindingPendingUserActionMessage explains the VM's state once its Agent awaits a reboot into discovery.
+func unbindingPendingUserActionMessage(vm, agent, machine string) string {
+	kept := "no Machine references it"
+	if machine != "" {
+		kept = "Machine " + machine + " no longer exists"
+	}
+	return fmt.Sprintf("Agent %s was unbound and awaits a reboot of its host into the discovery image "+
+		"(UnbindingPendingUserAction): VM %s runs the installed OS of a removed worker and is not reused; "+
+		"the pool destroys it once %s, and creates a replacement only if its demand needs one", agent, vm, kept)
 }
 
 // reservingMachine is the owner Machine of the AgentMachine the Agent's reservation names. The provider
@@ -521,6 +559,10 @@ func (r *VsphereAgentReconciler) setReady(s *vmScope) {
 	case afv1.VMPhaseAvailable, afv1.VMPhaseBound:
 		setCondition(&va.Status.Conditions, afv1.ConditionReady, true, string(va.Status.VM.Phase), "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	default:
-		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, "VM phase "+string(va.Status.VM.Phase), va.Generation)
+		msg := "VM phase " + string(va.Status.VM.Phase)
+		if va.Status.VM.Reason == ReasonUnbindingPendingUserAction {
+			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentRef, va.Status.VM.MachineRef)
+		}
+		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)
 	}
 }

@@ -119,6 +119,27 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 			},
 		},
 		{
+			name: "bound, then unbound after installation and not reclaimed: Released, UnbindingPendingUserAction",
+			steps: []lcStep{
+				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: ReasonAwaitingRegistration,
+					wantEvents: []string{"Normal VMCreated"}, wantRequeueAfter: lifecycleRegistrationTimeout},
+				{name: "Agent registers", advance: time.Minute, world: registerAgent, wantPhase: afv1.VMPhaseAvailable, wantReason: ReasonAgentPrepared},
+				{name: "the provider reserves the Agent", advance: time.Minute, world: bindAgent, wantPhase: afv1.VMPhaseBound, wantReason: ReasonAgentBound},
+				{name: "unbound on scale-down, the host awaits a reboot into discovery: Released, one Warning Event", advance: time.Hour, world: unbindPendingUserAction,
+					wantPhase: afv1.VMPhaseReleased, wantReason: ReasonUnbindingPendingUserAction,
+					wantConditions: map[string]string{
+						afv1.ConditionAgentRegistered: "True/" + ReasonAgentRegistered, afv1.ConditionReady: "False/" + ReasonUnbindingPendingUserAction,
+					},
+					wantTransitioned: []string{"Phase", afv1.ConditionReady},
+					wantEvents:       []string{"Warning " + ReasonUnbindingPendingUserAction},
+					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
+				{name: "later passes: no second Event; the VsphereAgent never destroys it itself (the pool does, behind its Machine checks)", advance: time.Hour,
+					wantPhase: afv1.VMPhaseReleased, wantReason: ReasonUnbindingPendingUserAction,
+					wantConditions: map[string]string{afv1.ConditionReady: "False/" + ReasonUnbindingPendingUserAction},
+					wantCalls:      map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
+			},
+		},
+		{
 			name: "no Agent registers: Failed at exactly registrationTimeout after the VM's creation",
 			steps: []lcStep{
 				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: ReasonAwaitingRegistration,
@@ -457,6 +478,40 @@ func bindAgent(t *testing.T, h *lcHarness, row *lcRow) {
 	labels[agents.LabelAgentMachineRef] = "am-1"
 	a.SetLabels(labels)
 	if err := h.admin.Update(h.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	h.waitForCache(t, a)
+}
+
+// unbindPendingUserAction plays the provider's unbind on scale-down (label, namespace annotation and
+// clusterDeploymentName removed) and assisted-service leaving the installed host waiting for a reboot
+// into discovery: unbinding-pending-user-action, Bound=False/UnbindingPendingUserAction,
+// Validated=False/Unbinding.
+func unbindPendingUserAction(t *testing.T, h *lcHarness, row *lcRow) {
+	t.Helper()
+	a := agents.New(agents.AgentGVK)
+	if err := h.admin.Get(h.ctx, types.NamespacedName{Namespace: row.ns, Name: "agent-" + row.ns}, a); err != nil {
+		t.Fatal(err)
+	}
+	labels := a.GetLabels()
+	delete(labels, agents.LabelAgentMachineRef)
+	a.SetLabels(labels)
+	if err := h.admin.Update(h.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	now := row.clock.Now().UTC().Format(time.RFC3339)
+	conds := []any{
+		map[string]any{"type": "Bound", "status": "False", "reason": "UnbindingPendingUserAction", "message": "The agent is currently unbinding; Pending host reboot from infraenv image", "lastTransitionTime": now},
+		map[string]any{"type": "Validated", "status": "False", "reason": "Unbinding", "message": "The agent is currently unbinding from a cluster deployment", "lastTransitionTime": now},
+		map[string]any{"type": "Installed", "status": "True", "reason": "InstallationCompleted", "message": "The installation has completed: Done", "lastTransitionTime": now},
+	}
+	if err := unstructured.SetNestedSlice(a.Object, conds, "status", "conditions"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(a.Object, agents.StateUnbindingPendingUserAction, "status", "debugInfo", "state"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.admin.Status().Update(h.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	h.waitForCache(t, a)

@@ -21,8 +21,11 @@ type Agent struct {
 	MACs       []string // lower-case
 	Serial     string   // systemVendor.serialNumber
 	Conditions []Condition
-	Deleting   bool
-	Obj        *unstructured.Unstructured
+	// State is status.debugInfo.state: assisted-service's host state (e.g. known-unbound, reclaiming,
+	// unbinding-pending-user-action).
+	State    string
+	Deleting bool
+	Obj      *unstructured.Unstructured
 }
 
 // AgentFrom builds the view.
@@ -37,6 +40,7 @@ func AgentFrom(u *unstructured.Unstructured) Agent {
 	a.ClusterDeploymentName, _, _ = unstructured.NestedString(u.Object, "spec", "clusterDeploymentName", "name")
 	a.NodeLabels, _, _ = unstructured.NestedStringMap(u.Object, "spec", "nodeLabels")
 	a.Serial, _, _ = unstructured.NestedString(u.Object, "status", "inventory", "systemVendor", "serialNumber")
+	a.State, _, _ = unstructured.NestedString(u.Object, "status", "debugInfo", "state")
 	ifaces, _, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "interfaces")
 	for _, i := range ifaces {
 		if m, ok := i.(map[string]any); ok {
@@ -116,11 +120,58 @@ func (a Agent) MatchesLabels(want map[string]string) bool {
 }
 
 // IsSuitable reports what the Agent CAPI provider requires before binding: approved, free,
-// Connected=True, Validated=True and a usable hostname (labels are checked by the caller).
+// Connected=True, Validated=True and a usable hostname (labels are checked by the caller). An Agent on
+// its way out of a cluster (IsUnbinding) is never suitable, whatever its other conditions say:
+// assisted-service reports Validated=False/Unbinding then, and this does not depend on it.
 func (a Agent) IsSuitable() bool {
-	return !a.Deleting && a.Approved && !a.IsBound() &&
+	return !a.Deleting && a.Approved && !a.IsBound() && !a.IsUnbinding() &&
 		IsTrue(a.Conditions, "Connected") && IsTrue(a.Conditions, "Validated") &&
 		a.Hostname != "" && a.Hostname != "localhost"
+}
+
+// assisted-service host states (status.debugInfo.state) and Bound reasons of an Agent leaving a cluster
+// (internal/host/statemachine.go and the Agent controller's bound() in openshift/assisted-service).
+const (
+	// StateUnbinding: a host that had not started installing leaves its cluster; it becomes *-unbound.
+	StateUnbinding = "unbinding"
+	// StateUnbindingPendingUserAction: an installed host (or one in error) was unbound and is not
+	// reclaimed: it still runs the installed OS and must be rebooted into the discovery image.
+	StateUnbindingPendingUserAction = "unbinding-pending-user-action"
+	// StateReclaiming and StateReclaimingRebooting: an installed host is being rebooted into discovery
+	// by assisted-service itself (image service on, no BareMetalHost); it registers unbound again, or ends
+	// in unbinding-pending-user-action when reclaiming fails or times out.
+	StateReclaiming          = "reclaiming"
+	StateReclaimingRebooting = "reclaiming-rebooting"
+
+	// ReasonBoundUnbinding is the Bound (and Validated) condition's reason while unbinding.
+	ReasonBoundUnbinding = "Unbinding"
+	// ReasonUnbindingPendingUserAction is the Bound condition's reason at unbinding-pending-user-action.
+	ReasonUnbindingPendingUserAction = "UnbindingPendingUserAction"
+)
+
+// AwaitsRebootIntoDiscovery reports an Agent at unbinding-pending-user-action: the provider unbound it
+// after installation and assisted-service did not reclaim the host, so it waits for someone to reboot it
+// into the discovery image (Bound=False/UnbindingPendingUserAction, Validated=False/Unbinding). Read
+// from the Bound condition or from status.debugInfo.state, whichever is present.
+func (a Agent) AwaitsRebootIntoDiscovery() bool {
+	if a.State == StateUnbindingPendingUserAction {
+		return true
+	}
+	c, ok := FindCondition(a.Conditions, "Bound")
+	return ok && c.Status == "False" && c.Reason == ReasonUnbindingPendingUserAction
+}
+
+// IsUnbinding reports an Agent between an unbind and its next discovery: unbinding, reclaiming,
+// reclaiming-rebooting or unbinding-pending-user-action (by state), or Bound=False with reason Unbinding
+// or UnbindingPendingUserAction. Such an Agent is not free capacity: it is not suitable (IsSuitable),
+// and a VM whose Agent is here has served a Machine.
+func (a Agent) IsUnbinding() bool {
+	switch a.State {
+	case StateUnbinding, StateUnbindingPendingUserAction, StateReclaiming, StateReclaimingRebooting:
+		return true
+	}
+	c, ok := FindCondition(a.Conditions, "Bound")
+	return ok && c.Status == "False" && (c.Reason == ReasonBoundUnbinding || c.Reason == ReasonUnbindingPendingUserAction)
 }
 
 // HasMAC reports whether the Agent reported the MAC.

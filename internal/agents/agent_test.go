@@ -57,6 +57,12 @@ func TestSuitability(t *testing.T) {
 		{"bound", Agent{Approved: true, Hostname: "w1", Conditions: append([]Condition{{Type: "Bound", Status: "True"}}, ok[:2]...)}, false},
 		{"disconnected", Agent{Approved: true, Hostname: "w1", Conditions: []Condition{{Type: "Connected", Status: "False"}, {Type: "Validated", Status: "True"}}}, false},
 		{"being deleted", Agent{Approved: true, Hostname: "w1", Conditions: ok, Deleting: true}, false},
+		{"awaiting a reboot into discovery (Bound=False/UnbindingPendingUserAction, Validated=False/Unbinding)", Agent{Approved: true, Hostname: "w1", State: StateUnbindingPendingUserAction,
+			Conditions: []Condition{{Type: "Connected", Status: "True"}, {Type: "Validated", Status: "False", Reason: "Unbinding"}, {Type: "Bound", Status: "False", Reason: "UnbindingPendingUserAction"}}}, false},
+		{"awaiting a reboot into discovery, even with Validated=True", Agent{Approved: true, Hostname: "w1", Conditions: []Condition{{Type: "Connected", Status: "True"}, {Type: "Validated", Status: "True"}, {Type: "Bound", Status: "False", Reason: "UnbindingPendingUserAction"}}}, false},
+		{"reclaiming (Bound=False/Unbinding)", Agent{Approved: true, Hostname: "w1", State: StateReclaiming, Conditions: []Condition{{Type: "Connected", Status: "True"}, {Type: "Validated", Status: "True"}, {Type: "Bound", Status: "False", Reason: "Unbinding"}}}, false},
+		{"reclaiming-rebooting, conditions not caught up", Agent{Approved: true, Hostname: "w1", State: StateReclaimingRebooting, Conditions: ok}, false},
+		{"back from reclaiming: known-unbound", Agent{Approved: true, Hostname: "w1", State: "known-unbound", Conditions: ok}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,5 +138,43 @@ func TestAnyReservedBy(t *testing.T) {
 	ours.SetAnnotations(map[string]string{AnnotationAgentMachineRefNamespace: "cp"})
 	if !AnyReservedBy(append(list, Agent{Labels: map[string]string{LabelAgentMachineRef: am.Name}, Obj: ours}), am) {
 		t.Fatal("this AgentMachine's reservation is not found")
+	}
+}
+
+// The states between an unbind and the host's next discovery (assisted-service statemachine.go).
+func TestUnbindingStates(t *testing.T) {
+	bound := func(reason string) []Condition { return []Condition{{Type: "Bound", Status: "False", Reason: reason}} }
+	tests := []struct {
+		name                string
+		agent               Agent
+		unbinding, awaiting bool
+	}{
+		{"known-unbound", Agent{State: "known-unbound", Conditions: bound("Unbound")}, false, false},
+		{"installed, bound", Agent{State: "added-to-existing-cluster", Conditions: []Condition{{Type: "Bound", Status: "True", Reason: "Bound"}}}, false, false},
+		{"unbinding", Agent{State: StateUnbinding, Conditions: bound("Unbinding")}, true, false},
+		{"reclaiming", Agent{State: StateReclaiming}, true, false},
+		{"reclaiming-rebooting", Agent{State: StateReclaimingRebooting}, true, false},
+		{"unbinding-pending-user-action by state", Agent{State: StateUnbindingPendingUserAction}, true, true},
+		{"UnbindingPendingUserAction by condition", Agent{Conditions: bound("UnbindingPendingUserAction")}, true, true},
+		{"Unbinding by condition", Agent{Conditions: bound("Unbinding")}, true, false},
+		{"UnbindingPendingUserAction reason on a True Bound (not assisted-service's)", Agent{Conditions: []Condition{{Type: "Bound", Status: "True", Reason: "UnbindingPendingUserAction"}}}, false, false},
+		{"nothing reported", Agent{}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.agent.IsUnbinding(); got != tt.unbinding {
+				t.Errorf("IsUnbinding = %t, want %t", got, tt.unbinding)
+			}
+			if got := tt.agent.AwaitsRebootIntoDiscovery(); got != tt.awaiting {
+				t.Errorf("AwaitsRebootIntoDiscovery = %t, want %t", got, tt.awaiting)
+			}
+		})
+	}
+}
+
+func TestAgentFromReadsState(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"debugInfo": map[string]any{"state": "unbinding-pending-user-action"}}}}
+	if a := AgentFrom(u); a.State != StateUnbindingPendingUserAction || !a.AwaitsRebootIntoDiscovery() {
+		t.Fatalf("state %q read from status.debugInfo.state", a.State)
 	}
 }
