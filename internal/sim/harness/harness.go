@@ -78,16 +78,16 @@ type namedStop struct {
 
 // Start brings up the API server, the simulator and the ISO server. On error everything already
 // started is stopped again.
-func Start(ctx context.Context, o Options) (h *Harness, err error) {
-	h = &Harness{progress: o.Progress}
+func Start(ctx context.Context, o Options) (_ *Harness, err error) {
+	// h is not the named result: the error returns below set that to nil, while the stop functions
+	// registered with onClose still read h's fields when the deferred Close runs them.
+	h := &Harness{progress: o.Progress}
 	if h.progress == nil {
 		h.progress = func(string) {}
 	}
-	started := h // the error returns below set h to nil before this runs
 	defer func() {
 		if err != nil {
-			_ = started.Close()
-			h = nil
+			_ = h.Close()
 		}
 	}()
 	if h.tempDir, err = os.MkdirTemp("", "agent-forge-harness-"); err != nil {
