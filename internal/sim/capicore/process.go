@@ -84,6 +84,9 @@ type Options struct {
 	Namespace string
 	// Concurrency is each controller's worker count (0: the binary's default, 10).
 	Concurrency int
+	// Verbosity is the log level (klog -v). 0, the default here, logs errors and CAPI's own level-0
+	// lines only: at the binary's default (2) a controller suite writes tens of MB of progress lines.
+	Verbosity int
 }
 
 // Process is a running capi-core child.
@@ -121,7 +124,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Process, error
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	args := []string{"--kubeconfig=" + kcPath, "--metrics-bind-address=0", "--health-addr=0"}
+	args := []string{"--kubeconfig=" + kcPath, "--metrics-bind-address=0", "--health-addr=0", "-v=" + strconv.Itoa(opts.Verbosity)}
 	if opts.Namespace != "" {
 		args = append(args, "--namespace="+opts.Namespace)
 	}
