@@ -93,11 +93,11 @@ var _ = Describe("ISO ejection trigger", func() {
 		DeferCleanup(releaseMachine, es, &fresh)
 
 		By("a Machine deleted before the pool opts in never gets an ejection")
-		Expect(k8s.Delete(ctx, machineOf(ctx, es, &fresh))).To(Succeed())
+		scaleDownMachineOf(ctx, es, &fresh)
 		es.enable()
 		By("a recorded ejection (paused at its lock question) finishes although its Machine is deleted meanwhile")
 		Eventually(reached, 30*time.Second).Should(BeClosed())
-		Expect(k8s.Delete(ctx, machineOf(ctx, es, &recorded))).To(Succeed())
+		scaleDownMachineOf(ctx, es, &recorded)
 		hook.release()
 
 		Eventually(func() string { return ejectReason(&recorded) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
@@ -185,14 +185,44 @@ func machineOf(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) *u
 	return m
 }
 
+// scaleDownMachineOf has CAPI delete the VM's Machine, as a scale-down that picks it does: the Machine is
+// marked with CAPI's delete-machine annotation and its MachineDeployment loses one replica (the world
+// runs with ManualMachines, so it does not put the NodePool's replicas back). Only CAPI deletes Machines.
+func scaleDownMachineOf(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
+	GinkgoHelper()
+	Expect(updateMachine(ctx, client.ObjectKeyFromObject(machineOf(ctx, es, va)), func(m *unstructured.Unstructured) bool {
+		ann := m.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[world.AnnotationDeleteMachine] = "true"
+		m.SetAnnotations(ann)
+		return true
+	})).To(Succeed())
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		md := agents.New(world.MachineDeploymentGVK)
+		if err := k8s.Get(ctx, world.MachineDeploymentOf(es.s), md); err != nil {
+			return err
+		}
+		replicas, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas")
+		if err := unstructured.SetNestedField(md.Object, replicas-1, "spec", "replicas"); err != nil {
+			return err
+		}
+		return k8s.Update(ctx, md)
+	})).To(Succeed())
+	Eventually(func() bool { return machineOf(ctx, es, va).GetDeletionTimestamp() != nil }, 30*time.Second, 250*time.Millisecond).
+		Should(BeTrue(), "CAPI deletes the Machine it picked")
+}
+
 const holdFinalizer = "test.agent-forge/hold"
 
-// holdMachineDeletion swaps CAPI's finalizer (which the world acts on) for one the world ignores.
+// holdMachineDeletion adds a finalizer of the test's to the VM's Machine, so that the Machine stays (deleting)
+// after CAPI has finished its deletion and removed its own finalizer (CAPI puts its finalizer back on a
+// Machine that is not deleting, so removing it here changes nothing).
 func holdMachineDeletion(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
 	GinkgoHelper()
 	Expect(getVA(va).Status.VM.MachineRef).NotTo(BeEmpty())
 	Expect(updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), func(m *unstructured.Unstructured) bool {
-		controllerutil.RemoveFinalizer(m, world.FinalizerMachine)
 		return controllerutil.AddFinalizer(m, holdFinalizer)
 	})).To(Succeed())
 }
@@ -200,13 +230,7 @@ func holdMachineDeletion(ctx context.Context, es *ejectScenario, va *afv1.Vspher
 // releaseMachine lets a held Machine go (gone already is fine).
 func releaseMachine(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
 	err := updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), func(m *unstructured.Unstructured) bool {
-		if !controllerutil.RemoveFinalizer(m, holdFinalizer) {
-			return false
-		}
-		if m.GetDeletionTimestamp() == nil {
-			controllerutil.AddFinalizer(m, world.FinalizerMachine) // back to CAPI's normal deletion
-		}
-		return true
+		return controllerutil.RemoveFinalizer(m, holdFinalizer)
 	})
 	Expect(client.IgnoreNotFound(err)).To(Succeed())
 }
