@@ -282,7 +282,7 @@ func (d *Driver) ensureHostedClusterInfra(ctx context.Context, hostedCluster typ
 		"controlPlaneEndpoint": endpoint,
 		"infrastructureRef":    map[string]any{"apiGroup": AgentClusterGVK.Group, "kind": AgentClusterGVK.Kind, "name": infraID},
 	}
-	hcp, err := d.ensureHostedControlPlane(ctx, cpNS, hostedCluster.Name, endpoint)
+	hcp, err := d.ensureHostedControlPlane(ctx, cpNS, hostedCluster, endpoint)
 	if err != nil {
 		return "", err
 	}
@@ -325,35 +325,14 @@ func (d *Driver) ensureHostedClusterInfra(ctx context.Context, hostedCluster typ
 // HyperShift's control-plane operator reports once the control plane runs: initialized, ready, and managed
 // outside CAPI (so CAPI allows deleting Nodes without control-plane Machines). It reports false when this
 // API server does not serve the kind.
-func (d *Driver) ensureHostedControlPlane(ctx context.Context, cpNS, name string, endpoint map[string]any) (bool, error) {
+func (d *Driver) ensureHostedControlPlane(ctx context.Context, cpNS string, hostedCluster types.NamespacedName, endpoint map[string]any) (bool, error) {
+	name := hostedCluster.Name
 	hcp := newObject(HostedControlPlaneGVK)
 	hcp.SetNamespace(cpNS)
 	hcp.SetName(name)
-	route := map[string]any{"type": "Route"}
-	hcp.Object["spec"] = map[string]any{
-		"releaseImage": releaseImage, "pullSecret": map[string]any{"name": "pull-secret"},
-		"sshKey":    map[string]any{"name": "ssh-key"},
-		"issuerURL": "https://kubernetes.default.svc", "infraID": name,
-		"networking": map[string]any{
-			"networkType":    "OVNKubernetes",
-			"clusterNetwork": []any{map[string]any{"cidr": "10.132.0.0/14"}},
-			"serviceNetwork": []any{map[string]any{"cidr": "172.31.0.0/16"}},
-		},
-		"etcd": map[string]any{
-			"managementType": "Managed",
-			"managed": map[string]any{"storage": map[string]any{
-				"type": "PersistentVolume", "persistentVolume": map[string]any{"size": "8Gi"},
-			}},
-		},
-		"platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": cpNS}},
-		"services": []any{
-			map[string]any{"service": "APIServer", "servicePublishingStrategy": map[string]any{"type": "LoadBalancer"}},
-			map[string]any{"service": "OAuthServer", "servicePublishingStrategy": route},
-			map[string]any{"service": "Konnectivity", "servicePublishingStrategy": route},
-			map[string]any{"service": "Ignition", "servicePublishingStrategy": route},
-		},
-		"dns": map[string]any{"baseDomain": "example.com"},
-	}
+	spec := controlPlaneSpec(hostedCluster.Namespace) // the Agents live in the HostedCluster's agentNamespace
+	spec["releaseImage"], spec["issuerURL"], spec["infraID"] = releaseImage, "https://kubernetes.default.svc", name
+	hcp.Object["spec"] = spec
 	if err := d.c.Create(ctx, hcp); err != nil {
 		if meta.IsNoMatchError(err) {
 			return false, nil

@@ -126,10 +126,19 @@ func CreateHostedCluster(ctx context.Context, c client.Client, key types.Namespa
 	hc := newObject(HostedClusterGVK)
 	hc.SetNamespace(key.Namespace)
 	hc.SetName(key.Name)
+	spec := controlPlaneSpec(key.Namespace)
+	spec["release"] = map[string]any{"image": releaseImage}
+	spec["infraID"] = key.Name
+	spec["controllerAvailabilityPolicy"] = "SingleReplica"
+	hc.Object["spec"] = spec
+	return create(ctx, c, hc)
+}
+
+// controlPlaneSpec is what a HostedCluster and its HostedControlPlane share (and their CRDs require):
+// pull secret, SSH key, DNS, networking, etcd, the Agent platform and four published services.
+func controlPlaneSpec(agentNamespace string) map[string]any {
 	route := map[string]any{"type": "Route"}
-	hc.Object["spec"] = map[string]any{
-		"release":    map[string]any{"image": releaseImage},
-		"infraID":    key.Name,
+	return map[string]any{
 		"pullSecret": map[string]any{"name": "pull-secret"},
 		"sshKey":     map[string]any{"name": "ssh-key"},
 		"dns":        map[string]any{"baseDomain": "example.com"},
@@ -144,16 +153,14 @@ func CreateHostedCluster(ctx context.Context, c client.Client, key types.Namespa
 				"type": "PersistentVolume", "persistentVolume": map[string]any{"size": "8Gi"},
 			}},
 		},
-		"platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": key.Namespace}},
+		"platform": map[string]any{"type": "Agent", "agent": map[string]any{"agentNamespace": agentNamespace}},
 		"services": []any{
 			map[string]any{"service": "APIServer", "servicePublishingStrategy": map[string]any{"type": "LoadBalancer"}},
 			map[string]any{"service": "OAuthServer", "servicePublishingStrategy": route},
 			map[string]any{"service": "Konnectivity", "servicePublishingStrategy": route},
 			map[string]any{"service": "Ignition", "servicePublishingStrategy": route},
 		},
-		"controllerAvailabilityPolicy": "SingleReplica",
 	}
-	return create(ctx, c, hc)
 }
 
 // CreateNodePool creates an Agent-platform NodePool selecting Agents by agentLabels (spec.clusterName,
