@@ -52,7 +52,7 @@ verify-generated: manifests generate ## Fail if generated files differ from what
 envtest-assets: ## Build kube-apiserver + etcd for envtest from source (cached under bin/envtest).
 	@hack/envtest-assets.sh >/dev/null
 
-GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
+GO_TEST_FLAGS ?= -race -count=1 -timeout 35m
 
 .PHONY: test
 test: verify-generated vet envtest-assets $(TEST_DEPS) ## Run every test (envtest + simulator), -race.

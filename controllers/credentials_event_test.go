@@ -35,7 +35,7 @@ var _ = Describe("Credentials missing or wrong", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(conditionReason(getPool(pool), afv1.ConditionVSphereReachable)).To(Equal("CredentialsNotFound"))
 			g.Expect(eventCount(ctx, pool, "CredentialsNotFound")).To(BeEquivalentTo(1))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(poolEventMessages(ctx, pool)).To(ContainElement(ContainSubstring("no-such-secret")))
 
 		By("further passes within the interval add no Event")
@@ -47,7 +47,7 @@ var _ = Describe("Credentials missing or wrong", func() {
 		By("after the interval the refusal is announced again")
 		op.clock.Step(11 * time.Minute)
 		pokePool(pool)
-		Eventually(func() int32 { return eventCount(ctx, pool, "CredentialsNotFound") }, 30*time.Second, 200*time.Millisecond).Should(BeEquivalentTo(2))
+		Eventually(func() int32 { return eventCount(ctx, pool, "CredentialsNotFound") }, 90*time.Second, 200*time.Millisecond).Should(BeEquivalentTo(2))
 		Expect(vsphereAgents(pool)).To(BeEmpty())
 	})
 
@@ -64,7 +64,7 @@ var _ = Describe("Credentials missing or wrong", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(conditionReason(getPool(pool), afv1.ConditionVSphereReachable)).To(Equal("AuthenticationFailed"))
 			g.Expect(eventCount(ctx, pool, "AuthenticationFailed")).To(BeEquivalentTo(1))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 		for _, m := range poolEventMessages(ctx, pool) {
 			Expect(m).NotTo(ContainSubstring(wrong))
 		}

@@ -88,7 +88,7 @@ var _ = Describe("A foreign VM holds our VM's name (vCenter answers DuplicateNam
 			g.Expect(failed.Status.VM.Reason).To(Equal(afv1.ReasonDuplicateName))
 			g.Expect(conditionOf(failed.Status.Conditions, afv1.ConditionVMCreated)).To(Equal("False/" + afv1.ReasonDuplicateName))
 			g.Expect(objectEventReasons(ctx, failed.Namespace, "VsphereAgent", failed.Name)).To(ContainElement(afv1.ReasonDuplicateName))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 
 		By("the pool replaces it under a new name and the AgentMachine is served")
 		Eventually(func() int { return boundAgentsOf(pool) }, 60*time.Second, 250*time.Millisecond).Should(Equal(1))
@@ -110,7 +110,7 @@ var _ = Describe("A foreign VM holds our VM's name (vCenter answers DuplicateNam
 		pokePool(pool)
 		Eventually(func() error {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(&failed), &afv1.VsphereAgent{})
-		}, 30*time.Second, 200*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
+		}, 90*time.Second, 200*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
 		_, err = foreignVMState(ctx, foreign)
 		Expect(err).NotTo(HaveOccurred(), "the foreign VM still exists")
 		Expect(poolVMs(pool)).To(HaveLen(1))

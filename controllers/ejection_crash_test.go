@@ -30,7 +30,7 @@ var _ = Describe("ISO ejection crash recovery", func() {
 			va := es.boundVAs(ctx, 1)[0]
 			locked := vcVM(&va)
 			es.enable()
-			Eventually(reached, 30*time.Second).Should(BeClosed())
+			Eventually(reached, 90*time.Second).Should(BeClosed())
 			es.restart(operatorOptions{})
 
 			Eventually(func() string { return ejectReason(&va) }, 60*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
@@ -57,13 +57,13 @@ var _ = Describe("ISO ejection crash recovery", func() {
 		va := es.boundVAs(ctx, 1)[0]
 		locked := vcVM(&va)
 		es.enable()
-		Eventually(reached, 30*time.Second).Should(BeClosed())
+		Eventually(reached, 90*time.Second).Should(BeClosed())
 		es.op.stop()
 		foreign := "[" + vcsim.Datastore + "] someone/else.iso"
 		Expect(vc.SetCDROMISO(locked, getVA(&va).Status.ISOEjection.DeviceKey, foreign)).To(Succeed())
 		es.op = startOperator(operatorOptions{})
 
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
 		Expect(getVA(&va).Status.ISOEjection.LastError).To(ContainSubstring("media changed"))
 		Expect(locked.Answers()).To(BeEmpty())
 		Expect(attachedISOs(vmOf(&va))).To(ConsistOf(foreign))
@@ -76,7 +76,7 @@ var _ = Describe("ISO ejection and deletion", func() {
 		va := es.boundVAs(ctx, 1)[0]
 		vc.RaiseQuestion(vcVM(&va), "msg.hbacommon.outofspace", "There is no more space for virtual disk. Retry?")
 		es.enable()
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
 
 		Expect(es.d.SetReplicas(ctx, es.s.NodePool, 0)).To(Succeed())
 		Eventually(func() bool {
@@ -109,7 +109,7 @@ var _ = Describe("ISO ejection and deletion", func() {
 		Expect(k8s.Delete(ctx, va)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(va), &afv1.VsphereAgent{}))
-		}, 30*time.Second, 250*time.Millisecond).Should(BeTrue())
+		}, 90*time.Second, 250*time.Millisecond).Should(BeTrue())
 		Eventually(func() []string { return eventsWith(ctx, va, "ISOEjectionClosed:") }, 10*time.Second, 250*time.Millisecond).
 			Should(ConsistOf(ContainSubstring("pool is gone")))
 	})
@@ -136,7 +136,7 @@ var _ = Describe("ISO ejection with outdated CRDs", func() {
 		Eventually(func() string { return conditionReason(getPool(es.pool), afv1.ConditionCRDsCurrent) }, 20*time.Second, 250*time.Millisecond).
 			Should(Equal(afv1.ReasonCRDsCurrent))
 		pokePool(es.pool)
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
 		Expect(crdOutdatedMetric()).To(Equal(0.0))
 	})
 })

@@ -37,11 +37,11 @@ var _ = Describe("ISO ejection media", func() {
 		old := getVA(&va).Status.VM.ISOPath
 		Expect(wrapUnlocked(&va)).To(Succeed())
 		setPool(es.pool, func(p *afv1.VsphereAgentPool) { p.Spec.ISO.PathPrefix = "agent-forge/moved/" + p.Namespace })
-		Eventually(func() string { return isoPath(getPool(es.pool)) }, 30*time.Second, 250*time.Millisecond).Should(ContainSubstring("agent-forge/moved/"))
+		Eventually(func() string { return isoPath(getPool(es.pool)) }, 90*time.Second, 250*time.Millisecond).Should(ContainSubstring("agent-forge/moved/"))
 		Expect(old).NotTo(ContainSubstring("agent-forge/moved/"))
 
 		es.enable()
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
 		Expect(attachedISOs(vmOf(&va))).To(BeEmpty(), "the old-location ISO is ours by the recorded path")
 		Expect(eventsWith(ctx, &va, "ISOEjected:")).To(ConsistOf(ContainSubstring(old)))
 	})
@@ -55,7 +55,7 @@ var _ = Describe("ISO ejection media", func() {
 		ejects := isoOps(metrics.ISOOpEject, metrics.ResultSuccess)
 
 		es.enable()
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
 		Expect(attachedISOs(vmOf(&va))).To(ConsistOf(driverISO))
 		Expect(ejectCondition(&va).Message).To(ContainSubstring("unrelated media left attached: " + driverISO))
 		Expect(isoOps(metrics.ISOOpEject, metrics.ResultSuccess)-ejects).To(Equal(1.0), "only our ISO counts as an ejection")
@@ -74,7 +74,7 @@ var _ = Describe("ISO ejection media", func() {
 		failures := isoOps(metrics.ISOOpEject, metrics.ResultFailure)
 
 		es.enable()
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
 		Expect(getVA(&va).Status.ISOEjection.LastError).To(ContainSubstring("different question"))
 		for attempt := int32(2); attempt <= 3; attempt++ {
 			es.op.clock.Step(11 * time.Minute) // past the longest backoff

@@ -96,11 +96,11 @@ var _ = Describe("ISO ejection trigger", func() {
 		scaleDownMachineOf(ctx, es, &fresh)
 		es.enable()
 		By("a recorded ejection (paused at its lock question) finishes although its Machine is deleted meanwhile")
-		Eventually(reached, 30*time.Second).Should(BeClosed())
+		Eventually(reached, 90*time.Second).Should(BeClosed())
 		scaleDownMachineOf(ctx, es, &recorded)
 		hook.release()
 
-		Eventually(func() string { return ejectReason(&recorded) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Eventually(func() string { return ejectReason(&recorded) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
 		Expect(locked.Answers()).To(HaveLen(1))
 		Expect(attachedISOs(vmOf(&recorded))).To(BeEmpty())
 		Eventually(func() string { return ejectCondition(&fresh).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring("is being deleted"))
@@ -128,11 +128,11 @@ var _ = Describe("ISO ejection trigger", func() {
 		locked, err := vc.WrapVM(va.Status.VM.InstanceUUID)
 		Expect(err).NotTo(HaveOccurred())
 		es.enable()
-		Eventually(reached, 30*time.Second).Should(BeClosed())
+		Eventually(reached, 90*time.Second).Should(BeClosed())
 		setPool(es.pool, func(p *afv1.VsphereAgentPool) { p.Spec.ISO.EjectAfterInstall = false })
 		hook.release()
 
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
 		Expect(locked.Answers()).To(HaveLen(1), "the recorded question was answered")
 		Expect(attachedISOs(vmOf(&va))).To(BeEmpty())
 		Consistently(func() string { return ejectReason(&va) }, 2*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
@@ -210,7 +210,7 @@ func scaleDownMachineOf(ctx context.Context, es *ejectScenario, va *afv1.Vsphere
 		}
 		return k8s.Update(ctx, md)
 	})).To(Succeed())
-	Eventually(func() bool { return machineOf(ctx, es, va).GetDeletionTimestamp() != nil }, 30*time.Second, 250*time.Millisecond).
+	Eventually(func() bool { return machineOf(ctx, es, va).GetDeletionTimestamp() != nil }, 90*time.Second, 250*time.Millisecond).
 		Should(BeTrue(), "CAPI deletes the Machine it picked")
 }
 

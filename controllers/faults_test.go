@@ -107,7 +107,7 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 				g.Expect(va.Status.VM.Phase).To(Equal(afv1.VMPhasePending))
 				g.Expect(objectEventReasons(ctx, va.Namespace, "VsphereAgent", va.Name)).To(ContainElement(afv1.ReasonVMCreateFailed))
 				g.Expect(vmOperations("create", f.reason)).To(BeNumerically(">", failedBefore))
-			}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+			}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 
 			By("the call rate stays bounded while the fault lasts: no hot loop, one VsphereAgent, no VM")
 			start := vsphereCalls()
@@ -216,7 +216,7 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 		failures := isoOps(metrics.ISOOpEject, metrics.ResultFailure)
 
 		es.enable()
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjectionFailed))
 		Expect(isoOps(metrics.ISOOpEject, metrics.ResultFailure) - failures).To(BeNumerically(">=", 1))
 		Eventually(func() []string { return eventsWith(ctx, &va, "ISOEjectionFailed:") }, 10*time.Second, 250*time.Millisecond).Should(HaveLen(1))
 		By("no retry before the backoff has passed on the injected clock")
@@ -225,7 +225,7 @@ var _ = Describe("Fault campaign: vCenter faults", func() {
 
 		es.op.clock.Step(11 * time.Minute) // past the longest backoff
 		pokePool(es.pool)
-		Eventually(func() string { return ejectReason(&va) }, 30*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonEjected))
 		Expect(attachedISOs(vmOf(&va))).To(BeEmpty())
 		Expect(poolVMs(es.pool)).To(HaveLen(1), "the VM stays")
 		Expect(boundAgentsOf(es.pool)).To(Equal(1))

@@ -120,7 +120,7 @@ var _ = Describe("Hardware profile", func() {
 			g.Expect(conditionOf(p.Status.Conditions, afv1.ConditionPlacementValid)).To(Equal("False/" + afv1.ReasonStoragePolicyNotFound))
 			g.Expect(p.Status.WaitingAgentMachines).To(BeEquivalentTo(1))
 			g.Expect(poolEventReasons(ctx, pool)).To(ContainElement(afv1.ReasonStoragePolicyNotFound))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(poolEventMessages(ctx, pool)).To(ContainElement(ContainSubstring("Gold (no such policy)")))
 		Consistently(func() int { return len(vsphereAgents(pool)) }, 3*time.Second, 250*time.Millisecond).Should(BeZero())
 

@@ -33,7 +33,7 @@ var _ = Describe("Discovery ISO cache through the pool controller", func() {
 		want := iso.CachedISOPath(vcsim.Datastore, prefix, srv.SHA256())
 
 		By("caching a fresh ISO under its digest")
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).Should(Equal(want))
+		Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).Should(Equal(want))
 		st := getPool(pool).Status.ISO
 		Expect(st.SHA256).To(Equal(srv.SHA256()))
 		Expect(st.SizeBytes).To(Equal(srv.Size()))
@@ -44,21 +44,21 @@ var _ = Describe("Discovery ISO cache through the pool controller", func() {
 		By("reusing identical bytes served under a new URL")
 		tokens = append(tokens, srv.RotateToken("second-secret-token"))
 		Expect(world.SetInfraEnvImage(ctx, k8s, s.InfraEnv, srv.URL(), time.Now().Add(time.Minute))).To(Succeed())
-		Eventually(func() []string { return poolEventReasons(ctx, pool) }, 30*time.Second, 200*time.Millisecond).Should(ContainElement("ISOReused"))
+		Eventually(func() []string { return poolEventReasons(ctx, pool) }, 90*time.Second, 200*time.Millisecond).Should(ContainElement("ISOReused"))
 		Expect(isoPath(getPool(pool))).To(Equal(want))
 		Expect(getPool(pool).Status.ISO.URLHash).To(Equal(iso.URLHash(srv.URL())))
 
 		By("failing a forced refresh: the condition says so and the cached ISO stays in use")
 		srv.SetMode(sim.ISONotFound)
 		forceRefresh(pool, "one")
-		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionISOReady) }, 30*time.Second, 200*time.Millisecond).Should(Equal(afv1.ReasonISODownloadFailed))
+		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionISOReady) }, 90*time.Second, 200*time.Millisecond).Should(Equal(afv1.ReasonISODownloadFailed))
 		Expect(isoPath(getPool(pool))).To(Equal(want))
 
 		By("recovering on the next forced refresh, the token recorded")
 		srv.SetMode(sim.ISOServe)
 		srv.SetContent(8, 96*1024)
 		forceRefresh(pool, "two")
-		Eventually(func() string { return getPool(pool).Status.ISO.ForceRefreshToken }, 30*time.Second, 200*time.Millisecond).Should(Equal("two"))
+		Eventually(func() string { return getPool(pool).Status.ISO.ForceRefreshToken }, 90*time.Second, 200*time.Millisecond).Should(Equal("two"))
 		Expect(isoPath(getPool(pool))).To(Equal(iso.CachedISOPath(vcsim.Datastore, prefix, srv.SHA256())))
 		Expect(conditionReason(getPool(pool), afv1.ConditionISOReady)).To(Equal(afv1.ReasonISOCached))
 

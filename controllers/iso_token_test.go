@@ -31,8 +31,8 @@ var _ = Describe("Discovery ISO token renewal through the pool", func() {
 		want := iso.CachedISOPath(vcsim.Datastore, prefix, srv.SHA256())
 
 		By("caching the ISO once")
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).Should(Equal(want))
-		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionReady) }, 30*time.Second, 200*time.Millisecond).
+		Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).Should(Equal(want))
+		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionReady) }, 90*time.Second, 200*time.Millisecond).
 			Should(Equal("Ready"))
 		first := *getPool(pool).Status.ISO
 		downloads, events := srv.Downloads(), len(poolEventReasons(ctx, pool))
@@ -41,7 +41,7 @@ var _ = Describe("Discovery ISO token renewal through the pool", func() {
 		By("renewing the token: same createdTime, the old token refused from now on")
 		renewed := srv.RotateToken("second-secret-token")
 		Expect(world.SetInfraEnvImage(ctx, k8s, s.InfraEnv, renewed, created)).To(Succeed())
-		Eventually(func() string { return getPool(pool).Status.ISO.URLHash }, 30*time.Second, 200*time.Millisecond).
+		Eventually(func() string { return getPool(pool).Status.ISO.URLHash }, 90*time.Second, 200*time.Millisecond).
 			Should(Equal(iso.URLHash(renewed)))
 		Expect(srv.Downloads()).To(Equal(downloads), "no download for a token renewal")
 		Expect(srv.Heads()).To(BeNumerically(">=", 1), "revalidated with a HEAD")
@@ -63,7 +63,7 @@ var _ = Describe("Discovery ISO token renewal through the pool", func() {
 		srv.SetContent(22, 96*1024)
 		renewed = srv.RotateToken("third-secret-token")
 		Expect(world.SetInfraEnvImage(ctx, k8s, s.InfraEnv, renewed, created)).To(Succeed())
-		Eventually(func() string { return getPool(pool).Status.ISO.SHA256 }, 30*time.Second, 200*time.Millisecond).Should(Equal(srv.SHA256()))
+		Eventually(func() string { return getPool(pool).Status.ISO.SHA256 }, 90*time.Second, 200*time.Millisecond).Should(Equal(srv.SHA256()))
 		Expect(srv.Downloads()).To(Equal(downloads + 1))
 		Expect(isoPath(getPool(pool))).To(Equal(iso.CachedISOPath(vcsim.Datastore, prefix, srv.SHA256())))
 

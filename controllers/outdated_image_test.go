@@ -74,7 +74,7 @@ func (sc *imageScenario) regenerate(ctx context.Context, seed uint64) time.Time 
 			return ""
 		}
 		return p.Status.ISO.SHA256
-	}, 30*time.Second, 200*time.Millisecond).Should(Equal(sc.srv.SHA256()))
+	}, 90*time.Second, 200*time.Millisecond).Should(Equal(sc.srv.SHA256()))
 	return created
 }
 
@@ -136,7 +136,7 @@ var _ = Describe("Outdated discovery image", func() {
 			g.Expect(k8s.Get(ctx, key(sc.unbound.Namespace, sc.unbound.Name), va)).To(Succeed())
 			g.Expect(conditionOf(va.Status.Conditions, afv1.ConditionImageCurrent)).To(Equal("False/" + afv1.ReasonOutdatedImageKept))
 			sc.expectBoundUntouched(g)
-		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		Consistently(func(g Gomega) {
 			va := &afv1.VsphereAgent{}
 			g.Expect(k8s.Get(ctx, key(sc.unbound.Namespace, sc.unbound.Name), va)).To(Succeed())

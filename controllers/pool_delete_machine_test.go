@@ -28,7 +28,7 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 			}
 			va = vas[0]
 			return va.Status.VM.MachineRef
-		}, 30*time.Second, 250*time.Millisecond).ShouldNot(BeEmpty())
+		}, 90*time.Second, 250*time.Millisecond).ShouldNot(BeEmpty())
 		uuid := va.Status.VM.InstanceUUID
 
 		By("holding the Machine's deletion (CAPI's own finalizer still runs: the Agent is unbound)")
@@ -42,7 +42,7 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 		Eventually(func() bool {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
 			return m.GetDeletionTimestamp() != nil && !controllerutil.ContainsFinalizer(m, "machine.cluster.x-k8s.io")
-		}, 30*time.Second, 250*time.Millisecond).Should(BeTrue(), "the Machine is deleting, held only by the test")
+		}, 90*time.Second, 250*time.Millisecond).Should(BeTrue(), "the Machine is deleting, held only by the test")
 
 		By("deleting the pool: the VsphereAgent waits for the Machine instead of letting its VM go")
 		Expect(k8s.Delete(ctx, pool)).To(Succeed())
@@ -55,7 +55,7 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 				return c.Reason
 			}
 			return ""
-		}, 30*time.Second, 250*time.Millisecond).Should(Equal(controllers.ReasonWaitingForMachineDeletion))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal(controllers.ReasonWaitingForMachineDeletion))
 		Consistently(func() bool { return vc.VMByInstanceUUID(uuid) != nil }, 2*time.Second, 250*time.Millisecond).Should(BeTrue(),
 			"the VM backing a Machine is never destroyed while the Machine exists")
 

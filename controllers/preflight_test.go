@@ -24,7 +24,7 @@ var _ = Describe("Preflight at the pool: an unknown placement", func() {
 			g.Expect(conditionOf(p.Status.Conditions, afv1.ConditionReady)).To(Equal("False/" + afv1.ReasonNetworkNotFound))
 			g.Expect(p.Status.WaitingAgentMachines).To(BeEquivalentTo(1))
 			g.Expect(poolEventReasons(ctx, pool)).To(ContainElement(afv1.ReasonNetworkNotFound))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(poolEventMessages(ctx, pool)).To(ContainElement(ContainSubstring("no-such-network")))
 		Consistently(func() int { return len(vsphereAgents(pool)) }, 3*time.Second, 250*time.Millisecond).Should(BeZero())
 
@@ -45,7 +45,7 @@ var _ = Describe("Preflight at the pool: an unknown placement", func() {
 			c := findPoolCondition(p, afv1.ConditionPlacementValid)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Message).To(And(ContainSubstring("no-such-pool"), ContainSubstring("no-such-tag")))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 })
 

@@ -26,7 +26,7 @@ var _ = Describe("Preflight at the pool: vCenter privileges", func() {
 			g.Expect(conditionOf(p.Status.Conditions, afv1.ConditionReady)).To(Equal("False/" + afv1.ReasonInsufficientPrivileges))
 			g.Expect(p.Status.WaitingAgentMachines).To(BeEquivalentTo(1))
 			g.Expect(poolEventReasons(ctx, pool)).To(ContainElement(afv1.ReasonInsufficientPrivileges))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 		c := findPoolCondition(getPool(pool), afv1.ConditionPrivilegesSufficient)
 		Expect(c.Message).To(And(
 			ContainSubstring("network "+vcsim.Network+": Network.Assign"),

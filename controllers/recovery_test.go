@@ -25,9 +25,9 @@ var _ = Describe("Crash recovery and orphans", func() {
 		op := startOperator(operatorOptions{})
 		DeferCleanup(op.stop)
 		DeferCleanup(deletePoolAndWait, pool)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).Should(BeEmpty())
+		Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).Should(BeEmpty())
 		setPool(pool, func(p *afv1.VsphereAgentPool) { p.Spec.Paused = false })
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 		setPool(pool, func(p *afv1.VsphereAgentPool) { p.Spec.Paused = true })
 		fresh := getPool(pool)
 
@@ -49,7 +49,7 @@ var _ = Describe("Crash recovery and orphans", func() {
 		Eventually(func() string {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(va), va)).To(Succeed())
 			return va.Status.VM.InstanceUUID
-		}, 30*time.Second, 250*time.Millisecond).Should(Equal(created.InstanceUUID))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal(created.InstanceUUID))
 		Expect(va.Status.VM.BIOSUUID).To(Equal(created.BIOSUUID))
 		Expect(vc.CountVMsNamed(va.Name)).To(Equal(1))
 		Eventually(func() []string { return objectEventReasons(ctx, va.Namespace, "VsphereAgent", va.Name) }, 10*time.Second, 250*time.Millisecond).
@@ -59,7 +59,7 @@ var _ = Describe("Crash recovery and orphans", func() {
 		By("deleting it under Delete: the VM is destroyed by instance UUID")
 		setPool(pool, func(p *afv1.VsphereAgentPool) { p.Spec.CleanupPolicy = afv1.CleanupPolicyDelete })
 		Expect(k8s.Delete(ctx, va)).To(Succeed())
-		Eventually(func() int { return vc.CountVMsNamed(va.Name) }, 30*time.Second, 250*time.Millisecond).Should(BeZero())
+		Eventually(func() int { return vc.CountVMsNamed(va.Name) }, 90*time.Second, 250*time.Millisecond).Should(BeZero())
 	})
 
 	It("reports and, under Delete, destroys an orphan VM carrying the pool's marker", func(ctx context.Context) {
@@ -71,7 +71,7 @@ var _ = Describe("Crash recovery and orphans", func() {
 		DeferCleanup(op.stop)
 		pool := createPool(newPool(s, "workers"))
 		DeferCleanup(deletePoolAndWait, pool)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 		fresh := getPool(pool)
 		spec := vc.VMSpec("orphan-"+s.Namespace, vsphere.Ownership{OwnerUID: string(uuid.NewUUID()), PoolUID: string(fresh.UID)})
 		spec.Folder = orphanFolder
@@ -81,7 +81,7 @@ var _ = Describe("Crash recovery and orphans", func() {
 
 		op.clock.Step(2 * time.Minute)
 		pokePool(pool)
-		Eventually(func() int { return vc.CountVMsNamed(spec.Name) }, 30*time.Second, 250*time.Millisecond).Should(BeZero())
+		Eventually(func() int { return vc.CountVMsNamed(spec.Name) }, 90*time.Second, 250*time.Millisecond).Should(BeZero())
 		vms, err := vs.ListPoolVMs(ctx, vcsim.Datacenter, string(fresh.UID))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(vms).To(BeEmpty())

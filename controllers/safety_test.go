@@ -79,7 +79,7 @@ var _ = Describe("Workers are never destroyed while their Machine exists", func(
 		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
 		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseBound) }, 60*time.Second, 250*time.Millisecond).Should(Equal(2))
-		Eventually(func() int { return machineRefs(pool) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
+		Eventually(func() int { return machineRefs(pool) }, 90*time.Second, 250*time.Millisecond).Should(Equal(2))
 		vas := vsphereAgents(pool)
 
 		By("removing the pool labels from one bound Agent")
@@ -109,14 +109,14 @@ var _ = Describe("Workers are never destroyed while their Machine exists", func(
 		op.stop()
 
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
-		Eventually(func() int { ms, _ := d.MachinesOf(ctx, s.NodePool); return len(ms) }, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+		Eventually(func() int { ms, _ := d.MachinesOf(ctx, s.NodePool); return len(ms) }, 90*time.Second, 250*time.Millisecond).Should(Equal(1))
 		Expect(poolVMs(pool)).To(HaveLen(3)) // nobody cleaned up while we were away
 
 		op2 := startOperator(operatorOptions{})
 		DeferCleanup(op2.stop)
 		DeferCleanup(deletePoolAndWait, pool) // runs before op2.stop
 		Eventually(func() int { return len(poolVMs(pool)) }, 60*time.Second, 250*time.Millisecond).Should(Equal(1))
-		Eventually(func() int { return agentsOf(pool) }, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+		Eventually(func() int { return agentsOf(pool) }, 90*time.Second, 250*time.Millisecond).Should(Equal(1))
 		Expect(boundAgentsOf(pool)).To(Equal(1))
 	})
 })
@@ -129,8 +129,8 @@ var _ = Describe("Registration liveness", func() {
 		By("stepping the clock past the registration timeout")
 		op.clock.Step(21 * time.Minute)
 		pokeVsphereAgents(pool)
-		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseFailed) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
-		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
+		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseFailed) }, 90*time.Second, 250*time.Millisecond).Should(Equal(2))
+		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 90*time.Second, 250*time.Millisecond).Should(Equal(2))
 		vms := poolVMs(pool)
 		Expect(vms).To(HaveLen(2))
 		for _, vm := range vms {
@@ -140,8 +140,8 @@ var _ = Describe("Registration liveness", func() {
 		By("failing again: the pool stops creating and says why")
 		op.clock.Step(21 * time.Minute)
 		pokeVsphereAgents(pool)
-		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionRegistrationOK) }, 30*time.Second, 250*time.Millisecond).Should(Equal("RegistrationFailing"))
-		Eventually(func() int { return len(poolVMs(pool)) }, 30*time.Second, 250*time.Millisecond).Should(BeZero())
+		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionRegistrationOK) }, 90*time.Second, 250*time.Millisecond).Should(Equal("RegistrationFailing"))
+		Eventually(func() int { return len(poolVMs(pool)) }, 90*time.Second, 250*time.Millisecond).Should(BeZero())
 		Consistently(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) + phaseCount(pool, afv1.VMPhasePending) }, 3*time.Second, 250*time.Millisecond).Should(BeZero())
 		Expect(conditionReason(getPool(pool), afv1.ConditionReady)).To(Equal("RegistrationFailing"))
 	})
@@ -158,7 +158,7 @@ var _ = Describe("Registration liveness", func() {
 			list := newAgentList()
 			Expect(k8s.List(ctx, list, client.InNamespace(s.Namespace))).To(Succeed())
 			return len(list.Items)
-		}, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal(1))
 
 		By("stepping the clock past the registration timeout: the live read finds the Agent, the VM stays")
 		op.clock.Step(21 * time.Minute)
@@ -171,7 +171,7 @@ var _ = Describe("Registration liveness", func() {
 		pokeVsphereAgents(pool)
 		Eventually(func() int {
 			return phaseCount(pool, afv1.VMPhaseAvailable) + phaseCount(pool, afv1.VMPhaseBound)
-		}, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal(1))
 		Expect(vmNames(pool)).To(Equal(first))
 	})
 })
@@ -229,8 +229,8 @@ var _ = Describe("Surplus removal racing a reservation", func() {
 		By("scaling to 1: one of the two free Agents is surplus while one AgentMachine still waits")
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
 		var reserved string
-		Eventually(raced, 30*time.Second).Should(Receive(&reserved))
-		Eventually(func() int { return len(poolVMs(pool)) }, 30*time.Second, 250*time.Millisecond).Should(Equal(1))
+		Eventually(raced, 90*time.Second).Should(Receive(&reserved))
+		Eventually(func() int { return len(poolVMs(pool)) }, 90*time.Second, 250*time.Millisecond).Should(Equal(1))
 		a := getAgent(ctx, s.Namespace, reserved)
 		Expect(a.GetLabels()[agents.LabelAgentMachineRef]).NotTo(BeEmpty(), "the reservation won")
 		approved, _, _ := unstructured.NestedBool(a.Object, "spec", "approved")
@@ -251,7 +251,7 @@ var _ = Describe("A VsphereAgent deleted and recreated with the same name", func
 		p.Spec.CleanupPolicy = afv1.CleanupPolicyRetain
 		pool := createPool(p)
 		DeferCleanup(deletePoolAndWait, pool)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 
 		va := &afv1.VsphereAgent{}
 		va.Namespace, va.Name = s.Namespace, "manual-vm"
@@ -263,11 +263,11 @@ var _ = Describe("A VsphereAgent deleted and recreated with the same name", func
 		Eventually(func() string {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(va), old)).To(Succeed())
 			return old.Status.VM.InstanceUUID
-		}, 30*time.Second, 250*time.Millisecond).ShouldNot(BeEmpty())
+		}, 90*time.Second, 250*time.Millisecond).ShouldNot(BeEmpty())
 		oldUUID := old.Status.VM.InstanceUUID
 
 		Expect(k8s.Delete(ctx, old)).To(Succeed())
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(va), &afv1.VsphereAgent{}) }, 30*time.Second).ShouldNot(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(va), &afv1.VsphereAgent{}) }, 90*time.Second).ShouldNot(Succeed())
 		Expect(k8s.Create(ctx, va.DeepCopy())).To(Succeed())
 		fresh := &afv1.VsphereAgent{}
 		Consistently(func() string {
@@ -280,7 +280,7 @@ var _ = Describe("A VsphereAgent deleted and recreated with the same name", func
 		By("deleting the new VsphereAgent under Delete: the old VM still survives")
 		setPool(pool, func(p *afv1.VsphereAgentPool) { p.Spec.CleanupPolicy = afv1.CleanupPolicyDelete })
 		Expect(k8s.Delete(ctx, fresh)).To(Succeed())
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(va), &afv1.VsphereAgent{}) }, 30*time.Second).ShouldNot(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(va), &afv1.VsphereAgent{}) }, 90*time.Second).ShouldNot(Succeed())
 		Expect(vc.VMByInstanceUUID(oldUUID)).NotTo(BeNil())
 	})
 })
@@ -356,6 +356,6 @@ func provisionUnregistered(ctx context.Context, o operatorOptions, n int) (*oper
 	op, s, d, pool := startPoolScenario(o, nil)
 	d.SetRegistrationFilter(func(world.VM) bool { return false }) // before any VM exists
 	Expect(d.SetReplicas(ctx, s.NodePool, n)).To(Succeed())
-	Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 30*time.Second, 250*time.Millisecond).Should(Equal(n))
+	Eventually(func() int { return phaseCount(pool, afv1.VMPhaseProvisioning) }, 90*time.Second, 250*time.Millisecond).Should(Equal(n))
 	return op, s, d, pool
 }

@@ -33,7 +33,7 @@ var _ = Describe("Scaling a NodePool", func() {
 			p := getPool(pool)
 			g.Expect(p.Status.ISO).NotTo(BeNil())
 			g.Expect(p.Status.ISO.Path).NotTo(BeEmpty())
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 
 		Expect(d.SetReplicas(ctx, s.NodePool, 5)).To(Succeed())
 		Eventually(func() int { return boundAgentsOf(pool) }, 60*time.Second, 250*time.Millisecond).Should(Equal(5))
@@ -47,7 +47,7 @@ var _ = Describe("Scaling a NodePool", func() {
 			g.Expect(p.Status.UnreadyAgentMachines).To(BeZero(), "installed workers make their AgentMachines ready")
 			g.Expect(p.Status.AgentMachinesWithoutAgent).To(BeZero())
 			g.Expect(phaseCount(pool, afv1.VMPhaseBound)).To(Equal(5))
-		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 
 		By("leaving status unwritten on a no-change resync, the pool's and every VsphereAgent's")
 		versions := func() map[string]string {
@@ -73,7 +73,7 @@ var _ = Describe("Scaling a NodePool", func() {
 		By("scaling down to 2 after drain")
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
 		Eventually(func() int { return len(poolVMs(pool)) }, 60*time.Second, 250*time.Millisecond).Should(Equal(2))
-		Eventually(func() int { return agentsOf(pool) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
+		Eventually(func() int { return agentsOf(pool) }, 90*time.Second, 250*time.Millisecond).Should(Equal(2))
 		Expect(vsphereAgents(pool)).To(HaveLen(2))
 		Expect(boundAgentsOf(pool)).To(Equal(2))
 	})
@@ -89,14 +89,14 @@ var _ = Describe("Cleanup policy Retain", func() {
 		Consistently(func() int { return len(poolVMs(pool)) }, 3*time.Second, 250*time.Millisecond).Should(Equal(3))
 		Expect(agentsOf(pool)).To(Equal(3))
 		Expect(vsphereAgents(pool)).To(HaveLen(3))
-		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseReleased) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
+		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseReleased) }, 90*time.Second, 250*time.Millisecond).Should(Equal(2))
 	})
 })
 
 var _ = Describe("A burst of demand", func() {
 	It("never has more VMs than waiting AgentMachines while 20 arrive over 2 s", func(ctx context.Context) {
 		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
-		Eventually(func() string { p := getPool(pool); return isoPath(p) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		Eventually(func() string { p := getPool(pool); return isoPath(p) }, 90*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 
 		var maxVAs, maxVMs atomic.Int32
 		sampleCtx, stopSampling := context.WithCancel(ctx)
@@ -134,7 +134,7 @@ var _ = Describe("Limits and pause", func() {
 		})
 		d.SetRegistrationFilter(func(world.VM) bool { return false }) // before any VM exists
 		Expect(d.SetReplicas(ctx, s.NodePool, 5)).To(Succeed())
-		Eventually(func() int { return len(poolVMs(pool)) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
+		Eventually(func() int { return len(poolVMs(pool)) }, 90*time.Second, 250*time.Millisecond).Should(Equal(2))
 		Consistently(func() int { return len(vsphereAgents(pool)) }, 2*time.Second, 250*time.Millisecond).Should(Equal(2))
 		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionCapacitySatisfied) }, 10*time.Second).Should(Equal("MaxConcurrentProvisioningReached"))
 
@@ -149,7 +149,7 @@ var _ = Describe("Limits and pause", func() {
 		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionReady) }, 10*time.Second).Should(Equal("Paused"))
 		Consistently(func() int { return len(vsphereAgents(pool)) }, 2*time.Second, 250*time.Millisecond).Should(Equal(3))
 		Expect(d.SetReplicas(ctx, s.NodePool, 0)).To(Succeed())
-		Eventually(func() int { return boundAgentsOf(pool) }, 30*time.Second, 250*time.Millisecond).Should(Equal(0))
+		Eventually(func() int { return boundAgentsOf(pool) }, 90*time.Second, 250*time.Millisecond).Should(Equal(0))
 		Consistently(func() int { return len(poolVMs(pool)) }, 2*time.Second, 250*time.Millisecond).Should(Equal(3))
 
 		By("unpausing: the released VMs are cleaned up")

@@ -23,7 +23,7 @@ var _ = Describe("The NodePool's agentLabelSelector", func() {
 			g.Expect(conditionOf(p.Status.Conditions, afv1.ConditionReady)).To(Equal("False/" + afv1.ReasonAgentLabelsMismatch))
 			g.Expect(p.Status.WaitingAgentMachines).To(BeEquivalentTo(2))
 			g.Expect(poolEventReasons(ctx, pool)).To(ContainElement(afv1.ReasonAgentLabelsMismatch))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(poolEventMessages(ctx, pool)).To(ContainElement(ContainSubstring("example.com/pool=" + s.AgentLabels["example.com/pool"])))
 		Consistently(func() int { return len(vsphereAgents(pool)) }, 3*time.Second, 250*time.Millisecond).Should(BeZero())
 		Expect(poolVMs(pool)).To(BeEmpty())

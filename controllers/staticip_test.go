@@ -194,13 +194,13 @@ var _ = Describe("Static IPs", func() {
 
 	It("blocks creation with a condition naming the IPAM pool when it is exhausted", func(ctx context.Context) {
 		sc := startStaticScenario(operatorOptions{}, nil, 1)
-		Eventually(func() string { return conditionReason(getPool(sc.pool), afv1.ConditionStaticIPsReady) }, 30*time.Second, 250*time.Millisecond).
+		Eventually(func() string { return conditionReason(getPool(sc.pool), afv1.ConditionStaticIPsReady) }, 90*time.Second, 250*time.Millisecond).
 			Should(Equal(afv1.ReasonIPPoolExhausted))
 		c := findPoolCondition(getPool(sc.pool), afv1.ConditionStaticIPsReady)
 		Expect(c).NotTo(BeNil())
 		Expect(c.Message).To(ContainSubstring("InClusterIPPool vm-net"))
 		Expect(sc.d.SetReplicas(ctx, sc.s.NodePool, 2)).To(Succeed())
-		Eventually(func() int32 { return getPool(sc.pool).Status.WaitingAgentMachines }, 30*time.Second, 250*time.Millisecond).Should(BeEquivalentTo(2))
+		Eventually(func() int32 { return getPool(sc.pool).Status.WaitingAgentMachines }, 90*time.Second, 250*time.Millisecond).Should(BeEquivalentTo(2))
 		Consistently(func() int { return len(vsphereAgents(sc.pool)) }, 3*time.Second, 250*time.Millisecond).Should(BeZero())
 		Expect(poolVMs(sc.pool)).To(BeEmpty())
 		Expect(conditionReason(getPool(sc.pool), afv1.ConditionReady)).To(Equal(afv1.ReasonIPPoolExhausted))
@@ -227,7 +227,7 @@ var _ = Describe("Static IPs", func() {
 			}, 120*time.Second, 500*time.Millisecond).Should(Succeed())
 			Expect(poolVMs(sc.pool)).To(HaveLen(2))
 			// 2 held + 1 spare: a claim made before the crash is reused, never doubled.
-			Eventually(func() int { c, _, _ := sc.leases(); return c }, 30*time.Second, 250*time.Millisecond).Should(Equal(3))
+			Eventually(func() int { c, _, _ := sc.leases(); return c }, 90*time.Second, 250*time.Millisecond).Should(Equal(3))
 			macs := map[string]bool{}
 			for _, c := range sc.list(ipamClaimGVK) {
 				mac := c.GetAnnotations()["agent-forge.containeroo.ch/mac"]

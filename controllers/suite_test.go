@@ -182,7 +182,7 @@ func startOperator(o operatorOptions) *operator {
 
 func (o *operator) stop() {
 	o.cancel()
-	Eventually(o.done, 30*time.Second).Should(BeClosed())
+	Eventually(o.done, 90*time.Second).Should(BeClosed())
 }
 
 // scenario creates a hub (namespaces, HostedCluster, NodePool, InfraEnv with the ISO URL, Secret).
@@ -322,7 +322,7 @@ func agentsOf(p *afv1.VsphereAgentPool) int {
 func startPoolWithISO(o operatorOptions, customize func(*afv1.VsphereAgentPool)) (*operator, *world.Scenario, *world.Driver, *afv1.VsphereAgentPool) {
 	GinkgoHelper()
 	op, s, d, pool := startPoolScenario(o, customize)
-	Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+	Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 	return op, s, d, pool
 }
 

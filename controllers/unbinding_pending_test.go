@@ -80,12 +80,12 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 			g.Expect(got.Status.VM.Reason).To(Equal(controllers.ReasonUnbindingPendingUserAction))
 			g.Expect(conditionOf(got.Status.Conditions, afv1.ConditionReady)).To(Equal("False/" + controllers.ReasonUnbindingPendingUserAction))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, afv1.ConditionReady).Message).To(ContainSubstring("reboot"))
-		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		Eventually(func() int32 { return vaEventCount(ctx, &va, controllers.ReasonUnbindingPendingUserAction) }, 10*time.Second, 250*time.Millisecond).
 			Should(Equal(int32(1)))
 
 		By("while the Machine still exists, nothing destroys the VM: the pool tries and keeps it")
-		Eventually(func() []string { return poolEventMessagesWith(ctx, pool, "SurplusKept") }, 30*time.Second, 250*time.Millisecond).
+		Eventually(func() []string { return poolEventMessagesWith(ctx, pool, "SurplusKept") }, 90*time.Second, 250*time.Millisecond).
 			Should(ContainElement(ContainSubstring("Machine " + machineKey.Name + " references its Agent")))
 		Consistently(func(g Gomega) {
 			g.Expect(poolHasVMOf(pool, &va)).To(BeTrue(), "the VM is destroyed while its Machine exists")
@@ -105,10 +105,10 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 		Eventually(func() bool { return poolHasVMOf(pool, &va) }, 60*time.Second, 250*time.Millisecond).Should(BeFalse(), "the VM is destroyed")
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(&va), &afv1.VsphereAgent{}))
-		}, 30*time.Second, 250*time.Millisecond).Should(BeTrue(), "the VsphereAgent is gone")
+		}, 90*time.Second, 250*time.Millisecond).Should(BeTrue(), "the VsphereAgent is gone")
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: agentName}, agents.New(agents.AgentGVK)))
-		}, 30*time.Second, 250*time.Millisecond).Should(BeTrue())
+		}, 90*time.Second, 250*time.Millisecond).Should(BeTrue())
 		Expect(vaEventCount(ctx, &va, controllers.ReasonUnbindingPendingUserAction)).To(Equal(int32(1)), "one Warning Event in all")
 		Expect(vaEventCount(ctx, &va, "VMDestroyed")).To(BeNumerically(">=", 1))
 	})

@@ -44,7 +44,7 @@ var _ = Describe("A pool applied with the user's own spellings", func() {
 			g.Expect(stored.GetFinalizers()).To(ContainElement(afv1.FinalizerPool))
 			observed, _, _ := unstructured.NestedInt64(stored.Object, "status", "observedGeneration")
 			g.Expect(observed).To(BeNumerically(">=", 1), "the operator wrote the pool's status")
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(stored.GetGeneration()).To(BeEquivalentTo(1))
 		Expect(stored.Object["spec"]).To(Equal(applied))
 		checkInterval, _, _ := unstructured.NestedString(stored.Object, "spec", "iso", "checkInterval")

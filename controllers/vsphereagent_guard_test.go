@@ -31,7 +31,7 @@ var _ = Describe("A VsphereAgent applied by hand", func() {
 		startWorld(s, world.Options{})
 		pool := createPool(newPool(s, "workers"))
 		DeferCleanup(deletePoolAndWait, pool)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 
 		va := &afv1.VsphereAgent{}
 		va.Namespace, va.Name = s.Namespace, "hand-made"
@@ -46,7 +46,7 @@ var _ = Describe("A VsphereAgent applied by hand", func() {
 				return c.Reason
 			}
 			return ""
-		}, 30*time.Second, 200*time.Millisecond).Should(Equal(controllers.ReasonNotCreatedByPool))
+		}, 90*time.Second, 200*time.Millisecond).Should(Equal(controllers.ReasonNotCreatedByPool))
 		Consistently(func() []string {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(va), va)).To(Succeed())
 			return append(va.Finalizers, va.Status.VM.InstanceUUID)

@@ -133,7 +133,7 @@ var _ = Describe("Failure domains", Ordered, func() {
 		}
 		pool := createPool(p)
 		DeferCleanup(deletePoolAndWait, pool)
-		Eventually(func() string { return isoPath(getPool(pool)) }, 30*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
+		Eventually(func() string { return isoPath(getPool(pool)) }, 90*time.Second, 200*time.Millisecond).ShouldNot(BeEmpty())
 		return op, s, d, pool
 	}
 
@@ -178,7 +178,7 @@ var _ = Describe("Failure domains", Ordered, func() {
 				g.Expect(fd.Available).To(BeTrue(), fd.Name)
 				g.Expect(fd.Headroom).NotTo(BeNil(), fd.Name)
 			}
-		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		st, reason, _ := poolCondition(pool, afv1.ConditionFailureDomainsAvailable)
 		Expect([]string{st, reason}).To(Equal([]string{"True", afv1.ReasonFailureDomainsAvailable}))
 	})
@@ -200,7 +200,7 @@ var _ = Describe("Failure domains", Ordered, func() {
 			g.Expect(msg).To(ContainSubstring("failure domain zone-c: "))
 			g.Expect(msg).To(ContainSubstring("NoSuchDatastore"))
 			g.Expect(msg).NotTo(ContainSubstring("zone-a"))
-		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(vsphereAgents(pool)).To(BeEmpty())
 	})
 
@@ -218,7 +218,7 @@ var _ = Describe("Failure domains", Ordered, func() {
 		Expect(d.SetReplicas(ctx, s.NodePool, 3)).To(Succeed())
 		Eventually(func() map[string]int { return domainCounts(pool) }, 90*time.Second, 250*time.Millisecond).Should(
 			Equal(map[string]int{"zone-a": 1, "zone-b": 1, "zone-c": 1}))
-		Eventually(func() int { return len(placementsOf(ctx, zones, s.Namespace)) }, 30*time.Second, 250*time.Millisecond).Should(Equal(3))
+		Eventually(func() int { return len(placementsOf(ctx, zones, s.Namespace)) }, 90*time.Second, 250*time.Millisecond).Should(Equal(3))
 	})
 
 	It("creates nothing in a domain whose datastore is full: InsufficientCapacity with the numbers, the others take the demand, retried on a timer", func(ctx context.Context) {
@@ -236,8 +236,8 @@ var _ = Describe("Failure domains", Ordered, func() {
 			g.Expect(reason).To(Equal(afv1.ReasonInsufficientCapacity))
 			g.Expect(msg).To(ContainSubstring("failure domain zone-b: no room for one more VM of 2 vCPU, 4096 MiB"))
 			g.Expect(msg).To(ContainSubstring("disk: 4 GiB needed plus 10% of the datastore kept free (" + full + " 10 GiB free of 1024 GiB)"))
-		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
-		Eventually(func() []string { return eventReasons(ctx, pool) }, 30*time.Second, 250*time.Millisecond).Should(ContainElement(afv1.ReasonInsufficientCapacity))
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
+		Eventually(func() []string { return eventReasons(ctx, pool) }, 90*time.Second, 250*time.Millisecond).Should(ContainElement(afv1.ReasonInsufficientCapacity))
 		Expect(headroom(pool, "zone-b")).To(BeZero())
 		Expect(headroom(pool, "zone-a")).To(BeNumerically(">", 100))
 
@@ -254,7 +254,7 @@ var _ = Describe("Failure domains", Ordered, func() {
 		Expect(zones.SetDatastoreSpace(full, vcsim.DefaultDatastoreBytes, vcsim.DefaultDatastoreBytes)).To(Succeed())
 		op.clock.Step(31 * time.Second)
 		pokePool(pool)
-		Eventually(func() string { st, _, _ := poolCondition(pool, afv1.ConditionFailureDomainsAvailable); return st }, 30*time.Second, 250*time.Millisecond).Should(Equal("True"))
+		Eventually(func() string { st, _, _ := poolCondition(pool, afv1.ConditionFailureDomainsAvailable); return st }, 90*time.Second, 250*time.Millisecond).Should(Equal("True"))
 		Expect(d.SetReplicas(ctx, s.NodePool, 5)).To(Succeed())
 		Eventually(func() map[string]int { return domainCounts(pool) }, 60*time.Second, 250*time.Millisecond).Should(Equal(map[string]int{"zone-a": 2, "zone-b": 1, "zone-c": 2}))
 	})
@@ -273,11 +273,11 @@ var _ = Describe("Failure domains", Ordered, func() {
 			g.Expect([]string{st, reason}).To(Equal([]string{"False", afv1.ReasonCreationsFailing}))
 			g.Expect(msg).To(ContainSubstring("failure domain zone-b: VM creation failed 1 time(s) in a row"))
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
-		Eventually(func() []string { return eventReasons(ctx, pool) }, 30*time.Second, 250*time.Millisecond).Should(ContainElement(afv1.ReasonCreationsFailing))
+		Eventually(func() []string { return eventReasons(ctx, pool) }, 90*time.Second, 250*time.Millisecond).Should(ContainElement(afv1.ReasonCreationsFailing))
 
 		By("the others take its demand; zone-b holds no VM")
 		Eventually(func() int { return boundAgentsOf(pool) }, 90*time.Second, 250*time.Millisecond).Should(Equal(3))
-		Eventually(func() int { return domainCounts(pool)["zone-b"] }, 30*time.Second, 250*time.Millisecond).Should(BeZero())
+		Eventually(func() int { return domainCounts(pool)["zone-b"] }, 90*time.Second, 250*time.Millisecond).Should(BeZero())
 		for name, pl := range placementsOf(ctx, zones, s.Namespace) {
 			Expect(pl.Folder).NotTo(Equal(zb), name)
 		}
@@ -291,7 +291,7 @@ var _ = Describe("Failure domains", Ordered, func() {
 		By("after the backoff (1 min on the injected clock) zone-b is tried again and serves")
 		op.clock.Step(61 * time.Second)
 		pokePool(pool)
-		Eventually(func() string { st, _, _ := poolCondition(pool, afv1.ConditionFailureDomainsAvailable); return st }, 30*time.Second, 250*time.Millisecond).Should(Equal("True"))
+		Eventually(func() string { st, _, _ := poolCondition(pool, afv1.ConditionFailureDomainsAvailable); return st }, 90*time.Second, 250*time.Millisecond).Should(Equal("True"))
 		Expect(d.SetReplicas(ctx, s.NodePool, 5)).To(Succeed())
 		Eventually(func() int { return boundAgentsOf(pool) }, 90*time.Second, 250*time.Millisecond).Should(Equal(5))
 		Expect(domainCounts(pool)["zone-b"]).To(Equal(1))
