@@ -217,13 +217,29 @@ func scaleDownMachineOf(ctx context.Context, es *ejectScenario, va *afv1.Vsphere
 const holdFinalizer = "test.agent-forge/hold"
 
 // holdMachineDeletion adds a finalizer of the test's to the VM's Machine, so that the Machine stays (deleting)
-// after CAPI has finished its deletion and removed its own finalizer (CAPI puts its finalizer back on a
-// Machine that is not deleting, so removing it here changes nothing).
+// after CAPI has finished its deletion, and pauses its AgentMachine, so that the Agent stays bound.
 func holdMachineDeletion(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
 	GinkgoHelper()
 	Expect(getVA(va).Status.VM.MachineRef).NotTo(BeEmpty())
 	Expect(updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), func(m *unstructured.Unstructured) bool {
 		return controllerutil.AddFinalizer(m, holdFinalizer)
+	})).To(Succeed())
+	// The Agent stays bound while the Machine is deleted: the provider lets a paused AgentMachine's Machine go
+	// without unbinding its Agent (cluster-api-provider-agent 76dbebc).
+	m := machineOf(ctx, es, va)
+	amName, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		am := agents.New(agents.AgentMachineGVK)
+		if err := k8s.Get(ctx, key(es.s.ControlPlaneNamespace, amName), am); err != nil {
+			return err
+		}
+		ann := am.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[world.AnnotationPaused] = "true"
+		am.SetAnnotations(ann)
+		return k8s.Update(ctx, am)
 	})).To(Succeed())
 }
 
