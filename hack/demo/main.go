@@ -1,6 +1,7 @@
-// Command demo runs the whole operator loop on loopback: an embedded kube-apiserver + etcd, the vCenter
-// simulator, a discovery-ISO server, a world driver playing HyperShift/CAPI/assisted-service, and the
-// real manager binary. It plays the autoscaler (NodePool 0 → 3 → 5 → 2 by default), shows a live
+// Command demo runs the whole operator loop on loopback: an embedded kube-apiserver + etcd, the real
+// Cluster API core controllers (v1.14.2, their own process: they make and delete the Machines), the
+// vCenter simulator, a discovery-ISO server, a world driver playing HyperShift, the Agent CAPI provider
+// and assisted-service, and the real manager binary. It plays the autoscaler (NodePool 0 → 3 → 5 → 2 by default), shows a live
 // table, checks invariants and ends with one summary line; exit code 1 when an invariant failed.
 //
 // Env: DEMO_SCALE=<peak replicas> (default 5), DEMO_KEEP=1 (keep running until Ctrl-C and print a
@@ -18,12 +19,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/containeroo/agent-forge-operator/internal/sim/capicore"
 	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
 	"github.com/containeroo/agent-forge-operator/internal/testenv"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
@@ -48,14 +51,14 @@ func run() int {
 	}
 	v := newView(os.Stdout)
 	t := harness.NewTracker()
-	d := &demo{cfg: cfg, v: v, t: t, staticSeen: map[string]bool{}}
+	d := &demo{cfg: cfg, v: v, t: t, staticSeen: map[string]bool{}, backingSeen: map[string]bool{}}
 	runErr := d.run(ctx)
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
 		t.Violate("scenario failed: %v", runErr)
 	}
 	if d.h != nil {
-		v.println("stopping: manager process, world driver, ISO server, vCenter simulator, kube-apiserver + etcd")
+		v.println("stopping: manager process, world driver, ISO server, vCenter simulator, Cluster API core, kube-apiserver + etcd")
 		if err := d.h.Close(); err != nil {
 			v.println("cleanup: %v", err)
 		}
@@ -123,6 +126,8 @@ type demo struct {
 	zoneSeen map[string]bool
 	// staticSeen are the static-IP violations already recorded (each once).
 	staticSeen map[string]bool
+	// backingSeen are the Machines already reported for a destroyed backing VM (each once).
+	backingSeen map[string]bool
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -142,6 +147,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.v.println("%s", capiLine(ctx, root, d.h))
 	d.door = newDoorLocker(d.h.VC)
 	if d.sc, err = setupScene(ctx, d, filepath.Join(root, outDir), bin); err != nil {
 		return err
@@ -158,11 +164,24 @@ func (d *demo) run(ctx context.Context) error {
 		}
 		d.v.println("DEMO_KEEP=1: everything keeps running until Ctrl-C. Browse with:")
 		d.v.println("  kubectl --kubeconfig %s get vap,va -A", kc)
-		d.v.println("  kubectl --kubeconfig %s get agents,machines,agentmachines -A", kc)
+		d.v.println("  kubectl --kubeconfig %s get agents,machinedeployments,machinesets,machines,agentmachines -A", kc)
 		d.v.println("  manager log: %s", filepath.Join(root, outDir, "manager.log"))
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// capiLine says, in one line, that the real Cluster API controllers (not the world) decide which
+// Machines exist, with their version, binary and PID.
+func capiLine(ctx context.Context, root string, h *harness.Harness) string {
+	bin, err := capicore.Binary(ctx) // the binary harness.Start ran (cached for this process)
+	if err != nil {
+		bin = "?"
+	} else if rel, err := filepath.Rel(root, bin); err == nil && !strings.HasPrefix(rel, "..") {
+		bin = rel
+	}
+	return fmt.Sprintf("==> Cluster API %s core controllers (real, %s, pid %d) decide which Machines exist: the MachineDeployment's MachineSet creates them and picks the ones deleted on scale-down",
+		capicore.Version, bin, h.CAPI.PID())
 }
 
 // errStopped wraps a wait aborted by Ctrl-C.

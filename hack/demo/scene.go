@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -78,7 +79,7 @@ func setupScene(ctx context.Context, d *demo, outDir, managerBin string) (*scene
 	if err != nil {
 		return nil, err
 	}
-	d.v.println("==> world driver running: plays HyperShift/CAPI (Machines, AgentMachines), assisted-service (Agents register %s after a VM boots the ISO, install %s after binding) and the Agent CAPI provider (binding)",
+	d.v.println("==> world driver running: plays HyperShift (NodePool replicas -> MachineDeployment, AgentMachineTemplate, Cluster), the Agent CAPI provider (reserves Agents, pre-terminate hook, unbinds on deletion), assisted-service (Agents register %s after a VM boots the ISO, install %s after binding) and the workers' kubelets (Nodes); it never creates or deletes a Machine",
 		registrationDelay, installDelay)
 
 	d.v.println("==> starting the real manager binary (logs: %s)", filepath.Join(outDir, "manager.log"))
@@ -135,6 +136,7 @@ func (d *demo) observe(ctx context.Context) (*harness.Snapshot, error) {
 		return nil, err
 	}
 	d.t.Observe(s)
+	d.checkBacking(s)
 	if err := d.checkZones(octx, s); err != nil {
 		return nil, err
 	}
@@ -156,4 +158,23 @@ func (d *demo) hold(ctx context.Context, stage string, want int, dur time.Durati
 		return false
 	})
 	return err
+}
+
+// checkBacking flags, at every snapshot, a Machine (live or being deleted) whose reserved Agent's VM is
+// no longer in the simulator: the operator must never destroy a VM that still backs a Machine, whichever
+// Machines CAPI's MachineSet chose to delete. Observe lists the VMs before the Machines, so a Machine seen
+// without its VM still existed after the VM was gone.
+func (d *demo) checkBacking(s *harness.Snapshot) {
+	hosts := map[string]bool{}
+	for _, vm := range s.VMs {
+		hosts[world.AgentNameFor(vm.BIOSUUID)] = true
+	}
+	for _, m := range s.Machines {
+		_, agent, ok := strings.Cut(m.Agent, "/")
+		if !ok || hosts[agent] || d.backingSeen[m.Name] {
+			continue
+		}
+		d.backingSeen[m.Name] = true
+		d.t.Violate("Machine %s (deleting: %t) is backed by Agent %s whose VM is gone: a VM backing an existing Machine was destroyed", m.Name, m.Deleting, agent)
+	}
 }
