@@ -31,6 +31,8 @@ type e2e struct {
 	w        *world.Driver
 	pool     types.NamespacedName
 	nodePool types.NamespacedName
+	// backingSeen are the Machines already reported for a destroyed backing VM (each once).
+	backingSeen map[string]bool
 }
 
 func TestScaleUpInstallEjectScaleDown(t *testing.T) {
@@ -79,7 +81,8 @@ func TestScaleUpInstallEjectScaleDown(t *testing.T) {
 	if err := h.Client.Create(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	e := &e2e{t: t, h: h, tr: harness.NewTracker(), w: w, pool: types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, nodePool: s.NodePool}
+	e := &e2e{t: t, h: h, tr: harness.NewTracker(), w: w, pool: types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, nodePool: s.NodePool,
+		backingSeen: map[string]bool{}}
 	t.Logf("started in %.1fs", time.Since(start).Seconds())
 
 	e.await(ctx, "the discovery ISO cached", plateauWait, func(s *harness.Snapshot) bool { return s.Pool.Status.ISO != nil && s.Pool.Status.ISO.Path != "" })
@@ -123,16 +126,38 @@ func (e *e2e) scale(ctx context.Context, n int) {
 	}
 }
 
+// observe takes a snapshot, records it and checks, as the demo does at every snapshot, that no Machine
+// (live or being deleted) lost the VM behind its Agent: CAPI's MachineSet picks which Machines go on
+// scale-down, and the operator may destroy only the VMs of Machines that are gone. Observe lists the VMs
+// before the Machines, so a Machine seen without its VM still existed after the VM was gone.
+func (e *e2e) observe(ctx context.Context) (*harness.Snapshot, error) {
+	s, err := e.h.Observe(ctx, e.pool, e.w, e.nodePool)
+	if err != nil {
+		return nil, err
+	}
+	e.tr.Observe(s)
+	hosts := map[string]bool{}
+	for _, vm := range s.VMs {
+		hosts[world.AgentNameFor(vm.BIOSUUID)] = true
+	}
+	for _, m := range s.Machines {
+		if _, agent, ok := strings.Cut(m.Agent, "/"); ok && !hosts[agent] && !e.backingSeen[m.Name] {
+			e.backingSeen[m.Name] = true
+			e.tr.Violate("Machine %s (deleting: %t) is backed by Agent %s whose VM is gone: a VM backing an existing Machine was destroyed", m.Name, m.Deleting, agent)
+		}
+	}
+	return s, nil
+}
+
 // await polls snapshots until cond holds; on timeout it fails with the last state and recent events.
 func (e *e2e) await(ctx context.Context, what string, timeout time.Duration, cond func(*harness.Snapshot) bool) {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		s, err := e.h.Observe(ctx, e.pool, e.w, e.nodePool)
+		s, err := e.observe(ctx)
 		if err != nil {
 			e.t.Fatalf("%s: observing: %v", what, err)
 		}
-		e.tr.Observe(s)
 		if cond(s) {
 			return
 		}
@@ -148,11 +173,10 @@ func (e *e2e) hold(ctx context.Context, n int) {
 	e.t.Helper()
 	until := time.Now().Add(time.Second)
 	for time.Now().Before(until) {
-		s, err := e.h.Observe(ctx, e.pool, e.w, e.nodePool)
+		s, err := e.observe(ctx)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		e.tr.Observe(s)
 		if len(s.VMs) != n {
 			e.tr.Violate("plateau %d: the simulator had %d VMs", n, len(s.VMs))
 			return
@@ -167,11 +191,10 @@ func (e *e2e) checkEjection(ctx context.Context, n int) {
 	e.t.Helper()
 	deadline, extended := time.Now().Add(ejectGrace), false
 	for {
-		s, err := e.h.Observe(ctx, e.pool, e.w, e.nodePool)
+		s, err := e.observe(ctx)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		e.tr.Observe(s)
 		if s.EjectedNow() == n {
 			break
 		}
