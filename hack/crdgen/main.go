@@ -74,7 +74,7 @@ var outputs = []output{
 	// status.ready and status.externalManagedControlPlane under the v1beta1 contract.
 	{set: "hypershift", file: "hypershift.openshift.io_hostedcontrolplanes.yaml",
 		labels: map[string]string{"cluster.x-k8s.io/v1beta1": "v1beta1"},
-		notes: []string{"Label cluster.x-k8s.io/v1beta1: v1beta1 added as HyperShift's installer adds it (CAPI contract version)."}},
+		notes:  []string{"Label cluster.x-k8s.io/v1beta1: v1beta1 added as HyperShift's installer adds it (CAPI contract version)."}},
 	{set: "capi-core", file: "cluster.x-k8s.io_machines.yaml"},
 	{set: "capi-core", file: "cluster.x-k8s.io_machinesets.yaml"},
 	{set: "capi-core", file: "cluster.x-k8s.io_machinedeployments.yaml"},
