@@ -208,7 +208,9 @@ func (d *Driver) ensureMachineDeployment(ctx context.Context, np *unstructured.U
 		md.Object["spec"] = map[string]any{
 			"clusterName": infraID,
 			"replicas":    replicas,
-			"selector":    map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/deployment-name": np.GetName()}},
+			// CAPI's webhook adds the cluster-name label to the selector; without it CAPI's MachineDeployment and
+			// MachineSet controllers rewrite the MachineSet's selector back and forth forever.
+			"selector": map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/deployment-name": np.GetName(), LabelClusterName: infraID}},
 			"rollout": map[string]any{"strategy": map[string]any{
 				"type":          "RollingUpdate",
 				"rollingUpdate": map[string]any{"maxSurge": int64(1), "maxUnavailable": int64(0)},

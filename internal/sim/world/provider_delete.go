@@ -78,7 +78,9 @@ func (d *Driver) releaseHook(ctx context.Context, am, machine *unstructured.Unst
 		}
 	}
 	if controllerutil.ContainsFinalizer(am, FinalizerAgentMachine) {
-		patch := client.MergeFromWithOptions(am.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		// No optimistic lock, as the provider's patch helper: CAPI marks the AgentMachine deleting the moment
+		// the hook goes, and a conflict here would leave the finalizer (the Machine's reason has moved on).
+		patch := client.MergeFrom(am.DeepCopy())
 		controllerutil.RemoveFinalizer(am, FinalizerAgentMachine)
 		if err := d.c.Patch(ctx, am, patch); client.IgnoreNotFound(err) != nil {
 			return err
