@@ -68,8 +68,9 @@ func freshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, 
 	return nil, nil
 }
 
-// machineReferencesAgent reports, from a live read, whether any AgentMachine in the control plane
-// namespace references the Agent, or a recorded Machine still exists.
+// machineReferencesAgent reports, from a live read, whether a recorded Machine still exists, or any
+// AgentMachine (status.agentRef) or Machine (spec.providerID) in the control plane namespace references
+// the Agent.
 func machineReferencesAgent(ctx context.Context, reader client.Reader, cpNamespace, agentName, machineName string) (bool, string, error) {
 	if machineName != "" {
 		m := agents.New(agents.MachineGVK())
@@ -92,6 +93,17 @@ func machineReferencesAgent(ctx context.Context, reader client.Reader, cpNamespa
 		am := agents.AgentMachineFrom(&list.Items[i])
 		if am.AgentRef == agentName {
 			return true, am.OwnerMachine, nil
+		}
+	}
+	// After the hook is released CAPI deletes the AgentMachine first and the Machine only once its Node is
+	// gone: in between, only the Machine's providerID still names the Agent.
+	machines := agents.NewList(agents.MachineGVK())
+	if err := reader.List(ctx, machines, client.InNamespace(cpNamespace)); err != nil {
+		return false, "", err
+	}
+	for i := range machines.Items {
+		if agents.MachineRunsOn(&machines.Items[i], agentName) {
+			return true, machines.Items[i].GetName(), nil
 		}
 	}
 	return false, "", nil

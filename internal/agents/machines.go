@@ -129,3 +129,15 @@ func NodePoolFrom(u *unstructured.Unstructured) NodePool {
 	}
 	return np
 }
+
+// ProviderIDOf is the providerID the Agent CAPI provider writes into the AgentMachine of a reserved Agent
+// (agent://<Agent name>) and CAPI copies into the Machine once the AgentMachine is ready.
+func ProviderIDOf(agentName string) string { return "agent://" + agentName }
+
+// MachineRunsOn reports whether the Machine's spec.providerID names the Agent. It outlives the
+// AgentMachine: CAPI deletes the AgentMachine once the provider releases the pre-terminate hook, while the
+// Machine stays until its Node is gone.
+func MachineRunsOn(m *unstructured.Unstructured, agentName string) bool {
+	id, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
+	return agentName != "" && id == ProviderIDOf(agentName)
+}
