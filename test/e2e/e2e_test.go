@@ -29,6 +29,8 @@ type e2e struct {
 	h        *harness.Harness
 	tr       *harness.Tracker
 	w        *world.Driver
+	s        *world.Scenario
+	mgr      *harness.InProcessManager
 	pool     types.NamespacedName
 	nodePool types.NamespacedName
 	// backingSeen are the Machines already reported for a destroyed backing VM (each once).
@@ -40,49 +42,7 @@ func TestScaleUpInstallEjectScaleDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	start := time.Now()
-
-	h, err := harness.Start(ctx, harness.Options{Progress: func(msg string) { t.Log(msg) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := h.Close(); err != nil {
-			t.Errorf("harness cleanup: %v", err)
-		}
-	})
-	pool, err := harness.LoadSamplePool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	changes, err := h.AdaptToSimulator(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("sample adapted to the simulator: %v", changes)
-	s, err := h.Scenario(ctx, world.SetupOptions{
-		Namespace: pool.Namespace, HostedCluster: pool.Spec.HostedClusterRef.Name, NodePool: pool.Spec.NodePoolRef.Name,
-		InfraEnv: pool.Spec.InfraEnvRef.Name, AgentLabels: pool.Spec.Agent.LabelSet(), SecretName: pool.Spec.VSphere.CredentialsSecretRef.Name,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
-	ie := s.InfraEnv
-	w, err := h.StartWorld(world.Options{Namespaces: s.Namespaces(), InfraEnv: &ie,
-		RegistrationDelay: 300 * time.Millisecond, ValidationDelay: 200 * time.Millisecond, InstallDelay: time.Second}, 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.StartManagerInProcess(harness.InProcessOptions{Controllers: controllers.Options{
-		DebounceIdle: 200 * time.Millisecond, DebounceMax: 2 * time.Second,
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Client.Create(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	e := &e2e{t: t, h: h, tr: harness.NewTracker(), w: w, pool: types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, nodePool: s.NodePool,
-		backingSeen: map[string]bool{}}
+	e := startE2E(ctx, t, e2eOptions{})
 	t.Logf("started in %.1fs", time.Since(start).Seconds())
 
 	e.await(ctx, "the discovery ISO cached", plateauWait, func(s *harness.Snapshot) bool { return s.Pool.Status.ISO != nil && s.Pool.Status.ISO.Path != "" })
@@ -117,6 +77,81 @@ func TestScaleUpInstallEjectScaleDown(t *testing.T) {
 	}
 	t.Log(e.tr.Summary("e2e"))
 	t.Logf("scenario took %.1fs", time.Since(start).Seconds())
+}
+
+// e2eOptions vary the stack a scenario runs on.
+type e2eOptions struct {
+	// Provider is the Agent CAPI provider generation the world plays; LegacyAgentProvider installs the
+	// AgentMachine CRD that generation's hubs run.
+	Provider            world.ProviderGeneration
+	LegacyAgentProvider bool
+	// BindingDisabled starts the world's provider with automatic binding off.
+	BindingDisabled bool
+}
+
+// startE2E brings up the API server, real CAPI core, the simulator, the world and the operator in process,
+// and creates the sample pool adapted to the simulator.
+func startE2E(ctx context.Context, t *testing.T, o e2eOptions) *e2e {
+	t.Helper()
+	h, err := harness.Start(ctx, harness.Options{Progress: func(msg string) { t.Log(msg) }, LegacyAgentProvider: o.LegacyAgentProvider})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Errorf("harness cleanup: %v", err)
+		}
+	})
+	pool, err := harness.LoadSamplePool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := h.AdaptToSimulator(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sample adapted to the simulator: %v", changes)
+	s, err := h.Scenario(ctx, world.SetupOptions{
+		Namespace: pool.Namespace, HostedCluster: pool.Spec.HostedClusterRef.Name, NodePool: pool.Spec.NodePoolRef.Name,
+		InfraEnv: pool.Spec.InfraEnvRef.Name, AgentLabels: pool.Spec.Agent.LabelSet(), SecretName: pool.Spec.VSphere.CredentialsSecretRef.Name,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
+	ie := s.InfraEnv
+	w, err := h.StartWorld(world.Options{Namespaces: s.Namespaces(), InfraEnv: &ie, Provider: o.Provider, BindingDisabled: o.BindingDisabled,
+		RegistrationDelay: 300 * time.Millisecond, ValidationDelay: 200 * time.Millisecond, InstallDelay: time.Second}, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &e2e{t: t, h: h, tr: harness.NewTracker(), w: w, s: s, pool: types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, nodePool: s.NodePool,
+		backingSeen: map[string]bool{}}
+	e.startManager()
+	if err := h.Client.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// startManager runs the operator's controllers in this process (again, after stopManager).
+func (e *e2e) startManager() {
+	e.t.Helper()
+	m, err := e.h.StartManagerInProcess(harness.InProcessOptions{Controllers: controllers.Options{
+		DebounceIdle: 200 * time.Millisecond, DebounceMax: 2 * time.Second,
+	}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.mgr = m
+}
+
+// stopManager stops the operator and waits for it to return.
+func (e *e2e) stopManager() {
+	e.t.Helper()
+	if err := e.mgr.Stop(); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *e2e) scale(ctx context.Context, n int) {

@@ -42,6 +42,9 @@ type Options struct {
 	ISOSize int64
 	// VCSim tunes the simulator (latency injection for benchmarks).
 	VCSim vcsim.Options
+	// LegacyAgentProvider installs the AgentMachine CRD of older Agent CAPI providers (for a world with
+	// Provider: world.ProviderUIDLabel); see testenv.Options.LegacyAgentProvider.
+	LegacyAgentProvider bool
 }
 
 // Harness is a running set of loopback components. Close stops everything it started.
@@ -106,7 +109,7 @@ func Start(ctx context.Context, o Options) (_ *Harness, err error) {
 		return nil, err
 	}
 	h.progress("starting kube-apiserver + etcd (envtest) with our CRDs and the HyperShift/CAPI/Assisted CRD fixtures")
-	env, err := startEnv(ctx)
+	env, err := startEnv(ctx, testenv.Options{LegacyAgentProvider: o.LegacyAgentProvider})
 	if err != nil {
 		return nil, err
 	}
@@ -153,14 +156,14 @@ func Start(ctx context.Context, o Options) (_ *Harness, err error) {
 }
 
 // startEnv starts envtest; a cancelled ctx stops it as soon as it is up.
-func startEnv(ctx context.Context) (*testenv.Env, error) {
+func startEnv(ctx context.Context, o testenv.Options) (*testenv.Env, error) {
 	type result struct {
 		env *testenv.Env
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		env, err := testenv.Start(testenv.Options{})
+		env, err := testenv.Start(o)
 		ch <- result{env, err}
 	}()
 	select {
