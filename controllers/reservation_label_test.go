@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -36,19 +35,7 @@ var _ = Describe("The provider's reservation label (the AgentMachine's name or U
 			Expect(ams.Items).To(HaveLen(1))
 			am := agents.AgentMachineFrom(&ams.Items[0])
 			va := vsphereAgents(pool)[0]
-			agent := getAgent(ctx, s.Namespace, va.Status.VM.AgentRef)
-			patch := client.MergeFrom(agent.DeepCopy())
-			labels := agent.GetLabels()
-			labels[agents.LabelAgentMachineRef] = value(am)
-			agent.SetLabels(labels)
-			annotations := agent.GetAnnotations()
-			if annotations == nil {
-				annotations = map[string]string{}
-			}
-			annotations[agents.AnnotationAgentMachineRefNamespace] = am.Namespace
-			agent.SetAnnotations(annotations)
-			_ = unstructured.SetNestedMap(agent.Object, map[string]any{"name": s.HostedCluster.Name, "namespace": am.Namespace}, "spec", "clusterDeploymentName")
-			Expect(k8s.Patch(ctx, agent, patch)).To(Succeed())
+			labelReserved(ctx, s, va.Status.VM.AgentRef, am, value(am))
 
 			Eventually(func() int32 { return getPool(pool).Status.WaitingAgentMachines }, 60*time.Second, 250*time.Millisecond).
 				Should(Equal(int32(0)), "a labelled Agent's AgentMachine no longer waits")
