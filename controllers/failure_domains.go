@@ -29,11 +29,7 @@ var domainBackoff = planner.Backoff{Base: time.Minute, Ceiling: 15 * time.Minute
 
 // ReasonFailureDomainNotFound: a VsphereAgent's failure domain was removed from the pool before its VM
 // was created (the pool releases it).
-const ReasonFailureDomainNotFound = "FailureDomainNotFound"
-
-// ReasonNoFailureDomainAvailable is the planned action's reason when VMs are needed but no failure domain
-// takes one.
-const ReasonNoFailureDomainAvailable = "NoFailureDomainAvailable"
+const ReasonFailureDomainNotFound = planner.ReasonFailureDomainNotFound
 
 // domainPlacement is where one failure domain puts a VM, the pool's values filled in where it gives none.
 type domainPlacement struct {
@@ -285,8 +281,6 @@ type domainView struct {
 	planner.Domain
 	placement domainPlacement
 	status    afv1.FailureDomainStatus
-	// abandon: the domain is skipped for failing creations; its VsphereAgents without a VM are released.
-	abandon bool
 }
 
 // observeDomains counts the pool's VMs per failure domain, skips domains whose creations keep failing
@@ -331,7 +325,7 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 		label := domainLabel(pl.Name)
 		// With one placement there is nowhere else to go: its VsphereAgents keep retrying (createFailed).
 		if f := r.domains.noteFailures(key, byDomain[pl.Name], now); multi && f != nil && now.Before(f.retryAfter) {
-			v.Skipped, v.abandon = true, true
+			v.Skipped, v.Failing = true, true
 			msg := fmt.Sprintf("%s: VM creation failed %d time(s) in a row (last: %s); skipped until %s", label, f.failures, f.last, f.retryAfter.UTC().Format(time.RFC3339))
 			v.status.Available, v.status.Reason, v.status.Message = false, afv1.ReasonCreationsFailing, msg
 			v.status.RetryAfter = &metav1.Time{Time: f.retryAfter}
@@ -406,35 +400,6 @@ func domainLabel(name string) string {
 		return "the pool's placement"
 	}
 	return "failure domain " + name
-}
-
-// domainTargets places n new VMs over the pool's failure domains (planner.Spread); fewer when no
-// domain takes more, recorded as a planned action.
-func (s *poolScope) domainTargets(n int) []string {
-	ds := make([]planner.Domain, 0, len(s.domains))
-	for _, v := range s.domains {
-		ds = append(ds, v.Domain)
-	}
-	targets := planner.Spread(ds, n)
-	if len(targets) < n {
-		s.plan.Actions = append(s.plan.Actions, planner.Action{Kind: "Wait", Reason: ReasonNoFailureDomainAvailable,
-			Message: fmt.Sprintf("%d VM(s) needed, the failure domains take %d now (see condition %s)", n, len(targets), afv1.ConditionFailureDomainsAvailable)})
-	}
-	return targets
-}
-
-// abandoned reports whether va has no VM and sits in a domain skipped for failing creations, or in a
-// domain the pool no longer lists: the pool releases it and the demand goes elsewhere.
-func (s *poolScope) abandoned(va *afv1.VsphereAgent) bool {
-	if va.Status.VM.InstanceUUID != "" || !va.DeletionTimestamp.IsZero() || va.Status.VM.Phase == afv1.VMPhaseFailed {
-		return false
-	}
-	for _, v := range s.domains {
-		if v.Name == va.Spec.FailureDomain {
-			return v.abandon && va.Status.VM.Reason == afv1.ReasonVMCreateFailed
-		}
-	}
-	return len(s.domains) > 0 // its domain was removed from the pool
 }
 
 // inDomain is " in failure domain <name>" for messages, "" without failure domains.

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"sort"
 	"strings"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -59,51 +58,6 @@ func holdsLease(va *afv1.VsphereAgent) bool {
 
 func replaceOutdatedEnabled(pool *afv1.VsphereAgentPool) bool {
 	return pool.Spec.ISO.ReplaceOutdatedVMs == nil || *pool.Spec.ISO.ReplaceOutdatedVMs
-}
-
-// outdatedVMs decides, per VsphereAgent, whether it booted an outdated image and is replaced now; states
-// are the VMs' lifecycles in the order of s.vas (an Agent already reserved makes a VM InUse).
-func outdatedVMs(s *poolScope, states []planner.VMState, createBlocked bool) map[string]planner.ImageVerdict {
-	current := currentImage(s)
-	if current.SHA256 == "" {
-		return nil
-	}
-	out := map[string]planner.ImageVerdict{}
-	for i := range s.vas {
-		v := planner.DecideImage(planner.ImageCheck{
-			Enabled: replaceOutdatedEnabled(s.pool), Current: current, Booted: bootedImage(&s.vas[i]),
-			State: states[i].State, CreateBlocked: createBlocked, StaticIPLease: holdsLease(&s.vas[i]),
-		})
-		if v.Replace {
-			out[s.vas[i].Name] = v
-		}
-	}
-	return out
-}
-
-// replaceOutdated releases VMs that booted an outdated image (the planner already counts them as
-// leaving, so demand creates their replacements from the current image); the release re-checks the
-// Agent live and a concurrent reservation wins.
-func (r *PoolReconciler) replaceOutdated(ctx context.Context, s *poolScope, poolKey string, outdated map[string]planner.ImageVerdict) error {
-	for _, name := range sortedKeys(outdated) {
-		released, err := r.release(ctx, s, poolKey, name)
-		if err != nil {
-			return err
-		}
-		if released {
-			r.Recorder.Eventf(s.pool, "Normal", afv1.ReasonOutdatedImage, "replacing VM %s: %s", name, outdated[name].Message)
-		}
-	}
-	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // reportImage sets the VsphereAgent's ImageCurrent condition against the pool's cached image (the pool

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -88,8 +86,8 @@ type poolScope struct {
 	vs      vsphere.Client
 	vsErr   error
 	isoCond *conditionUpdate
-	plan    planner.Plan
-	blocked string
+	// plan is what the planner decided this pass (zero when the pass ended before planning).
+	plan planner.Decisions
 	// preflightBlock is the reason of a failed preflight check (selector, placement, privileges): no
 	// VsphereAgent is created while it is set.
 	preflightBlock string
@@ -402,192 +400,8 @@ func (r *PoolReconciler) refreshISO(ctx context.Context, s *poolScope) error {
 	return nil
 }
 
-// planAndAct computes the plan and carries it out: create VsphereAgents, release surplus ones.
+// planAndAct gathers what the pass observed, lets the planner decide and carries out its plan.
 func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
-	poolKey := client.ObjectKeyFromObject(s.pool).String()
-	present := map[string]bool{}
-	for _, va := range s.vas {
-		present[va.Name] = true
-	}
-	pendingCreates, deleting := r.expectations.pending(poolKey, present)
-
-	in := planner.Input{
-		Waiting: s.waiting, PendingCreates: pendingCreates, Paused: s.pool.Spec.Paused,
-		RemoveSurplus: s.pool.Spec.CleanupPolicy != afv1.CleanupPolicyRetain,
-	}
-	if l := s.pool.Spec.Limits; l != nil {
-		in.MaxVMs, in.MaxConcurrentProvisioning = l.MaxVMs, l.MaxConcurrentProvisioning
-	}
-	for _, a := range s.matching {
-		if !s.ourAgents[a.Name] && a.Labels[afv1.LabelPool] == "" && a.IsSuitable() {
-			in.ForeignAvailable++
-		}
-	}
-	now := r.Opts.Clock.Now()
-	observed := observeVMs(s, deleting)
-	var expired []afv1.VsphereAgent
-	var abandoned []string
-	if len(s.pool.Spec.VSphere.FailureDomains) > 0 {
-		in.DomainOf = map[string]string{}
-	}
-	for i, o := range observed {
-		st := planner.StateOf(o)
-		if in.DomainOf != nil {
-			in.DomainOf[o.Name] = s.vas[i].Spec.FailureDomain
-		}
-		if s.abandoned(&s.vas[i]) {
-			st.State = planner.VMReleasing // not supply: the demand goes to another failure domain
-			abandoned = append(abandoned, o.Name)
-		}
-		in.VMs = append(in.VMs, st)
-		if planner.FailedExpired(o, now, r.Opts.FailedRetention) {
-			expired = append(expired, s.vas[i])
-		}
-	}
-	if planner.RegistrationFailing(observed, r.Opts.RegistrationFailureThreshold) {
-		s.blocked = ReasonRegistrationFailing
-	}
-	switch {
-	case s.blocked != "":
-		in.CreateBlocked, in.BlockReason = true, s.blocked
-	case s.preflightBlock != "":
-		in.CreateBlocked, in.BlockReason = true, s.preflightBlock
-	case s.staticIPBlock() != "":
-		in.CreateBlocked, in.BlockReason = true, s.staticIPBlock()
-	case s.vs == nil:
-		in.CreateBlocked, in.BlockReason = true, ReasonWaitingForCredentials
-	case s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "":
-		in.CreateBlocked, in.BlockReason = true, ReasonWaitingForISO
-	}
-	// VMs that booted an outdated image leave the supply now, so demand creates their replacements.
-	outdated := outdatedVMs(s, in.VMs, in.CreateBlocked || s.pool.Spec.Paused)
-	for i := range in.VMs {
-		if _, ok := outdated[in.VMs[i].Name]; ok {
-			in.VMs[i].State = planner.VMReleasing
-		}
-	}
-	s.plan = planner.Compute(in)
-	for _, name := range sortedKeys(outdated) {
-		s.plan.Actions = append(s.plan.Actions, planner.Action{Kind: "Delete", Target: name, Reason: afv1.ReasonOutdatedImage, Message: outdated[name].Message})
-	}
-	if s.pool.Spec.Paused {
-		return nil
-	}
-
-	var errs []error
-	if s.plan.Create > 0 {
-		if wait := r.debounce.wait(poolKey, s.waiting); wait > 0 {
-			s.requeueAfter(wait)
-		} else if err := r.createVsphereAgents(ctx, s, poolKey, s.domainTargets(s.plan.Create)); err != nil {
-			errs = append(errs, err)
-		}
-	} else {
-		r.debounce.forget(poolKey) // no creation needed: the next burst starts a fresh window
-	}
-	for _, name := range append(s.plan.Release, abandoned...) {
-		if _, err := r.release(ctx, s, poolKey, name); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := r.replaceOutdated(ctx, s, poolKey, outdated); err != nil {
-		errs = append(errs, err)
-	}
-	for i := range expired {
-		if err := r.Delete(ctx, &expired[i], client.Preconditions{UID: &expired[i].UID}); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := r.scanOrphans(ctx, s); err != nil {
-		errs = append(errs, err)
-	}
-	return kerrors.NewAggregate(errs)
-}
-
-// observeVMs maps each of the pool's VsphereAgents (s.vas, same order) to what the planner decides on.
-// deleting names the ones the pool deleted that its cache still lists. The Agents' own state is fresher
-// than the VsphereAgents' status: whether a VM's Agent is already bound is read from the Agent.
-func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation {
-	boundAgentOfVM := map[string]bool{}
-	for _, a := range s.matching {
-		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" {
-			boundAgentOfVM[name] = a.IsBound()
-		}
-	}
-	out := make([]planner.VMObservation, 0, len(s.vas))
-	for i := range s.vas {
-		va := &s.vas[i]
-		o := planner.VMObservation{
-			Name: va.Name, Phase: va.Status.VM.Phase, Reason: va.Status.VM.Reason,
-			Deleting: !va.DeletionTimestamp.IsZero(), DeleteIssued: deleting[va.Name],
-			MachineRef: va.Status.VM.MachineRef != "", AgentBound: boundAgentOfVM[va.Name],
-			CreatedAt: va.CreationTimestamp.Time,
-		}
-		if t := va.Status.VM.LastTransitionTime; t != nil {
-			o.PhaseChangedAt = t.Time
-		}
-		if c := findCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
-			o.RegisteredAt = c.LastTransitionTime.Time
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-// createVsphereAgents creates one VsphereAgent named <namePrefix>-<random> per entry of domains, placed
-// in that failure domain ("" without failure domains).
-func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, domains []string) error {
-	prefix := namePrefix(s.pool)
-	// One Event per batch naming every VsphereAgent, not one per VsphereAgent (each is an API write).
-	var created []string
-	defer func() {
-		if len(created) > 0 {
-			r.Recorder.Eventf(s.pool, "Normal", "VMRequested", "created %d VsphereAgent(s) for %d waiting AgentMachine(s): %s",
-				len(created), s.waiting, strings.Join(created, ", "))
-		}
-	}()
-	for _, domain := range domains {
-		va := &afv1.VsphereAgent{}
-		va.GenerateName = prefix + "-"
-		va.Namespace = s.pool.Namespace
-		va.Labels = map[string]string{afv1.LabelPool: s.pool.Name}
-		// Created with its finalizer: the VsphereAgent controller need not write it in a second request.
-		va.Finalizers = []string{afv1.FinalizerVsphereAgent}
-		va.Spec.PoolRef.Name = s.pool.Name
-		if domain != "" {
-			va.Labels[afv1.LabelFailureDomain] = domain
-			va.Spec.FailureDomain = domain
-		}
-		if err := controllerutil.SetControllerReference(s.pool, va, r.Scheme()); err != nil {
-			return err
-		}
-		if err := r.Create(ctx, va); err != nil {
-			r.Recorder.Eventf(s.pool, "Warning", "CreateFailed", "creating VsphereAgent: %v", err)
-			return err
-		}
-		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {
-			return err
-		}
-		created = append(created, va.Name+inDomain(domain))
-		r.expectations.expectCreate(poolKey, va.Name)
-		r.domains.created(poolKey, va.Name, domain)
-		metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "create").Inc()
-	}
-	r.debounce.forget(poolKey)
-	return nil
-}
-
-// namePrefix is spec.template.namePrefix or <hostedCluster>-<role>, cut to fit a DNS label.
-func namePrefix(pool *afv1.VsphereAgentPool) string {
-	p := pool.Spec.Template.NamePrefix
-	if p == "" {
-		role := pool.Spec.Agent.Role
-		if role == "" {
-			role = "worker"
-		}
-		p = pool.Spec.HostedClusterRef.Name + "-" + role
-	}
-	if len(p) > 40 {
-		p = p[:40]
-	}
-	return strings.TrimRight(p, "-.")
+	s.plan = planner.Plan(r.snapshot(s))
+	return r.carryOut(ctx, s)
 }

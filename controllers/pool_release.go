@@ -18,14 +18,10 @@ import (
 // release removes one surplus VM: a fresh read proves its Agent is free and no Machine references it;
 // the Agent is unapproved with an optimistic lock (a concurrent reservation wins and the VM is kept);
 // then the VsphereAgent is deleted and its finalizer destroys the VM and deletes the Agent. released
-// reports whether the VsphereAgent was deleted (false: kept, or already going).
-func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, name string) (released bool, err error) {
-	var va *afv1.VsphereAgent
-	for i := range s.vas {
-		if s.vas[i].Name == name {
-			va = &s.vas[i]
-		}
-	}
+// reports whether the VsphereAgent was deleted (false: kept, or already going); why is the plan's reason,
+// told in the VMReleased Event.
+func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, name, why string) (released bool, err error) {
+	va := s.vsphereAgent(name)
 	if va == nil || !va.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
@@ -64,17 +60,8 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 	}
 	r.expectations.expectDelete(poolKey, va.Name)
 	metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "release").Inc()
-	r.Recorder.Eventf(s.pool, "Normal", "VMReleased", "releasing VM %s: %s", va.Name, releaseReason(s, name))
+	r.Recorder.Eventf(s.pool, "Normal", "VMReleased", "releasing VM %s: %s", va.Name, why)
 	return true, nil
-}
-
-func releaseReason(s *poolScope, name string) string {
-	for _, a := range s.plan.Actions {
-		if a.Target == name {
-			return a.Message
-		}
-	}
-	return "not needed"
 }
 
 // scanOrphans periodically lists the pool's VMs in vCenter (by our ownership marker) and finds those

@@ -5,6 +5,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -97,8 +98,8 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 		setCondition(&st.Conditions, afv1.ConditionISOReady, s.isoCond.status, s.isoCond.reason, s.isoCond.message, gen)
 	}
 
-	if s.blocked != "" {
-		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, s.blocked,
+	if s.plan.Block == planner.ReasonRegistrationFailing {
+		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, s.plan.Block,
 			fmt.Sprintf("the last %d VMs failed (no Agent registered within the registration timeout, or vCenter refused their creation: see the Failed VsphereAgents' reasons); creation stopped. Check the discovery ISO boots and reaches assisted-service, then delete the Failed VsphereAgents to retry", r.Opts.RegistrationFailureThreshold), gen)
 	} else {
 		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, true, ReasonRegistrationHealthy, "VMs register their Agents", gen)
@@ -116,7 +117,7 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 	default:
 		reason, msg := "Deficit", fmt.Sprintf("%d more VM(s) needed", s.plan.Deficit)
 		for _, a := range s.plan.Actions {
-			if a.Kind == "Wait" || a.Kind == "Refuse" {
+			if a.Kind == planner.ActionWait || a.Kind == planner.ActionRefuse {
 				reason, msg = a.Reason, a.Message
 			}
 		}

@@ -76,15 +76,10 @@ func Lifecycle(o VMObservation) VMLifecycle {
 	return VMInFlight
 }
 
-// StateOf is the planner's view of one observed VM.
-func StateOf(o VMObservation) VMState {
-	return VMState{Name: o.Name, State: Lifecycle(o), CreatedAt: o.CreatedAt}
-}
-
-// FailedExpired reports whether a Failed VsphereAgent has been kept for longer than retention: it has
+// failedExpired reports whether a Failed VsphereAgent has been kept for longer than retention: it has
 // served as evidence for the registration breaker and is deleted now (the pool replaced it long ago).
 // One already being deleted, or whose failure time is unknown, is left alone.
-func FailedExpired(o VMObservation, now time.Time, retention time.Duration) bool {
+func failedExpired(o VMObservation, now time.Time, retention time.Duration) bool {
 	return o.Phase == afv1.VMPhaseFailed && !o.Deleting && !o.PhaseChangedAt.IsZero() && now.Sub(o.PhaseChangedAt) > retention
 }
 
@@ -107,11 +102,11 @@ func CountsTowardsBreaker(reason string) bool {
 	return false
 }
 
-// RegistrationFailing is the pool's registration breaker: it is open (creation stops, instead of
+// registrationFailing is the pool's registration breaker: it is open (creation stops, instead of
 // creating VMs in a loop) when at least threshold of the pool's VMs failed (with a reason that counts,
 // see CountsTowardsBreaker) after the last time any of its VMs registered an Agent. Deleting the failed
 // VsphereAgents, or FailedRetention expiring them, closes it again.
-func RegistrationFailing(vms []VMObservation, threshold int) bool {
+func registrationFailing(vms []VMObservation, threshold int) bool {
 	var lastSuccess time.Time
 	for _, o := range vms {
 		if o.RegisteredAt.After(lastSuccess) {

@@ -64,12 +64,12 @@ func FuzzFailedExpired(f *testing.F) {
 		}
 		now := base.Add(time.Duration(nowSec%span) * time.Second)
 		retention := time.Duration(retentionSec) * time.Second
-		got := FailedExpired(o, now, retention)
+		got := failedExpired(o, now, retention)
 		want := o.Phase == afv1.VMPhaseFailed && !o.Deleting && !o.PhaseChangedAt.IsZero() && now.Sub(o.PhaseChangedAt) > retention
 		if got != want {
-			t.Fatalf("FailedExpired(%+v, now %s, retention %s) = %t, want %t", o, now, retention, got, want)
+			t.Fatalf("failedExpired(%+v, now %s, retention %s) = %t, want %t", o, now, retention, got, want)
 		}
-		if got && !FailedExpired(o, now.Add(time.Hour), retention) {
+		if got && !failedExpired(o, now.Add(time.Hour), retention) {
 			t.Fatalf("expired at %s but not an hour later", now)
 		}
 		if got && Lifecycle(o) != VMFailed && Lifecycle(o) != VMReleasing {
@@ -114,7 +114,7 @@ func FuzzRegistrationBreaker(f *testing.F) {
 	f.Fuzz(func(t *testing.T, vmBytes []byte, thresholdByte uint8) {
 		threshold := int(thresholdByte%8) + 1 // Options default 3; any positive count
 		vms := fuzzBreakerVMs(vmBytes)
-		got := RegistrationFailing(vms, threshold)
+		got := registrationFailing(vms, threshold)
 
 		var lastSuccess time.Time
 		for _, o := range vms {
@@ -141,7 +141,7 @@ func FuzzRegistrationBreaker(f *testing.F) {
 		for i, o := range vms {
 			rev[len(vms)-1-i] = o
 		}
-		if RegistrationFailing(rev, threshold) != got {
+		if registrationFailing(rev, threshold) != got {
 			t.Fatalf("the breaker depends on the order of the VMs")
 		}
 
@@ -151,7 +151,7 @@ func FuzzRegistrationBreaker(f *testing.F) {
 				relevant = append(relevant, o)
 			}
 		}
-		if RegistrationFailing(relevant, threshold) != got {
+		if registrationFailing(relevant, threshold) != got {
 			t.Fatalf("VMs that neither registered nor failed for a counted reason changed the breaker")
 		}
 
@@ -161,11 +161,11 @@ func FuzzRegistrationBreaker(f *testing.F) {
 		}
 		later = later.Add(time.Minute)
 		closed := append(append([]VMObservation(nil), vms...), VMObservation{Phase: afv1.VMPhaseAvailable, RegisteredAt: later})
-		if RegistrationFailing(closed, threshold) {
+		if registrationFailing(closed, threshold) {
 			t.Fatalf("a registration after every failure left the breaker open")
 		}
 		more := append(append([]VMObservation(nil), vms...), VMObservation{Phase: afv1.VMPhaseFailed, Reason: ReasonRegistrationTimeout, PhaseChangedAt: later})
-		if got && !RegistrationFailing(more, threshold) {
+		if got && !registrationFailing(more, threshold) {
 			t.Fatalf("one more failure closed the breaker")
 		}
 	})

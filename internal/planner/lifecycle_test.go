@@ -62,7 +62,7 @@ func TestFailedExpired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := FailedExpired(tt.obs, tt.now, retention); got != tt.want {
+			if got := failedExpired(tt.obs, tt.now, retention); got != tt.want {
 				t.Errorf("FailedExpired = %t, want %t", got, tt.want)
 			}
 		})
@@ -97,7 +97,7 @@ func TestRegistrationFailing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RegistrationFailing(tt.vms, 3); got != tt.want {
+			if got := registrationFailing(tt.vms, 3); got != tt.want {
 				t.Errorf("RegistrationFailing = %t, want %t", got, tt.want)
 			}
 		})

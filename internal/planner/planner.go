@@ -1,67 +1,135 @@
-// Package planner decides, as pure functions over observed state, how many VMs a pool creates and
-// which of its VMs are surplus. The pool controller gathers the inputs and carries out the plan.
+// Package planner decides everything a pool does, as one pure function over what a pass observed:
+// Plan(Snapshot) → Decisions. How many VMs it creates and in which failure domain, which of its VMs it
+// releases and why, which outdated VMs it replaces, which failed ones expire, why creation stops and
+// when to look again. The pool controller gathers the Snapshot and carries out the Decisions; it decides
+// nothing itself (only_planner_decides_test.go holds it to that).
 package planner
 
 import (
 	"fmt"
 	"sort"
 	"time"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
-// VMState is what the planner needs to know about one of the pool's VMs (one VsphereAgent): its one
-// lifecycle state (see Lifecycle) and its age.
-type VMState struct {
-	Name  string
-	State VMLifecycle
-	// CreatedAt orders surplus removal (newest first).
-	CreatedAt time.Time
-}
-
-// Input is everything a pass observed.
-type Input struct {
+// Snapshot is everything one pass of a pool observed: the planner's whole input.
+type Snapshot struct {
+	// Now is the pass's time (the injected clock).
+	Now time.Time
 	// Waiting counts AgentMachines waiting with NoSuitableAgents (owner Machine present, not deleting).
 	Waiting int
 	// ForeignAvailable counts suitable unbound Agents matching the pool's labels that are not ours.
 	ForeignAvailable int
-	// VMs are the pool's VMs as listed.
-	VMs []VMState
 	// PendingCreates are creations issued but not yet seen in the cache (expectations).
 	PendingCreates int
-	// MaxVMs caps the VMs of the pool (nil: no cap).
-	MaxVMs *int32
-	// MaxConcurrentProvisioning caps VMs in flight (nil: no cap).
-	MaxConcurrentProvisioning *int32
-	// Paused stops every action.
+	// VMs are the pool's VMs as listed.
+	VMs []VM
+	// Domains are the pool's failure domains as observed; a pool without failure domains has one,
+	// named "".
+	Domains []Domain
+	// MaxVMs and MaxConcurrentProvisioning are spec.limits (nil: no cap).
+	MaxVMs, MaxConcurrentProvisioning *int32
+	// Paused is spec.paused: nothing is carried out.
 	Paused bool
-	// CreateBlocked stops creation (e.g. registration keeps failing, ISO not ready); BlockReason says why.
-	CreateBlocked bool
-	BlockReason   string
 	// RemoveSurplus is true under cleanupPolicy Delete.
 	RemoveSurplus bool
-	// DomainOf maps VM names to their failure domain; surplus is taken from the most populated domain
-	// first (zones.go). Nil when the pool has no failure domains.
-	DomainOf map[string]string
+	// Blocks are the observed conditions that stop creation; blockRules orders them.
+	Blocks Blocks
+	// CurrentImage is the discovery image the pool serves now (zero while not known to be the
+	// InfraEnv's current one); ReplaceOutdated is spec.iso.replaceOutdatedVMs.
+	CurrentImage    Image
+	ReplaceOutdated bool
+	// RegistrationFailureThreshold opens the registration breaker (registrationFailing).
+	RegistrationFailureThreshold int
+	// FailedRetention is how long a Failed VM is kept as evidence before it expires.
+	FailedRetention time.Duration
+	// Debounce batches bursts of demand; Burst is the burst an earlier pass left open (nil: none).
+	Debounce Debounce
+	Burst    *Burst
 }
 
-// Action is one decision with its reason.
+// VM is one of the pool's VMs (one VsphereAgent) as observed.
+type VM struct {
+	VMObservation
+	// Domain is its failure domain ("" without failure domains).
+	Domain string
+	// HasVM: vCenter created its VM (status.vm.instanceUUID is set).
+	HasVM bool
+	// Image is the discovery image it booted (zero when not recorded).
+	Image Image
+	// StaticIPLease: it holds a static-IP lease (spec.network).
+	StaticIPLease bool
+}
+
+// Blocks are the observed conditions other than the registration breaker that stop creation.
+type Blocks struct {
+	// Preflight is the reason of a failed preflight check (selector, placement, privileges), "" if none.
+	Preflight string
+	// StaticIP is why static addressing cannot serve a lease now, "" if it can (or the pool uses DHCP).
+	StaticIP string
+	// NoSession: the pool has no usable vCenter session (credentials or login failed).
+	NoSession bool
+	// NoISO: the pool's discovery ISO is not cached yet.
+	NoISO bool
+}
+
+// Decisions is everything a pass decided: the pool controller carries it out as it stands.
+type Decisions struct {
+	// Creates holds the failure domain of each VM to create now ("" without failure domains).
+	Creates []string
+	// Releases are the VMs to release now, in order, each with why: released after use and surplus
+	// (capacity), abandoned in a failure domain (abandoned), outdated and replaced (DecideImage).
+	Releases []Release
+	// Expire names the Failed VMs kept past FailedRetention: deleted outright.
+	Expire []string
+	// Block is why creation stops ("" when it does not): the first of blockRules that applies.
+	Block string
+	// RequeueAfter is when the pool looks again for this plan's sake (0: no need).
+	RequeueAfter time.Duration
+	// Burst is the burst window to remember for the next pass (nil: none open). CloseBurst: Creates
+	// are due now, and once they are all created the burst is over (a failed batch keeps it open).
+	Burst      *Burst
+	CloseBurst bool
+	// ScanOrphans: the periodic orphan scan may run (not while paused).
+	ScanOrphans bool
+	// Deficit and the counts of the pool's VMs by state, for status and metrics.
+	Deficit                            int
+	InFlight, Available, InUse, Failed int
+	// Actions are the planned actions shown in status.plannedActions, each with its reason.
+	Actions []Action
+}
+
+// Release is one VM to release and why.
+type Release struct {
+	Name string
+	// Reason is one of ReasonReleased, ReasonSurplus, ReasonOutdatedImage, ReasonFailureDomainNotFound,
+	// ReasonCreationsFailing.
+	Reason, Message string
+}
+
+// Replaces reports whether the release replaces an outdated VM (demand creates its successor).
+func (r Release) Replaces() bool { return r.Reason == ReasonOutdatedImage }
+
+func (r Release) action() Action {
+	return Action{Kind: ActionDelete, Target: r.Name, Reason: r.Reason, Message: r.Message}
+}
+
+// Action is one planned action with its reason (status.plannedActions).
 type Action struct {
-	Kind    string // Create, Delete, Wait, Refuse
+	Kind    string // one of the Action* kinds
 	Target  string
 	Reason  string
 	Message string
 }
 
-// Plan is the outcome.
-type Plan struct {
-	Deficit int
-	Create  int
-	Release []string
-	Actions []Action
-	// Released lists VMs whose Agent was unbound after use; removed under Delete.
-	Released []string
-	// Counts for status.
-	InFlight, Available, InUse, Failed int
-}
+// Kinds of Action.
+const (
+	ActionCreate = "Create"
+	ActionDelete = "Delete"
+	ActionWait   = "Wait"
+	ActionRefuse = "Refuse"
+)
 
 // Reasons.
 const (
@@ -73,144 +141,145 @@ const (
 	ReasonReleased          = "Released"
 	ReasonRetainPolicy      = "RetainPolicy"
 	ReasonCapacitySatisfied = "CapacitySatisfied"
+	ReasonOutdatedImage     = afv1.ReasonOutdatedImage
+	// ReasonWaitingForVSphere and ReasonWaitingForISO block creation without a vCenter session or a
+	// cached discovery ISO (the same words as the VsphereAgent's Pending reasons).
+	ReasonWaitingForVSphere = "WaitingForVSphere"
+	ReasonWaitingForISO     = "WaitingForISO"
+	// ReasonFailureDomainNotFound: a VM's failure domain was removed from the pool before its VM was
+	// created; ReasonCreationsFailing: its domain is skipped for failing creations and its own failed.
+	ReasonFailureDomainNotFound = "FailureDomainNotFound"
+	ReasonCreationsFailing      = afv1.ReasonCreationsFailing
+	// ReasonNoFailureDomainAvailable: VMs are needed but the failure domains take fewer now.
+	ReasonNoFailureDomainAvailable = "NoFailureDomainAvailable"
 )
 
-// Compute plans one pass:
-// deficit = waiting − suitable unbound Agents − VMs in flight, floor 0, capped by the limits.
-// Surplus = our available VMs (and in-flight ones) beyond what waiting demand needs; never VMs in use.
-func Compute(in Input) Plan {
-	var p Plan
-	total := in.PendingCreates
-	for _, vm := range in.VMs {
-		switch vm.State {
-		case VMReleasing:
-			continue
-		case VMFailed:
-			p.Failed++
-			continue
-		case VMReleased:
-			// Still a VM until destroyed: counts against maxVMs, never as supply.
-			p.Released = append(p.Released, vm.Name)
-		case VMInUse:
-			p.InUse++
-		case VMAvailable:
-			p.Available++
-		case VMInFlight:
-			p.InFlight++
+// blockRules stop creation, in priority order: the first that names a reason is the pool's block.
+var blockRules = []func(Snapshot) string{
+	// The registration breaker first: its evidence is the pool's own failed VMs.
+	func(s Snapshot) string {
+		if registrationFailing(observations(s.VMs), s.RegistrationFailureThreshold) {
+			return ReasonRegistrationFailing
 		}
-		total++
-	}
-	inFlight := p.InFlight + in.PendingCreates
-	supply := p.Available + in.ForeignAvailable + inFlight
-	deficit := in.Waiting - supply
-	if deficit < 0 {
-		deficit = 0
-	}
-	p.Deficit = deficit
-
-	if in.Paused {
-		p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonPaused, Message: "spec.paused is true: no VM is created or removed"})
-		return p
-	}
-	if in.RemoveSurplus {
-		for _, name := range p.Released {
-			p.Release = append(p.Release, name)
-			p.Actions = append(p.Actions, Action{Kind: "Delete", Target: name, Reason: ReasonReleased,
-				Message: "the VM's Agent was unbound after scale-down"})
-		}
-	}
-
-	if deficit > 0 {
-		create := deficit
-		if in.CreateBlocked {
-			p.Actions = append(p.Actions, Action{Kind: "Refuse", Reason: in.BlockReason,
-				Message: fmt.Sprintf("%d VM(s) needed, creation stopped", deficit)})
-			create = 0
-		}
-		if in.MaxVMs != nil {
-			create = p.capBy(create, int(*in.MaxVMs), total, ReasonMaxVMs,
-				fmt.Sprintf("%d VM(s) needed, limits.maxVMs %d", deficit, *in.MaxVMs))
-		}
-		if in.MaxConcurrentProvisioning != nil {
-			create = p.capBy(create, int(*in.MaxConcurrentProvisioning), inFlight, ReasonMaxConcurrent,
-				fmt.Sprintf("%d VM(s) in flight, limits.maxConcurrentProvisioning %d", inFlight, *in.MaxConcurrentProvisioning))
-		}
-		p.Create = create
-		if create > 0 {
-			p.Actions = append(p.Actions, Action{Kind: "Create", Reason: ReasonDemand,
-				Message: fmt.Sprintf("%d AgentMachine(s) wait, %d Agent(s) free, %d VM(s) in flight: creating %d", in.Waiting, p.Available+in.ForeignAvailable, inFlight, create)})
-		}
-		return p
-	}
-
-	// Surplus: capacity of ours not needed by waiting demand. Foreign Agents count as supply first, so
-	// ours are the ones released.
-	need := in.Waiting - in.ForeignAvailable
-	if need < 0 {
-		need = 0
-	}
-	surplus := p.Available + p.InFlight - need
-	if surplus <= 0 {
-		return p
-	}
-	if !in.RemoveSurplus {
-		p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: ReasonRetainPolicy,
-			Message: fmt.Sprintf("%d VM(s) not needed; cleanupPolicy Retain keeps them", surplus)})
-		return p
-	}
-	picked := pickSurplus(in.VMs, surplus, in.DomainOf)
-	p.Release = append(p.Release, picked...)
-	for _, name := range picked {
-		p.Actions = append(p.Actions, Action{Kind: "Delete", Target: name, Reason: ReasonSurplus,
-			Message: "no AgentMachine waits for this VM's Agent"})
-	}
-	return p
+		return ""
+	},
+	func(s Snapshot) string { return s.Blocks.Preflight },
+	func(s Snapshot) string { return s.Blocks.StaticIP },
+	func(s Snapshot) string { return when(s.Blocks.NoSession, ReasonWaitingForVSphere) },
+	func(s Snapshot) string { return when(s.Blocks.NoISO, ReasonWaitingForISO) },
 }
 
-// capBy limits create to the room a limit leaves (limit − used, floor 0), recording why when it bites.
-func (p *Plan) capBy(create, limit, used int, reason, situation string) int {
-	if create == 0 {
-		return 0
+func when(cond bool, reason string) string {
+	if cond {
+		return reason
 	}
-	room := limit - used
-	if room < 0 {
-		room = 0
-	}
-	if room >= create {
-		return create
-	}
-	p.Actions = append(p.Actions, Action{Kind: "Wait", Reason: reason, Message: fmt.Sprintf("%s allows %d more", situation, room)})
-	return room
+	return ""
 }
 
-// pickSurplus chooses which VMs to release: in-flight ones before registered ones (a registered,
-// free Agent is the fastest capacity if demand comes back), newest first.
-func pickSurplus(vms []VMState, n int, domainOf map[string]string) []string {
-	var cands []VMState
-	for _, vm := range vms {
-		switch vm.State {
-		case VMAvailable, VMInFlight:
-			cands = append(cands, vm)
+// Plan decides one pass. The rules, in the order they apply:
+//  1. each VM's one lifecycle state (Lifecycle);
+//  2. a VM in flight not created yet whose failure domain is gone, or skips it for failing creations,
+//     is abandoned: released, and not supply, so its demand goes to another domain (abandoned);
+//  3. the first of blockRules that applies stops creation (registration breaker, preflight, static
+//     addressing, vCenter session, ISO);
+//  4. a VM that booted an outdated image is replaced: released, and not supply, so demand creates its
+//     successor; never while creation is blocked or the pool paused (DecideImage);
+//  5. capacity: deficit, creation capped by the limits, released and surplus VMs (computeCapacity);
+//  6. paused: nothing is carried out, the burst window stays as it was; the counts still report;
+//  7. creation waits for the burst window (Debounce.Observe), then is spread over the failure
+//     domains (spread); fewer VMs when the domains take fewer;
+//  8. Failed VMs kept past FailedRetention expire.
+func Plan(s Snapshot) Decisions {
+	states := make([]vmState, len(s.VMs))
+	var abandon []Release
+	for i, vm := range s.VMs {
+		states[i] = vmState{Name: vm.Name, State: Lifecycle(vm.VMObservation), CreatedAt: vm.CreatedAt}
+		if r, ok := abandoned(vm, states[i].State, s.Domains); ok {
+			states[i].State = VMReleasing // not supply: the demand goes to another failure domain
+			abandon = append(abandon, r)
 		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		if inFlightI, inFlightJ := cands[i].State == VMInFlight, cands[j].State == VMInFlight; inFlightI != inFlightJ {
-			return inFlightI
+	block := ""
+	for _, rule := range blockRules {
+		if block = rule(s); block != "" {
+			break
 		}
-		if !cands[i].CreatedAt.Equal(cands[j].CreatedAt) {
-			return cands[i].CreatedAt.After(cands[j].CreatedAt)
+	}
+	// VMs that booted an outdated image leave the supply now, so demand creates their replacements.
+	var outdated []Release
+	for i, vm := range s.VMs {
+		v := DecideImage(ImageCheck{Enabled: s.ReplaceOutdated, Current: s.CurrentImage, Booted: vm.Image,
+			State: states[i].State, StaticIPLease: vm.StaticIPLease, CreateBlocked: block != "" || s.Paused})
+		if v.Replace {
+			states[i].State = VMReleasing
+			outdated = append(outdated, Release{Name: vm.Name, Reason: ReasonOutdatedImage, Message: v.Message})
 		}
-		return cands[i].Name < cands[j].Name
+	}
+	byName(abandon)
+	byName(outdated)
+
+	c := computeCapacity(capacityInput{
+		Waiting: s.Waiting, ForeignAvailable: s.ForeignAvailable, PendingCreates: s.PendingCreates, VMs: states,
+		MaxVMs: s.MaxVMs, MaxConcurrentProvisioning: s.MaxConcurrentProvisioning,
+		Paused: s.Paused, RemoveSurplus: s.RemoveSurplus, BlockReason: block, DomainOf: domainOf(s),
 	})
-	if len(domainOf) > 0 {
-		return pickByPopulatedDomain(cands, n, vms, domainOf)
+	d := Decisions{Block: block, Deficit: c.Deficit, InFlight: c.InFlight, Available: c.Available, InUse: c.InUse,
+		Failed: c.Failed, Actions: c.Actions}
+	for _, r := range outdated {
+		d.Actions = append(d.Actions, r.action())
 	}
-	if n > len(cands) {
-		n = len(cands)
+	if s.Paused {
+		d.Burst = s.Burst
+		return d
 	}
-	out := make([]string, 0, n)
-	for _, c := range cands[:n] {
-		out = append(out, c.Name)
+	d.ScanOrphans = true
+	d.Releases = append(append(append(d.Releases, c.Release...), abandon...), outdated...)
+
+	if c.Create > 0 {
+		d.Burst, d.RequeueAfter = s.Debounce.Observe(s.Burst, s.Waiting, s.Now)
+		if d.RequeueAfter == 0 {
+			d.CloseBurst = true
+			d.Creates = spread(s.Domains, c.Create)
+			if len(d.Creates) < c.Create {
+				d.Actions = append(d.Actions, Action{Kind: ActionWait, Reason: ReasonNoFailureDomainAvailable,
+					Message: fmt.Sprintf("%d VM(s) needed, the failure domains take %d now (see condition %s)", c.Create, len(d.Creates), afv1.ConditionFailureDomainsAvailable)})
+			}
+		}
+	} // else: no creation needed, Burst stays nil: the next burst opens a fresh window
+
+	for _, vm := range s.VMs {
+		if failedExpired(vm.VMObservation, s.Now, s.FailedRetention) {
+			d.Expire = append(d.Expire, vm.Name)
+		}
+	}
+	sort.Strings(d.Expire)
+	return d
+}
+
+func observations(vms []VM) []VMObservation {
+	out := make([]VMObservation, len(vms))
+	for i := range vms {
+		out[i] = vms[i].VMObservation
 	}
 	return out
+}
+
+// domainOf maps VM names to failure domains when the pool has failure domains (nil otherwise).
+func domainOf(s Snapshot) map[string]string {
+	zoned := false
+	for _, d := range s.Domains {
+		zoned = zoned || d.Name != ""
+	}
+	if !zoned {
+		return nil
+	}
+	out := make(map[string]string, len(s.VMs))
+	for _, vm := range s.VMs {
+		out[vm.Name] = vm.Domain
+	}
+	return out
+}
+
+func byName(rs []Release) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
 }

@@ -2,6 +2,8 @@ package planner
 
 import (
 	"time"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
 // Domain is one failure domain of a pool as a pass sees it (a pool without failure domains has one,
@@ -18,6 +20,9 @@ type Domain struct {
 	Headroom *int
 	// Skipped: the domain takes no new VM now (its creations keep failing, its capacity is short).
 	Skipped bool
+	// Failing: skipped because its creations keep failing (backoff); its VMs whose own creation failed
+	// are abandoned there (see abandoned).
+	Failing bool
 }
 
 // room is how many more VMs the domain takes; -1 means no cap.
@@ -35,10 +40,10 @@ func (d Domain) room() int {
 	return r
 }
 
-// Spread places n new VMs, one at a time, each in the domain with the fewest VMs of this pool, ties
+// spread places n new VMs, one at a time, each in the domain with the fewest VMs of this pool, ties
 // broken by the fewest in flight, then by name; a skipped domain, or one at its maxVMs or out of
 // headroom, takes none. It returns the domain of each VM placed, fewer than n when every domain is full.
-func Spread(domains []Domain, n int) []string {
+func spread(domains []Domain, n int) []string {
 	ds := make([]Domain, len(domains))
 	copy(ds, domains)
 	taken := make([]int, len(ds))
@@ -77,7 +82,7 @@ func fewer(a, b Domain) bool {
 // pickByPopulatedDomain releases n of the candidates (already in release order) from the most populated
 // domains first: each pick takes the first candidate of the domain with the most VMs (population counts
 // every VM of the pool, in use or not), ties by domain name. VMs in use are never candidates.
-func pickByPopulatedDomain(cands []VMState, n int, vms []VMState, domainOf map[string]string) []string {
+func pickByPopulatedDomain(cands []vmState, n int, vms []vmState, domainOf map[string]string) []string {
 	population := map[string]int{}
 	for _, vm := range vms {
 		if vm.State != VMReleasing && vm.State != VMFailed {
@@ -109,6 +114,26 @@ func pickByPopulatedDomain(cands []VMState, n int, vms []VMState, domainOf map[s
 		out = append(out, cands[best].Name)
 	}
 	return out
+}
+
+// abandoned reports whether a VM in flight whose VsphereAgent has no VM yet is given up where it
+// stands, with the release that says why: its failure domain was removed from the pool, or is skipped
+// because creations keep failing there and this VM's creation failed too. Its demand goes to another
+// domain. Only a VM in flight: one in use (its Agent bound, a Machine) is never released, one already
+// being released (its deletion seen or issued) not again.
+func abandoned(vm VM, state VMLifecycle, domains []Domain) (Release, bool) {
+	if vm.HasVM || state != VMInFlight || len(domains) == 0 {
+		return Release{}, false
+	}
+	for _, d := range domains {
+		if d.Name == vm.Domain {
+			if d.Failing && vm.Reason == afv1.ReasonVMCreateFailed {
+				return Release{Name: vm.Name, Reason: ReasonCreationsFailing, Message: "not needed"}, true
+			}
+			return Release{}, false
+		}
+	}
+	return Release{Name: vm.Name, Reason: ReasonFailureDomainNotFound, Message: "not needed"}, true
 }
 
 // Backoff is the skip window of a failure domain whose VM creations failed: base after the first failure,

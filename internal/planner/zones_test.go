@@ -7,7 +7,6 @@ import (
 )
 
 func TestSpread(t *testing.T) {
-	i32 := func(v int32) *int32 { return &v }
 	iptr := func(v int) *int { return &v }
 	abc := func() []Domain { return []Domain{{Name: "a"}, {Name: "b"}, {Name: "c"}} }
 	cases := []struct {
@@ -30,54 +29,8 @@ func TestSpread(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Spread(tc.domains, tc.n); !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("Spread = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestSurplusFromMostPopulatedDomain(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	vm := func(name string, age int, inUse bool) VMState {
-		state := VMAvailable
-		if inUse {
-			state = VMInUse
-		}
-		return VMState{Name: name, State: state, CreatedAt: t0.Add(time.Duration(age) * time.Minute)}
-	}
-	cases := []struct {
-		name     string
-		vms      []VMState
-		domainOf map[string]string
-		waiting  int
-		want     []string
-	}{
-		{
-			name:     "the domain with 3 VMs gives first, then the tie by name",
-			vms:      []VMState{vm("a1", 1, false), vm("b1", 2, false), vm("b2", 3, false), vm("b3", 4, false), vm("c1", 5, false)},
-			domainOf: map[string]string{"a1": "a", "b1": "b", "b2": "b", "b3": "b", "c1": "c"},
-			want:     []string{"b3", "b2", "a1", "b1", "c1"},
-		},
-		{
-			name:     "VMs in use count towards population but are never released",
-			vms:      []VMState{vm("a1", 1, true), vm("a2", 2, true), vm("a3", 3, false), vm("b1", 4, false)},
-			domainOf: map[string]string{"a1": "a", "a2": "a", "a3": "a", "b1": "b"},
-			want:     []string{"a3", "b1"},
-		},
-		{
-			name:     "demand keeps one: the most populated domain gives",
-			vms:      []VMState{vm("a1", 1, false), vm("b1", 2, false), vm("b2", 3, false)},
-			domainOf: map[string]string{"a1": "a", "b1": "b", "b2": "b"},
-			waiting:  2,
-			want:     []string{"b2"},
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := Compute(Input{Waiting: tc.waiting, VMs: tc.vms, RemoveSurplus: true, DomainOf: tc.domainOf})
-			if !reflect.DeepEqual(p.Release, tc.want) {
-				t.Fatalf("Release = %v, want %v", p.Release, tc.want)
+			if got := spread(tc.domains, tc.n); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("spread = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -1,0 +1,142 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/metrics"
+)
+
+// carryOut does what s.plan decided, in its order: remember the burst window, create VsphereAgents,
+// release VMs (replacing outdated ones last), delete expired failures, scan for orphans. A step that
+// fails does not stop the others; every release re-checks the Agent live (a reservation wins).
+func (r *PoolReconciler) carryOut(ctx context.Context, s *poolScope) error {
+	p := &s.plan
+	poolKey := client.ObjectKeyFromObject(s.pool).String()
+	r.debounce.remember(poolKey, p.Burst)
+	s.requeueAfter(p.RequeueAfter)
+
+	var errs []error
+	if err := r.createVsphereAgents(ctx, s, poolKey, p.Creates); err != nil {
+		errs = append(errs, err)
+	} else if p.CloseBurst {
+		r.debounce.forget(poolKey) // the batch is out: the next burst opens a fresh window
+	}
+	for _, rel := range p.Releases {
+		if rel.Replaces() {
+			continue
+		}
+		if _, err := r.release(ctx, s, poolKey, rel.Name, rel.Message); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := r.replaceOutdated(ctx, s, poolKey); err != nil {
+		errs = append(errs, err)
+	}
+	for _, name := range p.Expire {
+		if va := s.vsphereAgent(name); va != nil {
+			if err := r.Delete(ctx, va, client.Preconditions{UID: &va.UID}); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if p.ScanOrphans {
+		if err := r.scanOrphans(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// replaceOutdated releases the VMs the plan replaces for an outdated image (the plan already counts
+// them as leaving, so demand creates their replacements from the current image); a concurrent
+// reservation wins. The first failure ends the replacements of this pass.
+func (r *PoolReconciler) replaceOutdated(ctx context.Context, s *poolScope, poolKey string) error {
+	for _, rel := range s.plan.Releases {
+		if !rel.Replaces() {
+			continue
+		}
+		released, err := r.release(ctx, s, poolKey, rel.Name, rel.Message)
+		if err != nil {
+			return err
+		}
+		if released {
+			r.Recorder.Eventf(s.pool, "Normal", afv1.ReasonOutdatedImage, "replacing VM %s: %s", rel.Name, rel.Message)
+		}
+	}
+	return nil
+}
+
+// vsphereAgent returns the pool's listed VsphereAgent of that name (nil: not listed).
+func (s *poolScope) vsphereAgent(name string) *afv1.VsphereAgent {
+	for i := range s.vas {
+		if s.vas[i].Name == name {
+			return &s.vas[i]
+		}
+	}
+	return nil
+}
+
+// createVsphereAgents creates one VsphereAgent named <namePrefix>-<random> per entry of domains, placed
+// in that failure domain ("" without failure domains).
+func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, domains []string) error {
+	prefix := namePrefix(s.pool)
+	// One Event per batch naming every VsphereAgent, not one per VsphereAgent (each is an API write).
+	var created []string
+	defer func() {
+		if len(created) > 0 {
+			r.Recorder.Eventf(s.pool, "Normal", "VMRequested", "created %d VsphereAgent(s) for %d waiting AgentMachine(s): %s",
+				len(created), s.waiting, strings.Join(created, ", "))
+		}
+	}()
+	for _, domain := range domains {
+		va := &afv1.VsphereAgent{}
+		va.GenerateName = prefix + "-"
+		va.Namespace = s.pool.Namespace
+		va.Labels = map[string]string{afv1.LabelPool: s.pool.Name}
+		// Created with its finalizer: the VsphereAgent controller need not write it in a second request.
+		va.Finalizers = []string{afv1.FinalizerVsphereAgent}
+		va.Spec.PoolRef.Name = s.pool.Name
+		if domain != "" {
+			va.Labels[afv1.LabelFailureDomain] = domain
+			va.Spec.FailureDomain = domain
+		}
+		if err := controllerutil.SetControllerReference(s.pool, va, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, va); err != nil {
+			r.Recorder.Eventf(s.pool, "Warning", "CreateFailed", "creating VsphereAgent: %v", err)
+			return err
+		}
+		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {
+			return err
+		}
+		created = append(created, va.Name+inDomain(domain))
+		r.expectations.expectCreate(poolKey, va.Name)
+		r.domains.created(poolKey, va.Name, domain)
+		metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "create").Inc()
+	}
+	return nil
+}
+
+// namePrefix is spec.template.namePrefix or <hostedCluster>-<role>, cut to fit a DNS label.
+func namePrefix(pool *afv1.VsphereAgentPool) string {
+	p := pool.Spec.Template.NamePrefix
+	if p == "" {
+		role := pool.Spec.Agent.Role
+		if role == "" {
+			role = "worker"
+		}
+		p = pool.Spec.HostedClusterRef.Name + "-" + role
+	}
+	if len(p) > 40 {
+		p = p[:40]
+	}
+	return strings.TrimRight(p, "-.")
+}

@@ -1,0 +1,77 @@
+package controllers
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/planner"
+)
+
+// snapshot gathers what the pass observed into the planner's input. It copies facts and decides nothing:
+// which VMs are surplus, abandoned or outdated, what blocks creation and when is planner.Plan's business.
+func (r *PoolReconciler) snapshot(s *poolScope) planner.Snapshot {
+	poolKey := client.ObjectKeyFromObject(s.pool).String()
+	present := map[string]bool{}
+	for _, va := range s.vas {
+		present[va.Name] = true
+	}
+	pendingCreates, deleting := r.expectations.pending(poolKey, present)
+	snap := planner.Snapshot{
+		Now: r.Opts.Clock.Now(), Waiting: s.waiting, PendingCreates: pendingCreates, Paused: s.pool.Spec.Paused,
+		RemoveSurplus: s.pool.Spec.CleanupPolicy != afv1.CleanupPolicyRetain,
+		Blocks: planner.Blocks{
+			Preflight: s.preflightBlock, StaticIP: s.staticIPBlock(), NoSession: s.vs == nil,
+			NoISO: s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "",
+		},
+		CurrentImage: currentImage(s), ReplaceOutdated: replaceOutdatedEnabled(s.pool),
+		RegistrationFailureThreshold: r.Opts.RegistrationFailureThreshold, FailedRetention: r.Opts.FailedRetention,
+		Debounce: r.debounce.settings(), Burst: r.debounce.window(poolKey),
+	}
+	if l := s.pool.Spec.Limits; l != nil {
+		snap.MaxVMs, snap.MaxConcurrentProvisioning = l.MaxVMs, l.MaxConcurrentProvisioning
+	}
+	for _, a := range s.matching {
+		if !s.ourAgents[a.Name] && a.Labels[afv1.LabelPool] == "" && a.IsSuitable() {
+			snap.ForeignAvailable++
+		}
+	}
+	for i, o := range observeVMs(s, deleting) {
+		va := &s.vas[i]
+		snap.VMs = append(snap.VMs, planner.VM{VMObservation: o, Domain: va.Spec.FailureDomain,
+			HasVM: va.Status.VM.InstanceUUID != "", Image: bootedImage(va), StaticIPLease: holdsLease(va)})
+	}
+	for _, v := range s.domains {
+		snap.Domains = append(snap.Domains, v.Domain)
+	}
+	return snap
+}
+
+// observeVMs maps each of the pool's VsphereAgents (s.vas, same order) to what the planner decides on.
+// deleting names the ones the pool deleted that its cache still lists. The Agents' own state is fresher
+// than the VsphereAgents' status: whether a VM's Agent is already bound is read from the Agent.
+func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation {
+	boundAgentOfVM := map[string]bool{}
+	for _, a := range s.matching {
+		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" {
+			boundAgentOfVM[name] = a.IsBound()
+		}
+	}
+	out := make([]planner.VMObservation, 0, len(s.vas))
+	for i := range s.vas {
+		va := &s.vas[i]
+		o := planner.VMObservation{
+			Name: va.Name, Phase: va.Status.VM.Phase, Reason: va.Status.VM.Reason,
+			Deleting: !va.DeletionTimestamp.IsZero(), DeleteIssued: deleting[va.Name],
+			MachineRef: va.Status.VM.MachineRef != "", AgentBound: boundAgentOfVM[va.Name],
+			CreatedAt: va.CreationTimestamp.Time,
+		}
+		if t := va.Status.VM.LastTransitionTime; t != nil {
+			o.PhaseChangedAt = t.Time
+		}
+		if c := findCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
+			o.RegisteredAt = c.LastTransitionTime.Time
+		}
+		out = append(out, o)
+	}
+	return out
+}

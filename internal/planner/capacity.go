@@ -1,0 +1,181 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// vmState is what the capacity step needs to know about one of the pool's VMs: its one lifecycle state
+// (see Lifecycle, after the abandoned and outdated rules) and its age.
+type vmState struct {
+	Name  string
+	State VMLifecycle
+	// CreatedAt orders surplus removal (newest first).
+	CreatedAt time.Time
+}
+
+// capacityInput is what the capacity step counts.
+type capacityInput struct {
+	Waiting, ForeignAvailable, PendingCreates int
+	VMs                                       []vmState
+	MaxVMs, MaxConcurrentProvisioning         *int32
+	Paused, RemoveSurplus                     bool
+	// BlockReason stops creation ("" when creation may go on).
+	BlockReason string
+	// DomainOf maps VM names to their failure domain; surplus is taken from the most populated domain
+	// first (zones.go). Nil when the pool has no failure domains.
+	DomainOf map[string]string
+}
+
+// capacity is the capacity step's outcome.
+type capacity struct {
+	Deficit, Create int
+	Release         []Release
+	Actions         []Action
+	// released lists VMs whose Agent was unbound after use; removed under Delete.
+	released []string
+	// Counts for status.
+	InFlight, Available, InUse, Failed int
+}
+
+// computeCapacity plans the pool's size:
+// deficit = waiting − suitable unbound Agents − VMs in flight, floor 0, capped by the limits.
+// Surplus = our available VMs (and in-flight ones) beyond what waiting demand needs; never VMs in use.
+func computeCapacity(in capacityInput) capacity {
+	var p capacity
+	total := in.PendingCreates
+	for _, vm := range in.VMs {
+		switch vm.State {
+		case VMReleasing:
+			continue
+		case VMFailed:
+			p.Failed++
+			continue
+		case VMReleased:
+			// Still a VM until destroyed: counts against maxVMs, never as supply.
+			p.released = append(p.released, vm.Name)
+		case VMInUse:
+			p.InUse++
+		case VMAvailable:
+			p.Available++
+		case VMInFlight:
+			p.InFlight++
+		}
+		total++
+	}
+	inFlight := p.InFlight + in.PendingCreates
+	supply := p.Available + in.ForeignAvailable + inFlight
+	deficit := in.Waiting - supply
+	if deficit < 0 {
+		deficit = 0
+	}
+	p.Deficit = deficit
+
+	if in.Paused {
+		p.Actions = append(p.Actions, Action{Kind: ActionWait, Reason: ReasonPaused, Message: "spec.paused is true: no VM is created or removed"})
+		return p
+	}
+	if in.RemoveSurplus {
+		for _, name := range p.released {
+			p.release(Release{Name: name, Reason: ReasonReleased, Message: "the VM's Agent was unbound after scale-down"})
+		}
+	}
+
+	if deficit > 0 {
+		create := deficit
+		if in.BlockReason != "" {
+			p.Actions = append(p.Actions, Action{Kind: ActionRefuse, Reason: in.BlockReason,
+				Message: fmt.Sprintf("%d VM(s) needed, creation stopped", deficit)})
+			create = 0
+		}
+		if in.MaxVMs != nil {
+			create = p.capBy(create, int(*in.MaxVMs), total, ReasonMaxVMs,
+				fmt.Sprintf("%d VM(s) needed, limits.maxVMs %d", deficit, *in.MaxVMs))
+		}
+		if in.MaxConcurrentProvisioning != nil {
+			create = p.capBy(create, int(*in.MaxConcurrentProvisioning), inFlight, ReasonMaxConcurrent,
+				fmt.Sprintf("%d VM(s) in flight, limits.maxConcurrentProvisioning %d", inFlight, *in.MaxConcurrentProvisioning))
+		}
+		p.Create = create
+		if create > 0 {
+			p.Actions = append(p.Actions, Action{Kind: ActionCreate, Reason: ReasonDemand,
+				Message: fmt.Sprintf("%d AgentMachine(s) wait, %d Agent(s) free, %d VM(s) in flight: creating %d", in.Waiting, p.Available+in.ForeignAvailable, inFlight, create)})
+		}
+		return p
+	}
+
+	// Surplus: capacity of ours not needed by waiting demand. Foreign Agents count as supply first, so
+	// ours are the ones released.
+	need := in.Waiting - in.ForeignAvailable
+	if need < 0 {
+		need = 0
+	}
+	surplus := p.Available + p.InFlight - need
+	if surplus <= 0 {
+		return p
+	}
+	if !in.RemoveSurplus {
+		p.Actions = append(p.Actions, Action{Kind: ActionWait, Reason: ReasonRetainPolicy,
+			Message: fmt.Sprintf("%d VM(s) not needed; cleanupPolicy Retain keeps them", surplus)})
+		return p
+	}
+	for _, name := range pickSurplus(in.VMs, surplus, in.DomainOf) {
+		p.release(Release{Name: name, Reason: ReasonSurplus, Message: "no AgentMachine waits for this VM's Agent"})
+	}
+	return p
+}
+
+// release records a release and its planned Delete action.
+func (p *capacity) release(r Release) {
+	p.Release = append(p.Release, r)
+	p.Actions = append(p.Actions, r.action())
+}
+
+// capBy limits create to the room a limit leaves (limit − used, floor 0), recording why when it bites.
+func (p *capacity) capBy(create, limit, used int, reason, situation string) int {
+	if create == 0 {
+		return 0
+	}
+	room := limit - used
+	if room < 0 {
+		room = 0
+	}
+	if room >= create {
+		return create
+	}
+	p.Actions = append(p.Actions, Action{Kind: ActionWait, Reason: reason, Message: fmt.Sprintf("%s allows %d more", situation, room)})
+	return room
+}
+
+// pickSurplus chooses which VMs to release: in-flight ones before registered ones (a registered,
+// free Agent is the fastest capacity if demand comes back), newest first.
+func pickSurplus(vms []vmState, n int, domainOf map[string]string) []string {
+	var cands []vmState
+	for _, vm := range vms {
+		switch vm.State {
+		case VMAvailable, VMInFlight:
+			cands = append(cands, vm)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if inFlightI, inFlightJ := cands[i].State == VMInFlight, cands[j].State == VMInFlight; inFlightI != inFlightJ {
+			return inFlightI
+		}
+		if !cands[i].CreatedAt.Equal(cands[j].CreatedAt) {
+			return cands[i].CreatedAt.After(cands[j].CreatedAt)
+		}
+		return cands[i].Name < cands[j].Name
+	})
+	if len(domainOf) > 0 {
+		return pickByPopulatedDomain(cands, n, vms, domainOf)
+	}
+	if n > len(cands) {
+		n = len(cands)
+	}
+	out := make([]string, 0, n)
+	for _, c := range cands[:n] {
+		out = append(out, c.Name)
+	}
+	return out
+}
