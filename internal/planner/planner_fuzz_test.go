@@ -387,6 +387,9 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 		if seen[r.Name] {
 			t.Fatalf("released %q twice", r.Name)
 		}
+		if r.Message == "" {
+			t.Fatalf("release %+v does not say why", r)
+		}
 		seen[r.Name] = true
 		if st == VMInUse || st == VMReleasing || st == VMFailed {
 			t.Fatalf("released VM %q that is %s: %+v", r.Name, st, r)

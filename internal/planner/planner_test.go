@@ -111,6 +111,11 @@ func TestPlan(t *testing.T) {
 			if !reflect.DeepEqual(s, before) {
 				t.Fatalf("Plan modified its snapshot")
 			}
+			for _, r := range d.Releases {
+				if r.Message == "" {
+					t.Errorf("release %s (%s) does not say why", r.Name, r.Reason)
+				}
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"time"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -128,12 +129,14 @@ func abandoned(vm VM, state VMLifecycle, domains []Domain) (Release, bool) {
 	for _, d := range domains {
 		if d.Name == vm.Domain {
 			if d.Failing && vm.Reason == afv1.ReasonVMCreateFailed {
-				return Release{Name: vm.Name, Reason: ReasonCreationsFailing, Message: "not needed"}, true
+				return Release{Name: vm.Name, Reason: ReasonCreationsFailing, Message: fmt.Sprintf(
+					"its creation failed in failure domain %s, which is skipped while its creations keep failing: the demand goes to the other failure domains", vm.Domain)}, true
 			}
 			return Release{}, false
 		}
 	}
-	return Release{Name: vm.Name, Reason: ReasonFailureDomainNotFound, Message: "not needed"}, true
+	return Release{Name: vm.Name, Reason: ReasonFailureDomainNotFound, Message: fmt.Sprintf(
+		"its failure domain %q is no longer one of the pool's and its VM was not created: the demand goes to the pool's failure domains", vm.Domain)}, true
 }
 
 // Backoff is the skip window of a failure domain whose VM creations failed: base after the first failure,
