@@ -88,8 +88,8 @@ func snapshotOf(t *testing.T, line string) Snapshot {
 		case "image":
 			s.CurrentImage = Image{}
 		case "debounce":
-			idle, max, _ := strings.Cut(val, "/")
-			s.Debounce = Debounce{Idle: dur(t, idle), Max: dur(t, max)}
+			idle, longest, _ := strings.Cut(val, "/")
+			s.Debounce = Debounce{Idle: dur(t, idle), Max: dur(t, longest)}
 		case "burst":
 			parts := strings.Split(val, "/")
 			s.Burst = &Burst{Value: atoi(t, parts[0]), First: notationNow.Add(-dur(t, parts[1])), LastChange: notationNow.Add(-dur(t, parts[2]))}
