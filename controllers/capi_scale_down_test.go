@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -25,13 +24,8 @@ import (
 // test moves that clock.
 var _ = Describe("A scale-down decided by CAPI", func() {
 	It("deletes the Machine marked delete-machine, keeps its VM while the pre-terminate hook is held, then destroys only that VM", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
 		clk := &steppedClock{}
-		d := startWorld(s, world.Options{Clock: clk, ReclaimDelay: time.Hour})
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenarioWith(operatorOptions{}, world.Options{Clock: clk, ReclaimDelay: time.Hour}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 3)).To(Succeed())
 
 		var vas []afv1.VsphereAgent
@@ -49,15 +43,7 @@ var _ = Describe("A scale-down decided by CAPI", func() {
 		victimMachine := key(s.ControlPlaneNamespace, victim.Status.VM.MachineRef)
 
 		By("marking the middle Machine delete-machine and scaling 3 -> 2: CAPI deletes exactly that Machine")
-		Expect(updateMachine(ctx, victimMachine, func(m *unstructured.Unstructured) bool {
-			ann := m.GetAnnotations()
-			if ann == nil {
-				ann = map[string]string{}
-			}
-			ann[world.AnnotationDeleteMachine] = "true"
-			m.SetAnnotations(ann)
-			return true
-		})).To(Succeed())
+		markDeleteMachine(ctx, victimMachine)
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
 		Eventually(func(g Gomega) {
 			m := agents.New(agents.MachineGVK())

@@ -190,15 +190,7 @@ func machineOf(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) *u
 // runs with ManualMachines, so it does not put the NodePool's replicas back). Only CAPI deletes Machines.
 func scaleDownMachineOf(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
 	GinkgoHelper()
-	Expect(updateMachine(ctx, client.ObjectKeyFromObject(machineOf(ctx, es, va)), func(m *unstructured.Unstructured) bool {
-		ann := m.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[world.AnnotationDeleteMachine] = "true"
-		m.SetAnnotations(ann)
-		return true
-	})).To(Succeed())
+	markDeleteMachine(ctx, client.ObjectKeyFromObject(machineOf(ctx, es, va)))
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		md := agents.New(world.MachineDeploymentGVK)
 		if err := k8s.Get(ctx, world.MachineDeploymentOf(es.s), md); err != nil {
@@ -212,6 +204,21 @@ func scaleDownMachineOf(ctx context.Context, es *ejectScenario, va *afv1.Vsphere
 	})).To(Succeed())
 	Eventually(func() bool { return machineOf(ctx, es, va).GetDeletionTimestamp() != nil }, 90*time.Second, 250*time.Millisecond).
 		Should(BeTrue(), "CAPI deletes the Machine it picked")
+}
+
+// markDeleteMachine sets CAPI's delete-machine annotation on the Machine: its MachineSet deletes it first
+// on the next scale-down.
+func markDeleteMachine(ctx context.Context, machine types.NamespacedName) {
+	GinkgoHelper()
+	Expect(updateMachine(ctx, machine, func(m *unstructured.Unstructured) bool {
+		ann := m.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[world.AnnotationDeleteMachine] = "true"
+		m.SetAnnotations(ann)
+		return true
+	})).To(Succeed())
 }
 
 const holdFinalizer = "test.agent-forge/hold"

@@ -19,12 +19,7 @@ import (
 // conditions it writes on every AgentMachine before its owner Machine exists are not demand.
 var _ = Describe("The current provider's writes", func() {
 	It("never counts an Agent reserved by name (label only, before agentRef) as free supply", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{BindingDisabled: true})
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenarioWith(operatorOptions{}, world.Options{BindingDisabled: true}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
 		Eventually(func(g Gomega) {
 			p := getPool(pool)
@@ -57,12 +52,7 @@ var _ = Describe("The current provider's writes", func() {
 	})
 
 	It("is unaffected by the NoSuitableAgents conditions written before the owner Machine exists", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{})
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenarioWith(operatorOptions{}, world.Options{}, nil)
 
 		By("an AgentMachine of the NodePool that no Machine owns (yet): the provider reports it not reserved")
 		orphan := agents.New(agents.AgentMachineGVK)

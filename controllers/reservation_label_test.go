@@ -19,12 +19,7 @@ import (
 var _ = Describe("The provider's reservation label (the AgentMachine's name or UID)", func() {
 	DescribeTable("ends the AgentMachine's demand and records its Machine before agentRef is written",
 		func(ctx context.Context, value func(am agents.AgentMachine) string) {
-			op := startOperator(operatorOptions{})
-			DeferCleanup(op.stop)
-			s := newScenario()
-			d := startWorld(s, world.Options{BindingDisabled: true})
-			pool := createPool(newPool(s, "workers"))
-			DeferCleanup(deletePoolAndWait, pool)
+			_, s, d, pool := startPoolScenarioWith(operatorOptions{}, world.Options{BindingDisabled: true}, nil)
 			Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
 			Eventually(func() int { return phaseCount(pool, afv1.VMPhaseAvailable) }, 60*time.Second, 250*time.Millisecond).Should(Equal(1))
 			Eventually(func() int32 { return getPool(pool).Status.WaitingAgentMachines }, 60*time.Second, 250*time.Millisecond).Should(Equal(int32(1)))

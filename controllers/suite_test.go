@@ -331,10 +331,16 @@ func startPoolWithISO(o operatorOptions, customize func(*afv1.VsphereAgentPool))
 // stopped.
 func startPoolScenario(o operatorOptions, customize func(*afv1.VsphereAgentPool)) (*operator, *world.Scenario, *world.Driver, *afv1.VsphereAgentPool) {
 	GinkgoHelper()
+	return startPoolScenarioWith(o, world.Options{}, customize)
+}
+
+// startPoolScenarioWith is startPoolScenario with a world of those options.
+func startPoolScenarioWith(o operatorOptions, wo world.Options, customize func(*afv1.VsphereAgentPool)) (*operator, *world.Scenario, *world.Driver, *afv1.VsphereAgentPool) {
+	GinkgoHelper()
 	op := startOperator(o)
 	DeferCleanup(op.stop)
 	s := newScenario()
-	d := startWorld(s, world.Options{})
+	d := startWorld(s, wo)
 	p := newPool(s, "workers")
 	if customize != nil {
 		customize(p)

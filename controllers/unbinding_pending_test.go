@@ -30,12 +30,7 @@ import (
 // its Machine exists.
 var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 	It("releases its VM with that reason and one Warning Event, and destroys the VM only once its Machine is gone", func(ctx context.Context) {
-		op := startOperator(operatorOptions{})
-		DeferCleanup(op.stop)
-		s := newScenario()
-		d := startWorld(s, world.Options{UnbindInstalled: world.UnbindPendingUserAction})
-		pool := createPool(newPool(s, "workers"))
-		DeferCleanup(deletePoolAndWait, pool)
+		_, s, d, pool := startPoolScenarioWith(operatorOptions{}, world.Options{UnbindInstalled: world.UnbindPendingUserAction}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
 
 		var va afv1.VsphereAgent

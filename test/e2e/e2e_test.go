@@ -56,26 +56,7 @@ func TestScaleUpInstallEjectScaleDown(t *testing.T) {
 	e.scale(ctx, 1)
 	e.await(ctx, "scale 3 -> 1 cleaned up", plateauWait, func(s *harness.Snapshot) bool { return s.ScaledDown(1) })
 	e.hold(ctx, 1)
-	last := e.tr.Last()
-	for _, leak := range last.Leaks() {
-		e.tr.Violate("leaked VM: %s", leak)
-	}
-	if e.tr.MaxVMs() > 3 {
-		e.tr.Violate("the simulator held %d VMs at one time; the NodePool never asked for more than 3", e.tr.MaxVMs())
-	}
-	for _, name := range e.tr.DestroyedUnderDemand() {
-		e.tr.Violate("VM %s was destroyed while AgentMachines were still waiting", name)
-	}
-	if c := e.tr.Created(); c != 3 {
-		e.tr.Violate("%d VMs were created for a NodePool that peaked at 3", c)
-	}
-	if c := e.tr.CleanedUp(); c != 2 {
-		e.tr.Violate("%d VMs cleaned up after 3 -> 1, want 2", c)
-	}
-	for _, v := range e.tr.Violations() {
-		t.Errorf("invariant violated: %s", v)
-	}
-	t.Log(e.tr.Summary("e2e"))
+	e.finish("e2e", 3, 1)
 	t.Logf("scenario took %.1fs", time.Since(start).Seconds())
 }
 
@@ -152,6 +133,32 @@ func (e *e2e) stopManager() {
 	if err := e.mgr.Stop(); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// finish checks what the whole run must show after peaking at peak VMs and scaling down to final: no
+// leaked VM, never more VMs than the peak, no VM destroyed under demand, peak VMs created and the
+// difference cleaned up; then it reports the violations and the tracker's summary line.
+func (e *e2e) finish(name string, peak, final int) {
+	e.t.Helper()
+	for _, leak := range e.tr.Last().Leaks() {
+		e.tr.Violate("leaked VM: %s", leak)
+	}
+	if e.tr.MaxVMs() > peak {
+		e.tr.Violate("the simulator held %d VMs at one time; the NodePool never asked for more than %d", e.tr.MaxVMs(), peak)
+	}
+	for _, vm := range e.tr.DestroyedUnderDemand() {
+		e.tr.Violate("VM %s was destroyed while AgentMachines were still waiting", vm)
+	}
+	if c := e.tr.Created(); c != peak {
+		e.tr.Violate("%d VMs were created for a NodePool that peaked at %d", c, peak)
+	}
+	if c := e.tr.CleanedUp(); c != peak-final {
+		e.tr.Violate("%d VMs cleaned up after %d -> %d, want %d", c, peak, final, peak-final)
+	}
+	for _, v := range e.tr.Violations() {
+		e.t.Errorf("invariant violated: %s", v)
+	}
+	e.t.Log(e.tr.Summary(name))
 }
 
 func (e *e2e) scale(ctx context.Context, n int) {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -84,19 +83,7 @@ func TestProviderGenerationsAcrossARestart(t *testing.T) {
 			e.scale(ctx, 0)
 			e.await(ctx, "scale 2 -> 0 cleaned up", plateauWait, func(s *harness.Snapshot) bool { return s.ScaledDown(0) })
 
-			for _, leak := range e.tr.Last().Leaks() {
-				e.tr.Violate("leaked VM: %s", leak)
-			}
-			if c := e.tr.Created(); c != 2 {
-				e.tr.Violate("%d VMs were created for a NodePool that peaked at 2", c)
-			}
-			if c := e.tr.CleanedUp(); c != 2 {
-				e.tr.Violate("%d VMs cleaned up after 2 -> 0, want 2", c)
-			}
-			for _, v := range e.tr.Violations() {
-				t.Errorf("invariant violated: %s", v)
-			}
-			t.Log(e.tr.Summary(fmt.Sprintf("e2e %s", tc.name)))
+			e.finish("e2e "+tc.name, 2, 0)
 		})
 	}
 }
