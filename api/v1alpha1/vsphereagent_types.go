@@ -9,19 +9,19 @@ import (
 type VMPhase string
 
 const (
-	// VMPhasePending: the VM has not been created yet (waiting for the ISO, credentials or budget).
+	// VMPhasePending means the VM has not been created yet (waiting for the ISO, credentials or budget).
 	VMPhasePending VMPhase = "Pending"
-	// VMPhaseProvisioning: the VM exists and is booting the discovery ISO; no Agent registered yet.
+	// VMPhaseProvisioning means the VM exists and is booting the discovery ISO; no Agent registered yet.
 	VMPhaseProvisioning VMPhase = "Provisioning"
-	// VMPhaseAvailable: the Agent registered and was prepared; it is free to bind.
+	// VMPhaseAvailable means the Agent registered and was prepared; it is free to bind.
 	VMPhaseAvailable VMPhase = "Available"
-	// VMPhaseBound: the Agent is bound to an AgentMachine (a worker, or becoming one).
+	// VMPhaseBound means the Agent is bound to an AgentMachine (a worker, or becoming one).
 	VMPhaseBound VMPhase = "Bound"
-	// VMPhaseReleased: the VM is no longer needed (surplus or unbound after scale-down); cleanup follows.
+	// VMPhaseReleased means the VM is no longer needed (surplus or unbound after scale-down); cleanup follows.
 	VMPhaseReleased VMPhase = "Released"
-	// VMPhaseDeleting: the VM is being destroyed.
+	// VMPhaseDeleting means the VM is being destroyed.
 	VMPhaseDeleting VMPhase = "Deleting"
-	// VMPhaseFailed: the VM could not be created or never registered; it will be replaced.
+	// VMPhaseFailed means the VM could not be created or never registered; it will be replaced.
 	VMPhaseFailed VMPhase = "Failed"
 )
 
@@ -195,8 +195,4 @@ type VsphereAgentList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []VsphereAgent `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&VsphereAgent{}, &VsphereAgentList{})
 }
