@@ -28,6 +28,13 @@ import (
 // +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents/status,verbs=update
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents,verbs=get;list;watch;patch;delete
 
+// statusConflictRequeue is how soon a VsphereAgent is looked at again after its status write met a
+// conflict (a newer object arrived), when the pass asked for no requeue of its own. The newer object's
+// watch event normally triggers the next pass first; this is the fallback. (It replaces
+// ctrl.Result{Requeue: true}, deprecated by controller-runtime, which waited the VM rate limiter's backoff:
+// 5 ms plus jitter, doubling with each consecutive retry of the object.)
+const statusConflictRequeue = 100 * time.Millisecond
+
 // VsphereAgentReconciler runs one VM's lifecycle: create (crash-safe), match and prepare its Agent,
 // follow binding, enforce registration liveness, and clean up on deletion.
 type VsphereAgentReconciler struct {
@@ -82,7 +89,7 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	before := va.Status.DeepCopy()
 	defer func() {
 		stampTransitions(before.Conditions, va.Status.Conditions, r.Opts.Clock.Now())
-		wrote := true
+		wrote, conflict := true, false
 		if !sameAsStored(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
 			replaced := va.ResourceVersion
 			err := r.Status().Update(ctx, va)
@@ -91,7 +98,7 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 				r.own.wrote(replaced, va)
 			}
 			if apierrors.IsConflict(err) {
-				res = ctrl.Result{Requeue: true} // a newer object arrived: the next pass sees it
+				res, conflict = ctrl.Result{}, true // a newer object arrived: the next pass sees it
 			} else if err != nil && !apierrors.IsNotFound(err) {
 				retErr = errors.Join(retErr, err)
 			}
@@ -108,6 +115,9 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		metrics.ReconcileDuration.WithLabelValues("vsphereagent", result).Observe(r.Opts.Clock.Since(start).Seconds())
 		if retErr == nil && res.RequeueAfter == 0 {
 			res.RequeueAfter = s.requeue
+			if res.RequeueAfter == 0 && conflict {
+				res.RequeueAfter = statusConflictRequeue
+			}
 		}
 	}()
 
