@@ -57,7 +57,7 @@ func NewISOCache(c clock.PassiveClock, recorder iso.EventRecorder, log logr.Logg
 	return &managedISOCache{manager: m, clock: c}, m, nil
 }
 
-func (c *managedISOCache) Reconcile(ctx context.Context, req ISORequest) ISOUpdate {
+func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate {
 	pool := req.Pool
 	key := types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}
 	var upd ISOUpdate

@@ -34,7 +34,7 @@ var _ = Describe("Preflight at the pool: an unknown placement", func() {
 		Expect(conditionOf(getPool(pool).Status.Conditions, afv1.ConditionPlacementValid)).To(Equal("True/" + afv1.ReasonPlacementValid))
 	})
 
-	It("an unknown tag and resource pool are named, each with its reason", func(ctx context.Context) {
+	It("an unknown tag and resource pool are named, each with its reason", func(_ context.Context) {
 		_, _, _, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) {
 			p.Spec.VSphere.ResourcePool = "DC0_C0/no-such-pool"
 			p.Spec.VSphere.VMTags = []string{vcsim.TagCategory + "/no-such-tag"}

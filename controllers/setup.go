@@ -201,7 +201,7 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if err := setupIndexes(ctx, mgr); err != nil {
 		return err
 	}
-	poolRecorder := mgr.GetEventRecorderFor("agent-forge-pool")
+	poolRecorder := mgr.GetEventRecorderFor("agent-forge-pool") //nolint:staticcheck // events.k8s.io recorder migration tracked in issue #26
 	poolEvents := make(chan event.GenericEvent, 4096)
 	isoCache, isoRunnable, err := NewISOCache(opts.Clock, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
 		pool := &afv1.VsphereAgentPool{}
@@ -237,7 +237,8 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		ISO: isoCache, isoEvents: poolEvents, expectations: newExpectations(opts.Clock), Guard: guard}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("pool controller: %w", err)
 	}
-	if err := (&VsphereAgentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("agent-forge-vm"), Opts: opts, Guard: guard}).SetupWithManager(mgr); err != nil {
+	vmRecorder := mgr.GetEventRecorderFor("agent-forge-vm") //nolint:staticcheck // events.k8s.io recorder migration tracked in issue #26
+	if err := (&VsphereAgentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("vsphereagent controller: %w", err)
 	}
 	return nil

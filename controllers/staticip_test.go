@@ -152,7 +152,7 @@ var _ = Describe("Static IPs", func() {
 		}, 180*time.Second, 500*time.Millisecond).Should(Succeed())
 		Expect(poolVMs(sc.pool)).To(HaveLen(10))
 		burst := sc.d.ImageRegenerations() - before
-		fmt.Fprintf(GinkgoWriter, "static IPs: burst of 10 with 3 spare leases: %d image regenerations (%d before the burst)\n", burst, before)
+		GinkgoWriter.Printf("static IPs: burst of 10 with 3 spare leases: %d image regenerations (%d before the burst)\n", burst, before)
 		// The 3 spares serve at once; the other 7 leases (plus 3 new spares) are claimed together and their
 		// NMStateConfigs written in one batch: one regeneration, two if a batch straddles a pass.
 		Expect(burst).To(BeNumerically("<=", 3), "image regenerations during the burst")
@@ -188,7 +188,7 @@ var _ = Describe("Static IPs", func() {
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		sc.checkInvariants()
 		down := sc.d.ImageRegenerations() - beforeDown
-		fmt.Fprintf(GinkgoWriter, "static IPs: scale-down 10 -> 4 released 6 leases with %d image regenerations\n", down)
+		GinkgoWriter.Printf("static IPs: scale-down 10 -> 4 released 6 leases with %d image regenerations\n", down)
 		Expect(down).To(BeNumerically("<=", 2), "released leases go in a batch, not one regeneration each")
 	})
 

@@ -154,8 +154,8 @@ func freshPool(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent)
 	return pool, nil
 }
 
-// ReasonWaitingForMachineDeletion: a VsphereAgent being deleted waits for the Machine its VM backs, which is
-// being deleted, before destroying the VM.
+// ReasonWaitingForMachineDeletion marks a VsphereAgent being deleted that waits for the Machine its VM
+// backs, which is being deleted, before destroying the VM.
 const ReasonWaitingForMachineDeletion = "WaitingForMachineDeletion"
 
 // machineDeletionPoll is how often a deletion waiting for a Machine checks again (Machine events do not

@@ -6,8 +6,9 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
-// ReasonNotCreatedByPool: a VsphereAgent that its pool did not create (applied by hand, or copied from
-// the CSV's example) is never acted on: VMs are created only for demand the pool's planner counted.
+// ReasonNotCreatedByPool marks a VsphereAgent that its pool did not create (applied by hand, or copied
+// from the CSV's example); such a VsphereAgent is never acted on: VMs are created only for demand the
+// pool's planner counted.
 const ReasonNotCreatedByPool = "NotCreatedByPool"
 
 // createdByPool reports whether pool created va: the pool sets itself as va's controller owner when it

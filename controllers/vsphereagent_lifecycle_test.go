@@ -163,7 +163,7 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 		},
 		{
 			name: "transient create errors: retried until registrationTimeout after the VsphereAgent's creation, then Failed",
-			setup: func(t *testing.T, h *lcHarness, row *lcRow) {
+			setup: func(_ *testing.T, _ *lcHarness, row *lcRow) {
 				row.fake.FailAlways(vspherefake.CreateVM, vspherefake.Transient("CreateVM"))
 			},
 			steps: []lcStep{
@@ -192,7 +192,7 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 		},
 		{
 			name: "a transient create error, then success",
-			setup: func(t *testing.T, h *lcHarness, row *lcRow) {
+			setup: func(_ *testing.T, _ *lcHarness, row *lcRow) {
 				row.fake.FailNext(vspherefake.CreateVM, vspherefake.Transient("CreateVM"))
 			},
 			steps: []lcStep{
@@ -206,7 +206,7 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 		},
 		{
 			name: "a foreign VM holds the name: DuplicateName, Failed at once, the name never retried",
-			setup: func(t *testing.T, h *lcHarness, row *lcRow) {
+			setup: func(_ *testing.T, _ *lcHarness, row *lcRow) {
 				row.fake.AddVM(vspherefake.VM{Name: row.va.Name, Datacenter: row.pool.Spec.VSphere.Datacenter, Folder: row.pool.Spec.VSphere.Folder})
 			},
 			steps: []lcStep{
@@ -223,7 +223,7 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 		},
 		{
 			name: "a VM with our instance UUID but no ownership marker: refused, Failed, never touched",
-			setup: func(t *testing.T, h *lcHarness, row *lcRow) {
+			setup: func(_ *testing.T, _ *lcHarness, row *lcRow) {
 				row.fake.AddVM(vspherefake.VM{Name: "someone-elses", Datacenter: row.pool.Spec.VSphere.Datacenter, InstanceUUID: string(row.va.UID)})
 			},
 			steps: []lcStep{

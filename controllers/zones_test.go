@@ -183,7 +183,7 @@ var _ = Describe("Failure domains", Ordered, func() {
 		Expect([]string{st, reason}).To(Equal([]string{"True", afv1.ReasonFailureDomainsAvailable}))
 	})
 
-	It("runs the placement preflight per failure domain and names the domain", func(ctx context.Context) {
+	It("runs the placement preflight per failure domain and names the domain", func(_ context.Context) {
 		op := startOperator(operatorOptions{})
 		DeferCleanup(op.stop)
 		s := newScenarioOn(zones)
