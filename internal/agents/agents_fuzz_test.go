@@ -256,7 +256,7 @@ func plant(obj map[string]any, p []string, v any) {
 			cur = next
 		case []any:
 			var idx int
-			fmt.Sscan(seg, &idx)
+			_, _ = fmt.Sscan(seg, &idx) // a segment that is not a number indexes 0
 			if idx >= len(c) {
 				return
 			}

@@ -16,7 +16,7 @@ func TestHitWithoutSeamIsANoOp(t *testing.T) {
 func TestHitCallsTheSeamAndReportsACrash(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var got []string
-	ctx = With(ctx, func(ctx context.Context, point string) {
+	ctx = With(ctx, func(_ context.Context, point string) {
 		got = append(got, point)
 		if point == AgentPatched {
 			cancel() // the seam "kills" the operator here

@@ -91,7 +91,9 @@ func (d *download) explain(err error) error {
 	if cause := context.Cause(d.ctx); cause != nil && !errors.Is(err, cause) {
 		var idle errIdle
 		if errors.As(cause, &idle) {
-			return fmt.Errorf("%w (%v)", idle, err)
+			// Only the idle cause is wrapped, err's text is kept: wrapping err too would let redactor.wrap
+			// find the *url.Error inside it and report that instead of the idle reason.
+			return fmt.Errorf("%w (%s)", idle, err.Error())
 		}
 	}
 	return err

@@ -35,7 +35,7 @@ func newMemDatastore() *memDatastore {
 	return &memDatastore{files: map[string][]byte{}, modified: map[string]time.Time{}, attached: map[string][]string{}, now: time.Now}
 }
 
-func (m *memDatastore) UploadISO(ctx context.Context, _, finalPath string, r io.Reader, size int64) error {
+func (m *memDatastore) UploadISO(_ context.Context, _, finalPath string, r io.Reader, size int64) error {
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, r)
 	if err != nil {

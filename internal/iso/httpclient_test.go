@@ -12,7 +12,7 @@ import (
 // TLS is verified: an unknown CA fails (without leaking the token), a CA bundle makes it work.
 func TestHTTPClientVerifiesTLS(t *testing.T) {
 	iso := makeISO(testISOSize, 30)
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(iso) }))
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(iso) }))
 	t.Cleanup(srv.Close)
 	url := srv.URL + "/byapikey/" + testToken + "/4.16/x86_64/minimal.iso"
 

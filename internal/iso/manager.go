@@ -69,6 +69,7 @@ type JobResult struct {
 // EnsureState says what Ensure did.
 type EnsureState string
 
+// The states Ensure reports.
 const (
 	EnsureStarted    EnsureState = "Started"    // a job was started now
 	EnsureRunning    EnsureState = "Running"    // a job is already running for the pool

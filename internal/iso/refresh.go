@@ -93,6 +93,7 @@ type RefreshRequest struct {
 // Outcome says what a refresh did.
 type Outcome string
 
+// The outcomes of a refresh.
 const (
 	OutcomeUploaded  Outcome = "Uploaded"  // new bytes cached under a new name
 	OutcomeReused    Outcome = "Reused"    // the digest was already on the datastore; the temp upload was discarded

@@ -39,7 +39,7 @@ type backend struct {
 	moves, uploads func() int
 }
 
-func memBackend(t *testing.T) backend {
+func memBackend(_ *testing.T) backend {
 	m := newMemDatastore()
 	return backend{
 		client: m, datacenter: "DC0", datastore: "LocalDS_0",
@@ -63,7 +63,7 @@ func memBackend(t *testing.T) backend {
 		},
 		moves:   func() int { m.mu.Lock(); defer m.mu.Unlock(); return m.moves },
 		uploads: func() int { m.mu.Lock(); defer m.mu.Unlock(); return m.uploads },
-		list: func(t *testing.T, dir string) []string {
+		list: func(_ *testing.T, dir string) []string {
 			files, _ := m.ListFiles(context.Background(), "", dir)
 			var names []string
 			for _, f := range files {

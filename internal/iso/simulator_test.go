@@ -121,7 +121,7 @@ func simBackend(t *testing.T, env *vcsim.Env, client vsphere.Client, localDir, n
 				}
 			}
 		},
-		failDeletes: func(t *testing.T, n int) {
+		failDeletes: func(_ *testing.T, n int) {
 			env.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "DeleteDatastoreFile_Task", ObjectType: "*",
 				ObjectName: "*", Probability: 1, FaultType: simulator.FaultTypeCustom, Fault: &types.FileLocked{}, MaxCount: n, Enabled: true})
 		},
@@ -137,7 +137,7 @@ func simBackend(t *testing.T, env *vcsim.Env, client vsphere.Client, localDir, n
 				t.Fatal(err)
 			}
 		},
-		read: func(t *testing.T, p string) ([]byte, bool) {
+		read: func(_ *testing.T, p string) ([]byte, bool) {
 			b, err := os.ReadFile(local(p))
 			return b, err == nil
 		},

@@ -134,17 +134,17 @@ func ImageCarries(imageCreated, configCreated time.Time) bool {
 type State string
 
 const (
-	// StatePending: the claim waits for its address, or the address for its NMStateConfig.
+	// StatePending means the claim waits for its address, or the address for its NMStateConfig.
 	StatePending State = "Pending"
-	// StateExhausted: the IPAM provider reports the pool exhausted for this claim.
+	// StateExhausted means the IPAM provider reports the pool exhausted for this claim.
 	StateExhausted State = "Exhausted"
-	// StateReady: the NMStateConfig exists; the lease is free for a VM.
+	// StateReady means the NMStateConfig exists; the lease is free for a VM.
 	StateReady State = "Ready"
-	// StateAssigned: a VsphereAgent holds the lease.
+	// StateAssigned means a VsphereAgent holds the lease.
 	StateAssigned State = "Assigned"
-	// StateRetained: the VM was kept (cleanupPolicy Retain, or still backing a Machine); the lease stays with it.
+	// StateRetained means the VM was kept (cleanupPolicy Retain, or still backing a Machine); the lease stays with it.
 	StateRetained State = "Retained"
-	// StateReleased: the VM is gone; the lease is removed in the next batch.
+	// StateReleased means the VM is gone; the lease is removed in the next batch.
 	StateReleased State = "Released"
 )
 

@@ -23,7 +23,7 @@ var (
 		Name: "agent_forge_pool_waiting_agentmachines",
 		Help: "AgentMachines of the pool's NodePool waiting with NoSuitableAgents.",
 	}, []string{LabelPoolNamespace, "pool"})
-	// VMsCreated counts VsphereAgents created by pools.
+	// VMsRequested counts the VsphereAgents pools created (action create) or released (action release).
 	VMsRequested = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "agent_forge_pool_vm_requests_total",
 		Help: "VsphereAgents a pool created (create) or released (release).",

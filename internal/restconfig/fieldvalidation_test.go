@@ -10,7 +10,7 @@ import (
 
 func TestWithFieldValidation(t *testing.T) {
 	var got []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Method+" "+r.URL.Query().Get("fieldValidation"))
 	}))
 	defer srv.Close()
@@ -46,7 +46,7 @@ func TestWithFieldValidation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("server saw %q, want %q", got, tc.want)
 			}

@@ -9,23 +9,23 @@ import (
 type ErrorClass string
 
 const (
-	// ClassNotFound: the object does not exist.
+	// ClassNotFound means the object does not exist.
 	ClassNotFound ErrorClass = "NotFound"
-	// ClassAuth: login failed or the session is no longer valid after a retry.
+	// ClassAuth means login failed or the session is no longer valid after a retry.
 	ClassAuth ErrorClass = "AuthenticationFailed"
-	// ClassPermission: the user lacks a privilege.
+	// ClassPermission means the user lacks a privilege.
 	ClassPermission ErrorClass = "PermissionDenied"
-	// ClassTransient: network trouble, timeouts, busy objects; retry with backoff.
+	// ClassTransient means network trouble, timeouts, busy objects; retry with backoff.
 	ClassTransient ErrorClass = "Transient"
-	// ClassFault: vCenter refused the operation; FaultType names the vSphere fault.
+	// ClassFault means vCenter refused the operation; FaultType names the vSphere fault.
 	ClassFault ErrorClass = "Fault"
-	// ClassOwnership: the VM does not carry our ownership marker (or a different one); never retried blindly.
+	// ClassOwnership means the VM does not carry our ownership marker (or a different one); never retried blindly.
 	ClassOwnership ErrorClass = "OwnershipMismatch"
-	// ClassRefused: a guard refused the operation (media changed, a different question pending, ...).
+	// ClassRefused means a guard refused the operation (media changed, a different question pending, ...).
 	ClassRefused ErrorClass = "Refused"
-	// ClassInvalid: the request itself is invalid (bad config: unknown datacenter, network, ...).
+	// ClassInvalid means the request itself is invalid (bad config: unknown datacenter, network, ...).
 	ClassInvalid ErrorClass = "InvalidConfiguration"
-	// ClassDuplicateName: vCenter refused a create because another object (not ours) already has that
+	// ClassDuplicateName means vCenter refused a create because another object (not ours) already has that
 	// name in the folder. Permanent for that name: retrying it can only fail again.
 	ClassDuplicateName ErrorClass = "DuplicateName"
 )

@@ -66,7 +66,7 @@ func sessionKey(c Credentials) string {
 	h := sha256.New()
 	for _, part := range [][]byte{[]byte(c.Password), c.CABundle, []byte(normalizeThumbprint(c.Thumbprint)),
 		[]byte(fmt.Sprint(c.Insecure))} {
-		fmt.Fprintf(h, "%d:", len(part))
+		_, _ = fmt.Fprintf(h, "%d:", len(part)) // a hash.Hash never returns a write error
 		h.Write(part)
 	}
 	return identityKey(c) + "|" + hex.EncodeToString(h.Sum(nil))
@@ -231,7 +231,7 @@ func newClient(ctx context.Context, creds Credentials, opts SessionOptions) (*cl
 	if err != nil {
 		return nil, classify("RetrieveServiceContent", err)
 	}
-	var inner soap.RoundTripper = timedRoundTripper(sc)
+	inner := timedRoundTripper(sc)
 	if opts.WrapRoundTripper != nil {
 		inner = opts.WrapRoundTripper(inner)
 	}

@@ -137,11 +137,11 @@ type EjectRequest struct {
 type EjectState string
 
 const (
-	// EjectDone: the device is disconnected and has no ISO backing.
+	// EjectDone means the device is disconnected and has no ISO backing.
 	EjectDone EjectState = "Done"
-	// EjectInProgress: the reconfigure task is running; check again later with TaskRef.
+	// EjectInProgress means the reconfigure task is running; check again later with TaskRef.
 	EjectInProgress EjectState = "InProgress"
-	// EjectQuestionPending: the CD-ROM lock question is pending; checkpoint QuestionID, then confirm it.
+	// EjectQuestionPending means the CD-ROM lock question is pending; checkpoint QuestionID, then confirm it.
 	EjectQuestionPending EjectState = "QuestionPending"
 )
 

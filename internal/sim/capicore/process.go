@@ -199,7 +199,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Process, error
 	case <-ready:
 		return p, nil
 	case <-p.exited:
-		err = fmt.Errorf("capi-core: exited before it was ready: %v", p.waitErr)
+		err = fmt.Errorf("capi-core: exited before it was ready: %w", exitErr(p.waitErr))
 	case <-timer.C:
 		err = fmt.Errorf("capi-core: no ready line within %s", startTimeout)
 	case <-ctx.Done():
@@ -219,8 +219,8 @@ func (p *Process) Stop() error {
 	p.stopOnce.Do(func() {
 		select {
 		case <-p.exited:
-			p.stopErr = fmt.Errorf("capi-core (pid %d) had exited on its own: %v\ncapi-core stderr (tail):\n%s",
-				p.PID(), p.waitErr, p.tail.String())
+			p.stopErr = fmt.Errorf("capi-core (pid %d) had exited on its own: %w\ncapi-core stderr (tail):\n%s",
+				p.PID(), exitErr(p.waitErr), p.tail.String())
 		default:
 			_ = p.cmd.Process.Signal(syscall.SIGTERM)
 			select {
@@ -315,4 +315,12 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(bytes.TrimSpace(t.buf))
+}
+
+// exitErr is the child's wait error, or "exit status 0" for a clean exit (a nil wait error).
+func exitErr(waitErr error) error {
+	if waitErr == nil {
+		return errors.New("exit status 0")
+	}
+	return waitErr
 }

@@ -19,12 +19,13 @@ func (s *Snapshot) LiveMachines() int {
 	return n
 }
 
-// ScaledUp: n Machines, none waiting, n bound Agents, n VMs in the simulator and n VsphereAgents.
+// ScaledUp reports whether there are n Machines, none waiting, n bound Agents, n VMs in the simulator and
+// n VsphereAgents.
 func (s *Snapshot) ScaledUp(n int) bool {
 	return s.LiveMachines() == n && s.WaitingMachines() == 0 && s.BoundAgents() == n && len(s.VMs) == n && len(s.VAs) == n
 }
 
-// ScaledDown: ScaledUp(n), no deleting Machine left, and exactly n Agents (the surplus ones deleted).
+// ScaledDown reports ScaledUp(n), no deleting Machine left, and exactly n Agents (the surplus ones deleted).
 func (s *Snapshot) ScaledDown(n int) bool {
 	return s.ScaledUp(n) && len(s.Machines) == n && len(s.Agents) == n
 }

@@ -151,7 +151,7 @@ func (m *ManagerProcess) waitReady(ctx context.Context, url string) error {
 		}
 		select {
 		case <-m.done:
-			return fmt.Errorf("manager exited before becoming ready (%v); last log lines:\n%s", m.waitErr, m.LogTail(20))
+			return fmt.Errorf("manager exited before becoming ready (%w); last log lines:\n%s", exitErr(m.waitErr), m.LogTail(20))
 		case <-ctx.Done():
 			return fmt.Errorf("manager not ready within %s; last log lines:\n%s", managerReadyTimeout, m.LogTail(20))
 		case <-time.After(200 * time.Millisecond):
@@ -167,6 +167,14 @@ func (m *ManagerProcess) Exited() (bool, error) {
 	default:
 		return false, nil
 	}
+}
+
+// exitErr is the process's wait error, or "exit status 0" for a clean exit (a nil wait error).
+func exitErr(waitErr error) error {
+	if waitErr == nil {
+		return errors.New("exit status 0")
+	}
+	return waitErr
 }
 
 // Stop sends SIGTERM to the manager's PID, waits up to 20s, then SIGKILLs it. Safe to call twice.
@@ -204,7 +212,7 @@ func FreeLoopbackAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String(), nil
 }
 

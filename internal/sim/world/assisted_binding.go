@@ -13,11 +13,11 @@ import (
 type UnbindOutcome int
 
 const (
-	// UnbindReclaim: the image service is on and there is no BareMetalHost (vSphere VMs): the host is
+	// UnbindReclaim means the image service is on and there is no BareMetalHost (vSphere VMs): the host is
 	// reclaimed (reclaiming → reclaiming-rebooting → it boots discovery again) and its Agent comes back
 	// unbound (known-unbound) after ReclaimDelay.
 	UnbindReclaim UnbindOutcome = iota
-	// UnbindPendingUserAction: no reclaim (or it failed): the Agent stays at unbinding-pending-user-action,
+	// UnbindPendingUserAction means no reclaim (or it failed): the Agent stays at unbinding-pending-user-action,
 	// Bound=False/UnbindingPendingUserAction and Validated=False/Unbinding, unselectable until someone
 	// reboots the host into discovery.
 	UnbindPendingUserAction

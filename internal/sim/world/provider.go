@@ -452,7 +452,7 @@ func (d *Driver) reserveNow(ctx context.Context, a, am *unstructured.Unstructure
 	if !d.looksForAgent(v) {
 		return fmt.Errorf("%w: AgentMachine %s is not waiting", ErrNotSuitable, am.GetName())
 	}
-	if !(resume && a.GetLabels()[LabelAgentMachineRef] == d.refValue(am)) && !suitable(a, v.selector) {
+	if (!resume || a.GetLabels()[LabelAgentMachineRef] != d.refValue(am)) && !suitable(a, v.selector) {
 		return fmt.Errorf("%w: Agent %s does not fit AgentMachine %s", ErrNotSuitable, a.GetName(), am.GetName())
 	}
 	machine := v.machine.DeepCopy()

@@ -89,8 +89,11 @@ func binary(ctx context.Context) (string, error) {
 func buildBinary(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	gomod := strings.TrimSpace(string(out))
-	if err != nil || gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("vcsim: locating the module (go env GOMOD = %q): %v", gomod, err)
+	if err != nil {
+		return "", fmt.Errorf("vcsim: locating the module (go env GOMOD = %q): %w", gomod, err)
+	}
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("vcsim: locating the module (go env GOMOD = %q): not in a module", gomod)
 	}
 	root := filepath.Dir(gomod)
 	dir := filepath.Join(root, "bin")
@@ -103,7 +106,7 @@ func buildBinary(ctx context.Context) (string, error) {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp)
-		return "", fmt.Errorf("vcsim: go build ./hack/vcsim: %v\n%s", err, out)
+		return "", fmt.Errorf("vcsim: go build ./hack/vcsim: %w\n%s", err, out)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		_ = os.Remove(tmp)

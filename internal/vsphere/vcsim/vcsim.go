@@ -231,7 +231,7 @@ func (e *Env) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	task, err := pod.Folder.MoveInto(ctx, []types.ManagedObjectReference{ds.Reference()})
+	task, err := pod.MoveInto(ctx, []types.ManagedObjectReference{ds.Reference()})
 	if err == nil {
 		err = task.Wait(ctx)
 	}
