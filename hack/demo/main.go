@@ -65,12 +65,12 @@ func run() int {
 	}
 	v.clear()
 	for _, msg := range t.Violations() {
-		fmt.Fprintln(os.Stdout, "VIOLATION:", msg)
+		fmt.Println("VIOLATION:", msg)
 	}
 	if interrupted {
-		fmt.Fprintln(os.Stdout, "interrupted")
+		fmt.Println("interrupted")
 	}
-	fmt.Fprintln(os.Stdout, t.Summary("demo"))
+	fmt.Println(t.Summary("demo"))
 	switch {
 	case len(t.Violations()) > 0:
 		return 1

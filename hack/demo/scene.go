@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -112,7 +113,10 @@ func (d *demo) waitFor(ctx context.Context, stage string, timeout time.Duration,
 			return s, true, nil
 		}
 		if exited, werr := d.sc.manager.Exited(); exited {
-			return s, false, fmt.Errorf("the manager process exited (%v); see bin/demo/manager.log:\n%s", werr, d.sc.manager.LogTail(15))
+			if werr == nil {
+				werr = errors.New("exit status 0")
+			}
+			return s, false, fmt.Errorf("the manager process exited (%w); see bin/demo/manager.log:\n%s", werr, d.sc.manager.LogTail(15))
 		}
 		if time.Now().After(deadline) {
 			return s, false, nil

@@ -44,13 +44,18 @@ func newView(f *os.File) *view {
 // println prints a line of narrative above the live table (the table is redrawn below it).
 func (v *view) println(format string, args ...any) {
 	v.clear()
-	fmt.Fprintf(v.out, format+"\n", args...)
+	v.write(format+"\n", args...)
+}
+
+// write prints to the terminal, the only place a failed write could be reported: its error is dropped.
+func (v *view) write(format string, args ...any) {
+	_, _ = fmt.Fprintf(v.out, format, args...)
 }
 
 // clear erases the last in-place frame so the next output starts where it began.
 func (v *view) clear() {
 	if v.tty && v.drawn > 0 {
-		fmt.Fprintf(v.out, "\x1b[%dA\r\x1b[J", v.drawn) // cursor up N lines, column 0, erase below
+		v.write("\x1b[%dA\r\x1b[J", v.drawn) // cursor up N lines, column 0, erase below
 		v.drawn = 0
 	}
 }
@@ -62,7 +67,7 @@ func (v *view) render(stage string, s *harness.Snapshot, t *harness.Tracker) {
 		v.clear()
 		lines := append([]string{fmt.Sprintf("── t+%3.0fs  %s", time.Since(v.start).Seconds(), stage)}, body...)
 		for _, l := range lines {
-			fmt.Fprintln(v.out, fit(l, v.width-1))
+			v.write("%s\n", fit(l, v.width-1))
 		}
 		v.drawn = len(lines)
 		return
@@ -72,7 +77,7 @@ func (v *view) render(stage string, s *harness.Snapshot, t *harness.Tracker) {
 		return
 	}
 	v.lastPlain, v.lastAt = text, time.Now()
-	fmt.Fprintf(v.out, "── t+%.0fs  %s\n%s\n", time.Since(v.start).Seconds(), stage, text)
+	v.write("── t+%.0fs  %s\n%s\n", time.Since(v.start).Seconds(), stage, text)
 }
 
 func frame(s *harness.Snapshot, t *harness.Tracker, width int) []string {

@@ -21,12 +21,17 @@ import (
 )
 
 func main() {
+	os.Exit(serve())
+}
+
+// serve is main's body; it returns the exit code, so that its deferred calls run before the process exits.
+func serve() int {
 	optJSON := flag.String("options", "{}", "vcsim.Options as JSON")
 	flag.Parse()
 	var opts vcsim.Options
 	if err := json.Unmarshal([]byte(*optJSON), &opts); err != nil {
 		fmt.Fprintf(os.Stderr, "vcsim: -options: %v\n", err)
-		os.Exit(2)
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -38,6 +43,7 @@ func main() {
 	}()
 	if err := vcsim.Serve(ctx, opts, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "vcsim: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

@@ -35,7 +35,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	if managerBinary, err = buildManager(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -68,7 +68,7 @@ func buildManager(dir string) (string, error) {
 	cmd := exec.Command("go", append(args, "./cmd")...)
 	cmd.Dir = root
 	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the manager: %v\n%s", err, output)
+		return "", fmt.Errorf("building the manager: %w\n%s", err, output)
 	}
 	fmt.Fprintf(os.Stderr, "built the manager in %s\n", time.Since(start).Round(time.Millisecond))
 	return out, nil

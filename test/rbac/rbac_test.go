@@ -291,7 +291,10 @@ func scrapeMetrics(ctx context.Context, h *harness.Harness, ns, name, addr strin
 			return fmt.Errorf("metrics: %w", errRefused)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("metrics: code %d, err %v", code, err)
+			if err != nil {
+				return fmt.Errorf("metrics: code %d: %w", code, err)
+			}
+			return fmt.Errorf("metrics: code %d", code)
 		}
 		select {
 		case <-ctx.Done():

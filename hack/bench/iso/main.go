@@ -176,7 +176,7 @@ func runOne(self string, cfg childConfig) (*measurement, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	var m measurement
 	sc := bufio.NewScanner(bytes.NewReader(out))

@@ -26,7 +26,7 @@ func newISOHandler(size int64) *isoHandler {
 	return &isoHandler{size: size, block: block}
 }
 
-func (h *isoHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *isoHandler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", fmt.Sprint(h.size))
 	w.Header().Set("ETag", `"bench"`)

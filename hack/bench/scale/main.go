@@ -60,6 +60,12 @@ const (
 )
 
 func main() {
+	os.Exit(benchScale())
+}
+
+// benchScale is main's body; it returns the exit code, so that its deferred calls (the CPU profile's
+// flush, the signal handler's and the timeout's release) run before the process exits.
+func benchScale() int {
 	pools := flag.Int("pools", 50, "number of pools (one HostedCluster namespace pair each)")
 	perPool := flag.Int("per-pool", 20, "waiting AgentMachines per pool")
 	idle := flag.Duration("idle", 30*time.Second, "no-change window in which the operator's writes are counted")
@@ -77,7 +83,7 @@ func main() {
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench-scale: cpu profile:", err)
-			os.Exit(1)
+			return 1
 		}
 		defer pprof.StopCPUProfile()
 	}
@@ -87,8 +93,9 @@ func main() {
 	defer cancel()
 	if err := run(ctx, *pools, *perPool, *idle, *bindTimeout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func logf(format string, args ...any) {

@@ -240,14 +240,15 @@ func progressLine(smp sample) string {
 	if smp.Op.Breakers > 0 {
 		fmt.Fprintf(&b, ", %d breakers open", smp.Op.Breakers)
 	}
-	if smp.World.Loops != nil {
+	switch {
+	case smp.World.Loops != nil:
 		b.WriteString(" | world loops running:")
 		for _, name := range []string{"nodepools", "registration", "binding", "installation"} {
 			fmt.Fprintf(&b, " %s %.1fs", name, smp.World.Loops[name].RunningFor.Seconds())
 		}
-	} else if smp.World.PassFor > 0 {
+	case smp.World.PassFor > 0:
 		fmt.Fprintf(&b, " | world pass running %.0fs (phase %q %.0fs)", smp.World.PassFor.Seconds(), smp.World.Phase, smp.World.PhaseFor.Seconds())
-	} else {
+	default:
 		fmt.Fprintf(&b, " | world between passes (last %.1fs)", smp.World.LastPass.Seconds())
 	}
 	return b.String()

@@ -148,7 +148,7 @@ func run(vms int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(g.home)
+	defer func() { _ = os.RemoveAll(g.home) }()
 	if err := g.run("folder.create", "/DC0/vm/bench-govc"); err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (g *govcRunner) output(args ...string) (string, error) {
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("govc %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("govc %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(out.String()), nil
 }

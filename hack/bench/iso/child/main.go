@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,7 +111,7 @@ func downloadThenUpload(ctx context.Context, client vsphere.Client, cfg childCon
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("HTTP %s", resp.Status)
 	}
@@ -118,16 +119,19 @@ func downloadThenUpload(ctx context.Context, client vsphere.Client, cfg childCon
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
+	defer func() { _ = os.Remove(f.Name()) }()
+	defer func() { _ = f.Close() }()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), resp.Body)
 	if err != nil {
 		return nil, err
 	}
 	header := make([]byte, 40<<10)
-	if _, err := f.ReadAt(header, 0); err != nil || !iso.LooksLikeISO(header) {
-		return nil, fmt.Errorf("not an ISO (%v)", err)
+	if _, err := f.ReadAt(header, 0); err != nil {
+		return nil, fmt.Errorf("not an ISO (%w)", err)
+	}
+	if !iso.LooksLikeISO(header) {
+		return nil, errors.New("not an ISO")
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
@@ -169,7 +173,7 @@ func procField(file, key string) int64 {
 	if err != nil {
 		return -1
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
