@@ -59,7 +59,10 @@ test: verify-generated vet envtest-assets $(TEST_DEPS) ## Run every test (envtes
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: lint
-lint: vet ## Static checks.
+lint: fmt-check vet golangci-lint ## Static checks: gofmt, go vet, golangci-lint (hack/mk/lint.mk). Part of `make test`.
+
+.PHONY: fmt-check
+fmt-check: ## Fail if a tracked Go file is not gofmt-formatted.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 ##@ Build
