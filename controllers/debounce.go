@@ -20,8 +20,8 @@ type debouncer struct {
 	state     map[string]planner.Burst
 }
 
-func newDebouncer(c clock.PassiveClock, idle, max time.Duration) *debouncer {
-	return &debouncer{clock: c, idle: idle, max: max, state: map[string]planner.Burst{}}
+func newDebouncer(c clock.PassiveClock, idle, maxWait time.Duration) *debouncer {
+	return &debouncer{clock: c, idle: idle, max: maxWait, state: map[string]planner.Burst{}}
 }
 
 // settings are the debouncer's windows as the planner takes them.

@@ -27,7 +27,7 @@ const capacityCheckInterval = 30 * time.Second
 // failure, doubled for each further failure in a row, at most 15 min; a VM created there resets it.
 var domainBackoff = planner.Backoff{Base: time.Minute, Ceiling: 15 * time.Minute}
 
-// ReasonFailureDomainNotFound: a VsphereAgent's failure domain was removed from the pool before its VM
+// ReasonFailureDomainNotFound says a VsphereAgent's failure domain was removed from the pool before its VM
 // was created (the pool releases it).
 const ReasonFailureDomainNotFound = planner.ReasonFailureDomainNotFound
 

@@ -172,7 +172,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 			s.requeueAfter(wait)
 		} else if err := r.writeStatus(ctx, pool); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil // a newer pool arrived: the next pass sees it
+				return ctrl.Result{RequeueAfter: statusConflictRequeue}, nil // a newer pool arrived: the next pass sees it
 			}
 			errs = append(errs, err)
 		} else {

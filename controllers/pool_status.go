@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -145,7 +146,7 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 }
 
 func vsphereReason(err error) string {
-	if ce, ok := err.(*credentialsError); ok {
+	if ce := (*credentialsError)(nil); errors.As(err, &ce) {
 		return ce.reason
 	}
 	return string(vsphere.ClassOf(err))

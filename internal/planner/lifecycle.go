@@ -11,18 +11,18 @@ import (
 type VMLifecycle string
 
 const (
-	// VMInFlight: created or being created (VsphereAgent phase empty, Pending or Provisioning); its Agent
+	// VMInFlight means: created or being created (VsphereAgent phase empty, Pending or Provisioning); its Agent
 	// has not registered or is not prepared yet. Supply that is on its way.
 	VMInFlight VMLifecycle = "InFlight"
-	// VMAvailable: its Agent registered, was prepared and is free to bind.
+	// VMAvailable means: its Agent registered, was prepared and is free to bind.
 	VMAvailable VMLifecycle = "Available"
-	// VMInUse: its Agent is bound or reserved, or a Machine references the VM. Never surplus.
+	// VMInUse means: its Agent is bound or reserved, or a Machine references the VM. Never surplus.
 	VMInUse VMLifecycle = "InUse"
-	// VMReleased: its Agent was unbound after use (scale-down); the VM is removed, never reused.
+	// VMReleased means: its Agent was unbound after use (scale-down); the VM is removed, never reused.
 	VMReleased VMLifecycle = "Released"
-	// VMReleasing: already being released (deletion requested or under way).
+	// VMReleasing means: already being released (deletion requested or under way).
 	VMReleasing VMLifecycle = "Releasing"
-	// VMFailed: its VM could not be created or never registered; not capacity, replaced by the pool.
+	// VMFailed means: its VM could not be created or never registered; not capacity, replaced by the pool.
 	VMFailed VMLifecycle = "Failed"
 )
 
