@@ -55,7 +55,7 @@ envtest-assets: ## Build kube-apiserver + etcd for envtest from source (cached u
 GO_TEST_FLAGS ?= -race -count=1 -timeout 35m
 
 .PHONY: test
-test: verify-generated vet envtest-assets $(TEST_DEPS) ## Run every test (envtest + simulator), -race.
+test: prebuild-test verify-generated vet envtest-assets $(TEST_DEPS) ## Run every test (envtest + simulator), -race.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: lint
@@ -93,7 +93,7 @@ docker-build: ## Build the manager image (needs a container engine).
 
 ##@ Demo and benchmarks
 .PHONY: demo
-demo: envtest-assets ## Run the whole operator loop on an embedded API server and vSphere simulator.
+demo: prebuild-demo envtest-assets ## Run the whole operator loop on an embedded API server and vSphere simulator.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go run ./hack/demo
 
 .PHONY: bench-vsphere

@@ -9,5 +9,4 @@ peers: ## Build the real Cluster API core controllers (bin/peers/capi-core-v1.14
 
 TEST_DEPS += peers
 
-# The demo runs them too.
-demo: peers
+# The demo runs them too (hack/mk/prebuild.mk builds them for it, beside the envtest assets).
