@@ -9,29 +9,16 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/manager"
 	"github.com/containeroo/agent-forge-operator/internal/restconfig"
 )
-
-var scheme = runtime.NewScheme()
-
-func init() {
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(afv1.AddToScheme(scheme))
-}
 
 func main() {
 	var (
@@ -78,46 +65,22 @@ func main() {
 		}
 	}
 
-	cacheOpts := cache.Options{}
-	if ns := splitNamespaces(watchNamespaces); len(ns) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, n := range ns {
-			cacheOpts.DefaultNamespaces[n] = cache.Config{}
-		}
-	}
-
 	restConfig := ctrl.GetConfigOrDie()
 	if err := restconfig.WithFieldValidation(restConfig, fieldValidation); err != nil {
 		setupLog.Error(err, "invalid --field-validation")
 		os.Exit(1)
 	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
-		HealthProbeBindAddress:        probeAddr,
-		LeaderElection:                enableLeaderElection,
-		LeaderElectionID:              controllers.LeaderElectionID,
-		LeaderElectionNamespace:       leaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheOpts,
-		Client:                        controllers.ClientOptions(),
+	mgr, err := manager.New(restConfig, manager.Options{
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          enableLeaderElection,
+		LeaderElectionNamespace: leaderElectionNamespace,
+		WatchNamespaces:         splitNamespaces(watchNamespaces),
+		TLSOpts:                 tlsOpts,
+		Controllers:             controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets, CRDPollInterval: crdPoll},
 	})
 	if err != nil {
-		setupLog.Error(err, "unable to create manager")
-		os.Exit(1)
-	}
-
-	if err := controllers.Setup(mgr, controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets, CRDPollInterval: crdPoll}); err != nil {
-		setupLog.Error(err, "unable to set up controllers")
-		os.Exit(1)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		setupLog.Error(err, "unable to set up health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		setupLog.Error(err, "unable to set up ready check")
+		setupLog.Error(err, "unable to set up the manager")
 		os.Exit(1)
 	}
 

@@ -14,7 +14,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
 // CAPI's MachineSet (running for real) picks the Machines a scale-down deletes: one marked with the

@@ -15,8 +15,8 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // Installation never completes in these worlds unless a spec says so.

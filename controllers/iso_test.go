@@ -13,9 +13,9 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
-	"github.com/containeroo/agent-forge-operator/internal/sim"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/sim"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 var _ = Describe("Discovery ISO cache through the pool controller", func() {

@@ -9,8 +9,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/sim"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/sim"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
 // imageScenario runs a pool on its own image server with two bound workers and one VM that registered

@@ -12,7 +12,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vspherefake"
+	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
 
 // TestPlacementVerdictNotInheritedByRecreatedPool: a pool deleted and created again under the same name

@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 var _ = Describe("Preflight at the pool: vCenter privileges", func() {

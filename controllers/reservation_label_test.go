@@ -10,7 +10,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
 // The Agent CAPI provider reserves an Agent in two writes: first the Agent's agentMachineRef label (the

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
 var _ = Describe("Scaling a NodePool", func() {

@@ -15,9 +15,9 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
-	"github.com/containeroo/agent-forge-operator/internal/sim"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/sim"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // staticScenario is a static-IP pool on its own discovery image server (the world regenerates that

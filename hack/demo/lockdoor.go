@@ -5,8 +5,8 @@ import (
 	"sort"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // doorLocker makes every second VM of the pool (in the order they appear) a guest that locks its

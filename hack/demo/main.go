@@ -26,10 +26,10 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/containeroo/agent-forge-operator/internal/sim/capicore"
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/sim/capicore"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // outDir holds the manager binary, its log and the kept kubeconfig (relative to the repo root).

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/term"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 )
 
 // useZones (DEMO_ZONES=n) gives the pool one failure domain per simulated cluster and tells the tracker

@@ -1,6 +1,6 @@
 # Peer controllers that tests and the demo run as separate processes: the real Cluster API core controllers
 # (sigs.k8s.io/cluster-api v1.14.2: Cluster, Machine, MachineSet, MachineDeployment) built from hack/peers
-# (its own module) by hack/peers-build.sh into bin/peers/. internal/sim/capicore starts the binary
+# (its own module) by hack/peers-build.sh into bin/peers/. test/sim/capicore starts the binary
 # ($AGENT_FORGE_CAPI_CORE_BINARY overrides it). Cold build ~10 min on 2 cores, then cached.
 
 .PHONY: peers

@@ -1,6 +1,6 @@
 // Command vcsim runs govmomi's vCenter simulator with agent-forge's inventory, lock-question VM type and
 // fault hooks in its own process, plus a loopback control endpoint; vcsim.StartProcess starts it for
-// the tests, the demo and benchmarks (see internal/vsphere/vcsim/control.go). It prints one ready line
+// the tests, the demo and benchmarks (see test/vcsim/control.go). It prints one ready line
 // ("VCSIM-READY {json}") on stdout, and exits on SIGTERM/SIGINT or when its stdin reaches EOF (the parent
 // closed it or died).
 //
@@ -17,7 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // TestScenariosOnSimulator runs every scenario against our vSphere client on govmomi's simulator

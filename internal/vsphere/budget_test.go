@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // TestRequestBudgetPerVM pins the number of SOAP requests one VM costs on a warm session: create with

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 func TestHeadroomFor(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"github.com/vmware/govmomi/object"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // startAndCheckpoint starts the ejection and polls until the lock question is pending; returns the

@@ -7,7 +7,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // ejectFixture is an owned, powered-on VM with the test ISO, wrapped so its guest locks the CD-ROM door.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 func faultRule(method string, fault types.BaseMethodFault, times int) *simulator.FaultInjectionRule {

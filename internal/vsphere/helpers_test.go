@@ -12,7 +12,7 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // harness is one simulator plus one session cache, closed at test end.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // vmPrivileges are needed on the VM folder by every pool.

@@ -9,7 +9,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 func TestSessionsAreCachedByCredentials(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 )
 
 // Environment knobs. CHAOS_RUNS (default 20: the short campaign inside `make test`; `make test-chaos`

@@ -16,10 +16,10 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // obs is one fresh look at a run: simulator VMs first, then the API objects (so a Machine seen without

@@ -6,7 +6,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
 // scenario is a world-driven story; points are the crash points it reaches (a kill is planned only there).

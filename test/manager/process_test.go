@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 // csv is the part of a ClusterServiceVersion these tests read.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 // machineKinds are the names through which the code builds a Machine or MachineSet object.

@@ -22,9 +22,9 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 const (

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // childEnv carries the child's instructions (the simulator's test credentials, no real secret).

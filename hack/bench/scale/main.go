@@ -41,9 +41,9 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
-	"github.com/containeroo/agent-forge-operator/internal/sim/harness"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+	"github.com/containeroo/agent-forge-operator/test/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
 // providerWorkers and serialWorld are the -provider-workers and -serial-world flags.

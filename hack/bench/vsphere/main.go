@@ -28,7 +28,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 var verbose bool

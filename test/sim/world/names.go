@@ -16,7 +16,7 @@ var (
 	HostedClusterGVK = schema.GroupVersionKind{Group: "hypershift.openshift.io", Version: "v1beta1", Kind: "HostedCluster"}
 
 	// What HyperShift renders for an Agent NodePool in the control-plane namespace; CAPI's own controllers
-	// (a real process, see internal/sim/capicore) turn the MachineDeployment into MachineSets, Machines and
+	// (a real process, see test/sim/capicore) turn the MachineDeployment into MachineSets, Machines and
 	// AgentMachines.
 	MachineDeploymentGVK    = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeployment"}
 	MachineSetGVK           = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineSet"}

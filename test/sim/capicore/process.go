@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 // Version is the Cluster API release the binary is built from (hack/peers/go.mod).

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // SamplePoolPath is the pool sample shipped for OperatorHub (alm-examples) and loaded by the demo.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containeroo/agent-forge-operator/internal/sim"
+	"github.com/containeroo/agent-forge-operator/test/sim"
 )
 
 func fetch(t *testing.T, s *sim.ISOServer, rawURL string, header http.Header) (*http.Response, []byte, error) {

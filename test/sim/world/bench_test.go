@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
 // BenchmarkIdleStepThousandMachines measures one world pass over 50 NodePools × 20 waiting

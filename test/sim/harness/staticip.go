@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
 // StaticIPPool is the IPAM pool EnableStaticIPs serves: an InClusterIPPool named vm-net in the scenario's

@@ -8,7 +8,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // ZoneDomains returns n failure domains, zone-a, zone-b, ..., one per cluster of a simulator started with

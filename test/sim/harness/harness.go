@@ -25,12 +25,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/containeroo/agent-forge-operator/internal/sim"
-	"github.com/containeroo/agent-forge-operator/internal/sim/capicore"
-	"github.com/containeroo/agent-forge-operator/internal/sim/world"
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere/vcsim"
+	"github.com/containeroo/agent-forge-operator/test/sim"
+	"github.com/containeroo/agent-forge-operator/test/sim/capicore"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // Options tune Start. The zero value is usable.

@@ -2,7 +2,7 @@
 // the real client (instance UUID = the owner UID, names unique per datacenter folder, the ownership
 // marker verified before anything destructive), errors of the real classes scriptable per method, and
 // call counts. It models only what the Client interface promises; behaviour against a real vCenter is
-// tested against the govmomi simulator (internal/vsphere, internal/vsphere/vcsim).
+// tested against the govmomi simulator (internal/vsphere, test/vcsim).
 package vspherefake
 
 import (

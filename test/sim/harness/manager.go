@@ -16,15 +16,12 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/containeroo/agent-forge-operator/controllers"
-	"github.com/containeroo/agent-forge-operator/internal/testenv"
+	"github.com/containeroo/agent-forge-operator/internal/manager"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 // Bounded waits of the manager's lifecycle.
@@ -246,7 +243,8 @@ type InProcessManager struct {
 	abandoned   atomic.Bool
 }
 
-// StartManagerInProcess runs controllers.Setup on a fresh ctrl.Manager (metrics and probes off)
+// StartManagerInProcess runs the manager cmd/ runs (internal/manager.New: controllers, cache, client,
+// leader election, health checks) on a fresh ctrl.Manager (metrics and probes off)
 // until Close. Only one per process: the controllers register process-wide metrics.
 func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, error) {
 	id := o.Identity
@@ -264,29 +262,19 @@ func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, 
 	if o.SecureMetricsAddr != "" {
 		metrics = metricsserver.Options{BindAddress: o.SecureMetricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
 	}
-	var cacheOpts cache.Options
-	if len(o.Namespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.Namespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        h.Env.Scheme,
-		Metrics:                       metrics,
-		HealthProbeBindAddress:        "0",
-		Client:                        controllers.ClientOptions(),
-		Cache:                         cacheOpts,
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-		LeaderElection:                o.LeaderElection,
-		LeaderElectionID:              controllers.LeaderElectionID,
-		LeaderElectionNamespace:       id.Namespace,
-		LeaderElectionReleaseOnCancel: true,
+	// The manager the binary runs (internal/manager, as cmd/ builds it), with probes off and, as a test
+	// restarts the operator in this process, controller names allowed again.
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                  h.Env.Scheme,
+		Metrics:                 metrics,
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionNamespace: id.Namespace,
+		WatchNamespaces:         o.Namespaces,
+		Controllers:             o.Controllers,
+		SkipNameValidation:      true,
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := controllers.Setup(mgr, o.Controllers); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

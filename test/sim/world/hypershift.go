@@ -21,7 +21,7 @@ import (
 // AgentMachineTemplate, the bootstrap (ignition) data Secret and a MachineDeployment whose replicas follow
 // the NodePool's; per hosted cluster the CAPI Cluster, its AgentCluster (with the status the Agent
 // provider's AgentCluster controller writes), the HostedControlPlane and the kubeconfig Secrets. It never
-// creates or deletes Machines or MachineSets: CAPI's own controllers (a real process, internal/sim/capicore)
+// creates or deletes Machines or MachineSets: CAPI's own controllers (a real process, test/sim/capicore)
 // do, and decide which Machine goes on scale-down.
 // (hypershift-operator/controllers/nodepool/{capi,agent,token}.go, openshift/hypershift)
 

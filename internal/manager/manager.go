@@ -1,0 +1,100 @@
+// Package manager builds the operator's controller-runtime manager: the controllers, their cache and
+// client settings, leader election and the health checks. cmd/ runs it from flags; the test harness
+// runs the same one in process, so tests exercise the manager the binary runs.
+package manager
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers"
+)
+
+// Options configure New.
+type Options struct {
+	// Scheme defaults to Scheme().
+	Scheme *runtime.Scheme
+	// Metrics configures the metrics endpoint ("0" as BindAddress turns it off).
+	Metrics metricsserver.Options
+	// HealthProbeBindAddress serves /healthz and /readyz ("0" or empty: off).
+	HealthProbeBindAddress string
+	// LeaderElection makes only one replica act, through the Lease controllers.LeaderElectionID in
+	// LeaderElectionNamespace (empty: the pod's namespace).
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// WatchNamespaces restricts the cache to these namespaces (an OperatorGroup-scoped install); empty: all.
+	WatchNamespaces []string
+	// TLSOpts apply to the webhook server (none is registered today; kept consistent with metrics).
+	TLSOpts []func(*tls.Config)
+	// Controllers are the controllers' own options.
+	Controllers controllers.Options
+	// SkipNameValidation lets a process build a second manager with the same controller names (a test
+	// that restarts the operator in process).
+	SkipNameValidation bool
+}
+
+// Scheme holds client-go's types and the operator's API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(afv1.AddToScheme(s))
+	return s
+}
+
+// New builds the manager with the controllers set up and the health checks added; Start runs it.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	scheme := o.Scheme
+	if scheme == nil {
+		scheme = Scheme()
+	}
+	var cacheOpts cache.Options
+	if len(o.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	var controllerCfg config.Controller
+	if o.SkipNameValidation {
+		controllerCfg.SkipNameValidation = ptr.To(true)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       o.Metrics,
+		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: o.TLSOpts}),
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              controllers.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOpts,
+		Client:                        controllers.ClientOptions(),
+		Controller:                    controllerCfg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := controllers.Setup(mgr, o.Controllers); err != nil {
+		return nil, fmt.Errorf("setting up the controllers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the ready check: %w", err)
+	}
+	return mgr, nil
+}
