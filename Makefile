@@ -56,7 +56,7 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 35m
 
 .PHONY: test
 test: prebuild-test verify-generated vet envtest-assets $(TEST_DEPS) ## Run every test (envtest + simulator), -race.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go test $(GO_TEST_FLAGS) ./...
+	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test.sh
 
 .PHONY: lint
 lint: fmt-check vet golangci-lint ## Static checks: gofmt, go vet, golangci-lint (hack/mk/lint.mk). Part of `make test`.

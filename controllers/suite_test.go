@@ -54,7 +54,20 @@ var (
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Controllers Suite")
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	if setting := os.Getenv(ShardEnv); setting != "" {
+		files, err := specFiles()
+		if err != nil {
+			t.Fatal(err)
+		}
+		focus, err := shardFocus(setting, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		suiteConfig.FocusFiles = append(suiteConfig.FocusFiles, focus...)
+		t.Logf("shard %s: %d of %d spec files", setting, len(focus), len(files))
+	}
+	RunSpecs(t, "Controllers Suite", suiteConfig, reporterConfig)
 }
 
 var _ = BeforeSuite(func() {
