@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
@@ -51,8 +52,8 @@ func (r *VsphereAgentReconciler) ejectISO(ctx context.Context, s *vmScope) (bool
 		return true, r.stepEjection(ctx, s)
 	}
 	if !s.pool.Spec.ISO.EjectAfterInstall {
-		if c := findCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
-			setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
+		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
 		}
 		return true, nil
 	}
@@ -62,22 +63,22 @@ func (r *VsphereAgentReconciler) ejectISO(ctx context.Context, s *vmScope) (bool
 // startEjection checks the trigger and records the next CD-ROM to eject.
 func (r *VsphereAgentReconciler) startEjection(ctx context.Context, s *vmScope) error {
 	va := s.va
-	if c := findCondition(va.Status.Conditions, afv1.ConditionISOEjected); c != nil && c.Reason == afv1.ReasonEjected && c.Status == metav1.ConditionTrue {
+	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c != nil && c.Reason == afv1.ReasonEjected && c.Status == metav1.ConditionTrue {
 		return nil
 	}
 	if reason, msg := ejectionTrigger(s); reason != "" {
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, reason, msg, va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, reason, msg, va.Generation)
 		return nil
 	}
 	if m, deleting, err := r.machineDeleting(ctx, s); err != nil {
 		return err
 	} else if deleting {
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
 			"not started: Machine "+m+" is being deleted (scale-down); no new ejection for it", va.Generation)
 		return nil
 	}
 	if ok, msg := r.Guard.Supported(ctx); !ok {
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "not started: "+msg, va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "not started: "+msg, va.Generation)
 		s.requeueAfter(r.Guard.interval)
 		return nil
 	}
@@ -105,7 +106,7 @@ func (r *VsphereAgentReconciler) startEjection(ctx context.Context, s *vmScope) 
 	if n := len(ours) - 1; n > 0 {
 		msg += fmt.Sprintf("; %d more CD-ROM(s) with this pool's ISO follow", n)
 	}
-	setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, msg+unrelatedNote(unrelated), va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, msg+unrelatedNote(unrelated), va.Generation)
 	// The record is persisted by this pass's status write before anything touches the VM.
 	s.requeueAfter(time.Millisecond)
 	return nil
@@ -164,13 +165,13 @@ func unrelatedNote(unrelated []string) string {
 // when the condition first becomes Ejected.
 func (r *VsphereAgentReconciler) markEjected(s *vmScope, msg string, unrelated []string) {
 	va := s.va
-	c := findCondition(va.Status.Conditions, afv1.ConditionISOEjected)
+	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected)
 	first := c == nil || c.Reason != afv1.ReasonEjected
 	if first && len(unrelated) > 0 {
 		r.Recorder.Eventf(va, "Warning", "UnrelatedMediaAttached", "VM %s keeps media this pool does not own attached: %s",
 			va.Status.VM.Name, strings.Join(unrelated, ", "))
 	}
-	setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
 }
 
 // stepEjection advances a recorded ejection by one step.
@@ -179,7 +180,7 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 	now := r.Opts.Clock.Now()
 	if ok, msg := r.Guard.Supported(ctx); !ok {
 		// Writing the record through a CRD that prunes it could lose a checkpoint: hold still.
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "recorded ejection of "+rec.ISOPath+" paused: "+msg, va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "recorded ejection of "+rec.ISOPath+" paused: "+msg, va.Generation)
 		s.requeueAfter(r.Guard.interval)
 		return nil
 	}
@@ -244,7 +245,7 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 			r.Recorder.Eventf(va, "Normal", "CDROMLockQuestion", "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
 		}
 		rec.TaskRef = res.TaskRef
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
 		s.requeueAfter(time.Millisecond)
 	default:
 		if rec.TaskRef == "" && res.TaskRef != "" && remembered != res.TaskRef {
@@ -263,7 +264,7 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 		if res.TaskRef != "" {
 			rec.TaskRef = res.TaskRef
 		}
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "ejecting "+rec.ISOPath+" (task "+rec.TaskRef+")", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "ejecting "+rec.ISOPath+" (task "+rec.TaskRef+")", va.Generation)
 		s.requeueAfter(ejectPollInterval)
 		if newTask && !res.Adopted {
 			return r.crashPoint(ctx, s, CrashAfterReconfigure)
@@ -286,7 +287,7 @@ func (r *VsphereAgentReconciler) ejectionDone(ctx context.Context, s *vmScope, v
 	done := "discovery ISO " + rec.ISOPath + " ejected"
 	info, err := vs.FindVM(ctx, rec.Datacenter, rec.InstanceUUID, rec.BIOSUUID)
 	if err != nil {
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, done+"; checking the VM's other CD-ROMs", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, done+"; checking the VM's other CD-ROMs", va.Generation)
 		s.requeueAfter(time.Second)
 		return nil
 	}
@@ -295,11 +296,11 @@ func (r *VsphereAgentReconciler) ejectionDone(ctx context.Context, s *vmScope, v
 	case len(ours) == 0:
 		r.markEjected(s, done, unrelated)
 	case s.pool.Spec.ISO.EjectAfterInstall:
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
 			fmt.Sprintf("%s; %d more CD-ROM(s) with this pool's ISO follow", done, len(ours))+unrelatedNote(unrelated), va.Generation)
 		s.requeueAfter(time.Millisecond)
 	default:
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
 			fmt.Sprintf("%s; spec.iso.ejectAfterInstall is false, so %s stays attached", done, ours[0].ISOPath), va.Generation)
 	}
 	return nil
@@ -310,7 +311,7 @@ func (r *VsphereAgentReconciler) ejectStepFailed(s *vmScope, err error) error {
 	va, rec := s.va, s.va.Status.ISOEjection
 	if vsphere.IsNotFound(err) {
 		r.Recorder.Eventf(va, "Warning", "ISOEjectionClosed", "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
-		setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "the VM is gone; nothing left to eject", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "the VM is gone; nothing left to eject", va.Generation)
 		va.Status.ISOEjection = nil
 		return nil
 	}
@@ -336,7 +337,7 @@ func (r *VsphereAgentReconciler) ejectionFailed(s *vmScope, err error, op string
 	t := metav1.NewTime(now.Add(delay))
 	rec.RetryAfter = &t
 	metrics.ObserveISOOperation(op, metrics.ResultFailure)
-	setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed,
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed,
 		fmt.Sprintf("%s of %s failed (attempt %d): %v; retrying in %s", op, rec.ISOPath, rec.Attempts, err, delay), va.Generation)
 	if changed {
 		r.Recorder.Eventf(va, "Warning", "ISOEjectionFailed", "%s of %s: %v", op, rec.ISOPath, err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 )
 
 // ejectionGraceOnDelete bounds how long deletion waits for a recorded ejection to finish.
@@ -15,7 +16,7 @@ func ejectionSummary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
 	sum := &afv1.ISOEjectionSummary{}
 	seen := false
 	for i := range vas {
-		c := findCondition(vas[i].Status.Conditions, afv1.ConditionISOEjected)
+		c := shared.FindCondition(vas[i].Status.Conditions, afv1.ConditionISOEjected)
 		if c == nil {
 			continue
 		}
@@ -46,7 +47,7 @@ func (r *PoolReconciler) setCRDCondition(p *afv1.VsphereAgentPool) {
 	if !checked {
 		return
 	}
-	setCondition(&p.Status.Conditions, afv1.ConditionCRDsCurrent, ok, reason, msg, p.Generation)
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionCRDsCurrent, ok, reason, msg, p.Generation)
 }
 
 // finishOrCloseEjection runs on VsphereAgent deletion. A recorded ejection that still makes progress is
@@ -85,7 +86,7 @@ func (r *VsphereAgentReconciler) finishOrCloseEjection(ctx context.Context, s *v
 	}
 	r.Recorder.Eventf(va, "Warning", "ISOEjectionClosed", "VsphereAgent is being deleted; the ejection of %s from VM %s was closed unfinished because %s",
 		rec.ISOPath, va.Status.VM.Name, why)
-	setCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "closed on deletion: "+why, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "closed on deletion: "+why, va.Generation)
 	va.Status.ISOEjection = nil
 	return false, nil
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
@@ -239,8 +240,8 @@ func (t *domainTracker) noteFailures(key string, vas []*afv1.VsphereAgent, now t
 		f.lastAt = now
 		f.retryAfter = now.Add(domainBackoff.Next(f.failures))
 		f.last = fmt.Sprintf("VsphereAgent %s: %s", va.Name, va.Status.VM.Reason)
-		if c := findCondition(va.Status.Conditions, afv1.ConditionVMCreated); c != nil && c.Status == metav1.ConditionFalse {
-			f.last += " (" + redactText(c.Message) + ")"
+		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMCreated); c != nil && c.Status == metav1.ConditionFalse {
+			f.last += " (" + shared.RedactText(c.Message) + ")"
 		}
 	}
 	if f == nil {
@@ -262,7 +263,7 @@ func (t *domainTracker) reading(ctx context.Context, key string, vs vsphere.Clie
 	}
 	fresh := &capacityReading{at: now}
 	if capa, err := vs.ReadCapacity(ctx, spec); err != nil {
-		fresh.err = redactText(err.Error())
+		fresh.err = shared.RedactText(err.Error())
 	} else {
 		h := vsphere.HeadroomFor(*capa, need)
 		fresh.headroom, fresh.short = h.VMs, h.Short
@@ -332,7 +333,7 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 			problems = append(problems, msg)
 			reason = afv1.ReasonCreationsFailing
 			s.requeueAfter(f.retryAfter.Sub(now))
-			if r.refusalEvents.allow(key+"/failing", fmt.Sprintf("%d", f.failures), now) {
+			if r.refusalEvents.Allow(key+"/failing", fmt.Sprintf("%d", f.failures), now) {
 				r.Recorder.Eventf(p, "Warning", afv1.ReasonCreationsFailing, "%s; the other failure domains take the demand", msg)
 			}
 		}
@@ -366,11 +367,11 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 					if reason == "" {
 						reason = afv1.ReasonInsufficientCapacity
 					}
-					if len(c.short) > 0 && r.refusalEvents.allow(key+"/capacity", afv1.ReasonInsufficientCapacity, now) {
+					if len(c.short) > 0 && r.refusalEvents.Allow(key+"/capacity", afv1.ReasonInsufficientCapacity, now) {
 						r.Recorder.Eventf(p, "Warning", afv1.ReasonInsufficientCapacity, "%s; no VM is created there, retried every %s", msg, capacityCheckInterval)
 					}
 				} else if left > 0 {
-					r.refusalEvents.clear(key + "/capacity")
+					r.refusalEvents.Clear(key + "/capacity")
 				}
 			}
 		}
@@ -385,12 +386,12 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 		p.Status.FailureDomains = nil
 	}
 	if len(problems) == 0 {
-		setCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, true, afv1.ReasonFailureDomainsAvailable,
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, true, afv1.ReasonFailureDomainsAvailable,
 			"every failure domain takes new VMs", p.Generation)
 		return nil
 	}
 	sort.Strings(problems)
-	setCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, false, reason, strings.Join(problems, "; "), p.Generation)
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, false, reason, strings.Join(problems, "; "), p.Generation)
 	return nil
 }
 

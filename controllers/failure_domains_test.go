@@ -4,9 +4,11 @@ import (
 	"reflect"
 	"testing"
 
-	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -59,12 +61,12 @@ func TestCreationFailedCountsDomainFaults(t *testing.T) {
 		want   bool
 	}{
 		{afv1.VMPhasePending, afv1.ReasonVMCreateFailed, true},
-		{afv1.VMPhasePending, ReasonWaitingForISO, false},
-		{afv1.VMPhasePending, ReasonWaitingForCredentials, false},
+		{afv1.VMPhasePending, shared.ReasonWaitingForISO, false},
+		{afv1.VMPhasePending, shared.ReasonWaitingForCredentials, false},
 		{afv1.VMPhaseFailed, afv1.ReasonInvalidPlacement, true},
-		{afv1.VMPhaseFailed, ReasonRegistrationTimeout, true},
+		{afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout, true},
 		{afv1.VMPhaseFailed, afv1.ReasonDuplicateName, false},
-		{afv1.VMPhaseProvisioning, ReasonAwaitingRegistration, false},
+		{afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration, false},
 	}
 	for _, tc := range cases {
 		va := &afv1.VsphereAgent{}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -85,7 +86,7 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 		Refresh: iso.RefreshRequest{
 			Datacenter: pool.Spec.VSphere.Datacenter, Datastore: pool.Spec.VSphere.ISODatastore, Prefix: iso.PathPrefix(pool),
 			Source: src, ForceToken: pool.Annotations[afv1.AnnotationForceISORefresh], Conditional: need.Conditional, Revalidate: need.Revalidate,
-			Status: status, PreviousReady: findCondition(pool.Status.Conditions, afv1.ConditionISOReady),
+			Status: status, PreviousReady: shared.FindCondition(pool.Status.Conditions, afv1.ConditionISOReady),
 		},
 	}
 	es := c.manager.Ensure(key, job)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
@@ -144,10 +145,10 @@ func (r *PoolReconciler) observeLeases(ctx context.Context, s *poolScope) error 
 func (r *PoolReconciler) staticIPRefused(s *poolScope) {
 	key := client.ObjectKeyFromObject(s.pool).String() + "/static-ip"
 	if s.staticIP.block == "" {
-		r.refusalEvents.clear(key)
+		r.refusalEvents.Clear(key)
 		return
 	}
-	if r.refusalEvents.allow(key, s.staticIP.block, r.Opts.Clock.Now()) {
+	if r.refusalEvents.Allow(key, s.staticIP.block, r.Opts.Clock.Now()) {
 		r.Recorder.Event(s.pool, "Warning", s.staticIP.block, s.staticIP.blockMsg)
 	}
 }
@@ -566,12 +567,12 @@ func (r *PoolReconciler) setLeaseStatus(s *poolScope) {
 	gen := p.Generation
 	switch {
 	case st.block != "":
-		setCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, st.block, st.blockMsg, gen)
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, st.block, st.blockMsg, gen)
 	case sum.Ready == 0 && sum.Pending > 0:
-		setCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, afv1.ReasonLeasesPending,
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, afv1.ReasonLeasesPending,
 			fmt.Sprintf("%d lease(s) wait for their address or NMStateConfig; %d held by VMs", sum.Pending, sum.Assigned), gen)
 	default:
-		setCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, true, afv1.ReasonLeasesReady,
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, true, afv1.ReasonLeasesReady,
 			fmt.Sprintf("%d lease(s) ready, %d held by VMs, %d pending", sum.Ready, sum.Assigned, sum.Pending), gen)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
@@ -36,7 +37,7 @@ func (r *VsphereAgentReconciler) staticIPLease(ctx context.Context, s *vmScope) 
 	}
 	wait := func(reason, msg string) (string, bool, error) {
 		r.setPhase(va, afv1.VMPhasePending, reason)
-		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, reason, msg, va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, reason, msg, va.Generation)
 		s.requeueAfter(leasePoll)
 		return "", false, nil
 	}

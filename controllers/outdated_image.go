@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
 
@@ -73,7 +74,7 @@ func (r *VsphereAgentReconciler) reportImage(_ context.Context, s *vmScope) (boo
 		StaticIPLease: holdsLease(va),
 	})
 	if v.Reason != planner.ImageReasonUnknown {
-		setCondition(&va.Status.Conditions, afv1.ConditionImageCurrent, v.Current, v.Reason, v.Message, va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionImageCurrent, v.Current, v.Reason, v.Message, va.Generation)
 	}
 	return true, nil
 }

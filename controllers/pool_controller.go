@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -56,11 +57,11 @@ type PoolReconciler struct {
 	// statusWrites batches inventory-only status changes (see statusBatch).
 	statusWrites *debouncer
 	// own lets a pass see this controller's last write of its pool while the cache still lags.
-	own *ownWrites[*afv1.VsphereAgentPool]
+	own *shared.OwnWrites[*afv1.VsphereAgentPool]
 	// Guard reports whether the served CRDs keep the ejection recovery record (condition CRDsCurrent).
 	Guard *crdGuard
 	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
-	refusalEvents eventLimiter
+	refusalEvents shared.EventLimiter
 	// placement remembers when each pool's placement was last checked (preflight).
 	placement placementChecks
 	// domains remembers failing creations and capacity readings per failure domain.
@@ -111,7 +112,7 @@ func (s *poolScope) requeueAfter(d time.Duration) {
 
 // Reconcile runs the pool's phases on an in-memory copy and patches status once, only if it changed.
 func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	ctx = r.Opts.withCrashPoint(ctx, req.NamespacedName)
+	ctx = r.Opts.WithCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	log := ctrl.LoggerFrom(ctx)
 	pool := &afv1.VsphereAgentPool{}
@@ -123,15 +124,15 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 				f.forget(req.NamespacedName)
 			}
 			forgetPoolMetrics(req.Namespace, req.Name)
-			r.refusalEvents.forgetPrefix(req.String() + "/")
+			r.refusalEvents.ForgetPrefix(req.String() + "/")
 			r.domains.forgetPool(req.String())
-			r.own.forget(req.NamespacedName)
+			r.own.Forget(req.NamespacedName)
 			r.statusWrites.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	pool = r.own.latest(pool)
+	pool = r.own.Latest(pool)
 	s := &poolScope{pool: pool, log: log}
 	before := pool.Status.DeepCopy()
 	defer func() {
@@ -146,10 +147,10 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		return r.reconcileDelete(ctx, s)
 	}
 	replaced := pool.ResourceVersion
-	if wrote, err := patchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, true); err != nil {
+	if wrote, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, true); err != nil {
 		return ctrl.Result{}, err
 	} else if wrote {
-		r.own.wrote(replaced, pool)
+		r.own.Wrote(replaced, pool)
 	}
 
 	var errs []error
@@ -165,14 +166,14 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		}
 	}
 	r.setStatus(s, len(errs) == 0)
-	stampTransitions(before.Conditions, pool.Status.Conditions, r.Opts.Clock.Now())
-	if !sameAsStored(before, &pool.Status) {
+	shared.StampTransitions(before.Conditions, pool.Status.Conditions, r.Opts.Clock.Now())
+	if !shared.SameAsStored(before, &pool.Status) {
 		if wait := r.statusBatch(req.String(), before, &pool.Status); wait > 0 {
 			// Only counters and the VM list moved: batch them (a burst of VM phase changes is one write).
 			s.requeueAfter(wait)
 		} else if err := r.writeStatus(ctx, pool); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: statusConflictRequeue}, nil // a newer pool arrived: the next pass sees it
+				return ctrl.Result{RequeueAfter: shared.StatusConflictRequeue}, nil // a newer pool arrived: the next pass sees it
 			}
 			errs = append(errs, err)
 		} else {
@@ -188,7 +189,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
 
-// writeStatus writes the pool's status and remembers the write (see ownWrites). The version it replaces
+// writeStatus writes the pool's status and remembers the write (see shared.OwnWrites). The version it replaces
 // is read before the call: in "rv, err := pool.ResourceVersion, Update(pool)" Go leaves the order of
 // the field read and the call unspecified, and reading it after the update remembered the new version
 // as replaced, so a pass that started before the cache caught up wrote with a stale version (a conflict).
@@ -197,7 +198,7 @@ func (r *PoolReconciler) writeStatus(ctx context.Context, pool *afv1.VsphereAgen
 	if err := r.Status().Update(ctx, pool); err != nil {
 		return err
 	}
-	r.own.wrote(replaced, pool)
+	r.own.Wrote(replaced, pool)
 	return nil
 }
 
@@ -231,11 +232,11 @@ func inventoryOnly(before, after *afv1.VsphereAgentPoolStatus) bool {
 	batchDomainCounts(b, after)
 	// Condition messages carry counts too; a change of status or reason is never batched.
 	for i := range b.Conditions {
-		if c := findCondition(after.Conditions, b.Conditions[i].Type); c != nil && c.Status == b.Conditions[i].Status && c.Reason == b.Conditions[i].Reason {
+		if c := shared.FindCondition(after.Conditions, b.Conditions[i].Type); c != nil && c.Status == b.Conditions[i].Status && c.Reason == b.Conditions[i].Reason {
 			b.Conditions[i].Message = c.Message
 		}
 	}
-	return sameAsStored(b, after)
+	return shared.SameAsStored(b, after)
 }
 
 // errStop ends a pass early without an error (e.g. the NodePool is claimed by another pool).
@@ -244,7 +245,7 @@ var errStop = errors.New("stop")
 // checkClaim refuses to act when an older pool already serves the same NodePool.
 func (r *PoolReconciler) checkClaim(ctx context.Context, s *poolScope) error {
 	var pools afv1.VsphereAgentPoolList
-	if err := r.List(ctx, &pools, client.InNamespace(s.pool.Namespace), client.MatchingFields{indexNodePool: s.pool.Spec.NodePoolRef.Name}); err != nil {
+	if err := r.List(ctx, &pools, client.InNamespace(s.pool.Namespace), client.MatchingFields{shared.IndexNodePool: s.pool.Spec.NodePoolRef.Name}); err != nil {
 		return err
 	}
 	for i := range pools.Items {
@@ -272,7 +273,7 @@ func olderThan(a, b *afv1.VsphereAgentPool) bool {
 func (r *PoolReconciler) observeDemand(ctx context.Context, s *poolScope) error {
 	list := agents.NewList(agents.AgentMachineGVK)
 	key := s.pool.Namespace + "/" + s.pool.Spec.NodePoolRef.Name
-	if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{indexAgentMachinePool: key}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{shared.IndexAgentMachinePool: key}); err != nil {
 		return fmt.Errorf("listing AgentMachines: %w", err)
 	}
 	// The provider labels the Agent before it writes the AgentMachine's agentRef: an AgentMachine whose
@@ -306,7 +307,7 @@ func (r *PoolReconciler) ownerMachineActive(ctx context.Context, am agents.Agent
 // observeCapacity lists the pool's VsphereAgents and the Agents carrying its labels.
 func (r *PoolReconciler) observeCapacity(ctx context.Context, s *poolScope) error {
 	var vas afv1.VsphereAgentList
-	if err := r.List(ctx, &vas, client.InNamespace(s.pool.Namespace), client.MatchingFields{indexPoolRef: s.pool.Name}); err != nil {
+	if err := r.List(ctx, &vas, client.InNamespace(s.pool.Namespace), client.MatchingFields{shared.IndexPoolRef: s.pool.Name}); err != nil {
 		return err
 	}
 	s.vas = vas.Items
@@ -348,9 +349,9 @@ func (r *PoolReconciler) observeInfraEnv(ctx context.Context, s *poolScope) erro
 }
 
 // connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
-// announced by a Warning Event (rate-limited, see eventLimiter) as well as VSphereReachable.
+// announced by a Warning Event (rate-limited, see shared.EventLimiter) as well as VSphereReachable.
 func (r *PoolReconciler) connectVSphere(ctx context.Context, s *poolScope) error {
-	creds, err := loadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	creds, err := shared.LoadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
 	if err != nil {
 		s.vsErr = err
 		r.credentialsRefused(s, err)
@@ -364,7 +365,7 @@ func (r *PoolReconciler) connectVSphere(ctx context.Context, s *poolScope) error
 		s.requeueAfter(time.Minute)
 		return nil
 	}
-	r.refusalEvents.clear(client.ObjectKeyFromObject(s.pool).String() + "/credentials")
+	r.refusalEvents.Clear(client.ObjectKeyFromObject(s.pool).String() + "/credentials")
 	s.vs = vs
 	return nil
 }
@@ -372,11 +373,11 @@ func (r *PoolReconciler) connectVSphere(ctx context.Context, s *poolScope) error
 // credentialsRefused records the Warning Event of a credentials or login failure: its reason is the
 // VSphereReachable reason; its message names the Secret, never a value of it or a URL's token.
 func (r *PoolReconciler) credentialsRefused(s *poolScope, err error) {
-	reason := vsphereReason(err)
-	if !r.refusalEvents.allow(client.ObjectKeyFromObject(s.pool).String()+"/credentials", reason, r.Opts.Clock.Now()) {
+	reason := shared.VSphereReason(err)
+	if !r.refusalEvents.Allow(client.ObjectKeyFromObject(s.pool).String()+"/credentials", reason, r.Opts.Clock.Now()) {
 		return
 	}
-	r.Recorder.Eventf(s.pool, "Warning", reason, "vCenter not usable, no VM is created: %s", redactText(err.Error()))
+	r.Recorder.Eventf(s.pool, "Warning", reason, "vCenter not usable, no VM is created: %s", shared.RedactText(err.Error()))
 }
 
 // refreshISO keeps the discovery ISO cached (asynchronously: a download never blocks this worker).

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -25,7 +26,7 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 	if va == nil || !va.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
-	agent, err := freshAgentOfVM(ctx, r.APIReader, va)
+	agent, err := shared.FreshAgentOfVM(ctx, r.APIReader, va)
 	if err != nil {
 		return false, err
 	}
@@ -34,7 +35,7 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
 			return false, nil
 		}
-		inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineRef)
+		inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineRef)
 		if err != nil {
 			return false, err
 		}
@@ -45,8 +46,8 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 		if r.Opts.BeforeUnapprove != nil {
 			r.Opts.BeforeUnapprove(ctx, agent.Namespace, agent.Name)
 		}
-		if err := unapprove(ctx, r.Client, agent); err != nil {
-			if errors.Is(err, errReservationWon) {
+		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
+			if errors.Is(err, shared.ErrReservationWon) {
 				r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
 				s.requeueAfter(time.Second)
 				return false, nil
@@ -102,12 +103,12 @@ func (r *PoolReconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphe
 		r.Recorder.Eventf(s.pool, "Warning", "OrphanFound", "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
 		return nil
 	}
-	agent, err := freshAgentByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress, vm.BIOSUUID)
+	agent, err := shared.FreshAgentByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress, vm.BIOSUUID)
 	if err != nil {
 		return err
 	}
 	if agent != nil {
-		inUse, _, err := machineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, "")
+		inUse, _, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, "")
 		if err != nil {
 			return err
 		}
@@ -115,7 +116,7 @@ func (r *PoolReconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphe
 			r.Recorder.Eventf(s.pool, "Normal", "OrphanKept", "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, agent.Name)
 			return nil
 		}
-		if err := unapprove(ctx, r.Client, agent); err != nil {
+		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
 			return err
 		}
 	}
@@ -123,7 +124,7 @@ func (r *PoolReconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphe
 		return err
 	}
 	if agent != nil {
-		if err := deleteAgent(ctx, r.Client, agent); err != nil {
+		if err := shared.DeleteAgent(ctx, r.Client, agent); err != nil {
 			return err
 		}
 	}
@@ -140,7 +141,7 @@ func (r *PoolReconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctr
 		return ctrl.Result{}, nil
 	}
 	var vas afv1.VsphereAgentList
-	if err := r.List(ctx, &vas, client.InNamespace(pool.Namespace), client.MatchingFields{indexPoolRef: pool.Name}); err != nil {
+	if err := r.List(ctx, &vas, client.InNamespace(pool.Namespace), client.MatchingFields{shared.IndexPoolRef: pool.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	for i := range vas.Items {
@@ -174,7 +175,7 @@ func (r *PoolReconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctr
 	}
 	r.Recorder.Event(pool, "Normal", "PoolDeleted", fmt.Sprintf("cleanupPolicy %s applied to %d VM(s)", policyOf(pool), len(vas.Items)))
 	r.expectations.forget(client.ObjectKeyFromObject(pool).String())
-	_, err := patchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, false)
+	_, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, false)
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 

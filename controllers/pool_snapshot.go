@@ -4,6 +4,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
 
@@ -68,7 +69,7 @@ func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation 
 		if t := va.Status.VM.LastTransitionTime; t != nil {
 			o.PhaseChangedAt = t.Time
 		}
-		if c := findCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
+		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
 			o.RegisteredAt = c.LastTransitionTime.Time
 		}
 		out = append(out, o)

@@ -8,6 +8,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
@@ -69,8 +70,8 @@ func TestSnapshotCopiesFacts(t *testing.T) {
 	}
 
 	// The planner's block reasons are the VsphereAgent controller's Pending reasons.
-	if planner.ReasonWaitingForISO != ReasonWaitingForISO || planner.ReasonWaitingForVSphere != ReasonWaitingForCredentials {
-		t.Errorf("block reasons differ: %s/%s vs %s/%s", planner.ReasonWaitingForISO, planner.ReasonWaitingForVSphere, ReasonWaitingForISO, ReasonWaitingForCredentials)
+	if planner.ReasonWaitingForISO != shared.ReasonWaitingForISO || planner.ReasonWaitingForVSphere != shared.ReasonWaitingForCredentials {
+		t.Errorf("block reasons differ: %s/%s vs %s/%s", planner.ReasonWaitingForISO, planner.ReasonWaitingForVSphere, shared.ReasonWaitingForISO, shared.ReasonWaitingForCredentials)
 	}
 }
 

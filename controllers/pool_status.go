@@ -1,13 +1,12 @@
 package controllers
 
 import (
-	"errors"
 	"fmt"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
 // setStatus writes every counter and every owned condition from what the pass observed.
@@ -20,11 +19,11 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 	}
 
 	if s.claimErr != "" {
-		setCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, ReasonNodePoolClaimed, s.claimErr, gen)
-		setCondition(&st.Conditions, afv1.ConditionReady, false, ReasonNodePoolClaimed, s.claimErr, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, shared.ReasonNodePoolClaimed, s.claimErr, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionReady, false, shared.ReasonNodePoolClaimed, s.claimErr, gen)
 		return
 	}
-	setCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, true, ReasonClaimed, "this pool serves NodePool "+p.Spec.NodePoolRef.Name, gen)
+	shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, true, shared.ReasonClaimed, "this pool serves NodePool "+p.Spec.NodePoolRef.Name, gen)
 
 	// Demand counters.
 	st.AgentMachines = int32(len(s.agentMachines))
@@ -45,7 +44,7 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 			st.DesiredReplicas++
 		}
 	}
-	setCondition(&st.Conditions, afv1.ConditionDemandObserved, true, ReasonDemandObserved,
+	shared.SetCondition(&st.Conditions, afv1.ConditionDemandObserved, true, shared.ReasonDemandObserved,
 		fmt.Sprintf("%d of %d AgentMachine(s) wait for an Agent", s.waiting, len(s.agentMachines)), gen)
 
 	// Agent counters.
@@ -81,39 +80,39 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 	// InfraEnv.
 	switch {
 	case s.infraEnv == nil && s.infraEnvErr != "":
-		setCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, ReasonInfraEnvMissing, s.infraEnvErr, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, shared.ReasonInfraEnvMissing, s.infraEnvErr, gen)
 	case s.infraEnvErr != "":
-		setCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr, gen)
 	default:
-		setCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, true, ReasonInfraEnvReady, "the InfraEnv publishes a discovery ISO URL", gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, true, shared.ReasonInfraEnvReady, "the InfraEnv publishes a discovery ISO URL", gen)
 	}
 
 	// vSphere.
 	if s.vsErr != nil {
-		setCondition(&st.Conditions, afv1.ConditionVSphereReachable, false, vsphereReason(s.vsErr), s.vsErr.Error(), gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionVSphereReachable, false, shared.VSphereReason(s.vsErr), s.vsErr.Error(), gen)
 	} else {
-		setCondition(&st.Conditions, afv1.ConditionVSphereReachable, true, ReasonConnected, "logged in to "+s.creds.Server, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionVSphereReachable, true, shared.ReasonConnected, "logged in to "+s.creds.Server, gen)
 	}
 
 	if s.isoCond != nil {
-		setCondition(&st.Conditions, afv1.ConditionISOReady, s.isoCond.status, s.isoCond.reason, s.isoCond.message, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionISOReady, s.isoCond.status, s.isoCond.reason, s.isoCond.message, gen)
 	}
 
 	if s.plan.Block == planner.ReasonRegistrationFailing {
-		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, s.plan.Block,
+		shared.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, s.plan.Block,
 			fmt.Sprintf("the last %d VMs failed (no Agent registered within the registration timeout, or vCenter refused their creation: see the Failed VsphereAgents' reasons); creation stopped. Check the discovery ISO boots and reaches assisted-service, then delete the Failed VsphereAgents to retry", r.Opts.RegistrationFailureThreshold), gen)
 	} else {
-		setCondition(&st.Conditions, afv1.ConditionRegistrationOK, true, ReasonRegistrationHealthy, "VMs register their Agents", gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, true, shared.ReasonRegistrationHealthy, "VMs register their Agents", gen)
 	}
 
 	// Capacity.
 	switch {
 	case p.Spec.Paused:
-		setCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, ReasonPaused, "spec.paused is true", gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, shared.ReasonPaused, "spec.paused is true", gen)
 	case s.plan.Deficit == 0 && s.plan.InFlight == 0 && s.waiting == 0:
-		setCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, true, ReasonCapacitySatisfied, "no AgentMachine waits for an Agent", gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, true, shared.ReasonCapacitySatisfied, "no AgentMachine waits for an Agent", gen)
 	case s.plan.Deficit == 0:
-		setCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, ReasonProvisioning,
+		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, shared.ReasonProvisioning,
 			fmt.Sprintf("%d AgentMachine(s) wait; %d VM(s) in flight", s.waiting, s.plan.InFlight), gen)
 	default:
 		reason, msg := "Deficit", fmt.Sprintf("%d more VM(s) needed", s.plan.Deficit)
@@ -122,14 +121,14 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 				reason, msg = a.Reason, a.Message
 			}
 		}
-		setCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, reason, msg, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, reason, msg, gen)
 	}
 
 	// Ready rolls up what the pool needs to act.
-	ready, reason, msg := true, ReasonReady, "the pool can serve its NodePool"
+	ready, reason, msg := true, shared.ReasonReady, "the pool can serve its NodePool"
 	for _, t := range []string{afv1.ConditionInfraEnvAvailable, afv1.ConditionVSphereReachable, afv1.ConditionAgentLabelsMatch,
 		afv1.ConditionPlacementValid, afv1.ConditionPrivilegesSufficient, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
-		if c := findCondition(st.Conditions, t); c != nil && c.Status != "True" {
+		if c := shared.FindCondition(st.Conditions, t); c != nil && c.Status != "True" {
 			ready, reason, msg = false, c.Reason, c.Message
 			break
 		}
@@ -138,18 +137,11 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 		ready, reason, msg = false, s.staticIP.block, s.staticIP.blockMsg
 	}
 	if p.Spec.Paused {
-		ready, reason, msg = false, ReasonPaused, "spec.paused is true: no action is taken"
+		ready, reason, msg = false, shared.ReasonPaused, "spec.paused is true: no action is taken"
 	}
-	setCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
+	shared.SetCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
 
 	recordPoolMetrics(p, s)
-}
-
-func vsphereReason(err error) string {
-	if ce := (*credentialsError)(nil); errors.As(err, &ce) {
-		return ce.reason
-	}
-	return string(vsphere.ClassOf(err))
 }
 
 func recordPoolMetrics(p *afv1.VsphereAgentPool, s *poolScope) {

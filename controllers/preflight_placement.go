@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -140,9 +141,9 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	if last, due := r.placement.due(memo, p.Generation, now); !due {
 		if last.reason != "" {
 			s.preflightBlock = last.reason
-			setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, last.reason, last.message, p.Generation)
+			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, last.reason, last.message, p.Generation)
 		} else {
-			setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
+			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
 		}
 		s.requeueAfter(placementRecheckInterval)
 		if last.reason != "" {
@@ -153,8 +154,8 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	problems, err := checkDomainPlacements(ctx, s.vs, p)
 	if err != nil {
 		// vCenter could not be asked: unknown, not invalid. Nothing is created until it is known.
-		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, afv1.ReasonPlacementUnchecked,
-			"the placement could not be checked: "+redactText(err.Error()), p.Generation)
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, afv1.ReasonPlacementUnchecked,
+			"the placement could not be checked: "+shared.RedactText(err.Error()), p.Generation)
 		s.preflightBlock = afv1.ReasonPlacementUnchecked
 		s.requeueAfter(time.Minute)
 		return nil
@@ -163,8 +164,8 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	topic := key + "/placement"
 	if len(problems) == 0 {
 		r.placement.done(memo, placementCheck{generation: p.Generation, at: now})
-		r.refusalEvents.clear(topic)
-		setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
+		r.refusalEvents.Clear(topic)
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
 		return r.checkPrivileges(ctx, s)
 	}
 	msgs := make([]string, 0, len(problems))
@@ -175,8 +176,8 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	msg := fmt.Sprintf("spec.vsphere does not resolve in vCenter: %s; no VM is created", strings.Join(msgs, "; "))
 	r.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
 	s.preflightBlock = reason
-	setCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
-	if r.refusalEvents.allow(topic, reason, now) {
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
+	if r.refusalEvents.Allow(topic, reason, now) {
 		r.Recorder.Event(p, "Warning", reason, msg)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -76,9 +77,9 @@ func (r *PoolReconciler) checkPrivileges(ctx context.Context, s *poolScope) erro
 	if last, due := r.placement.due(memo, p.Generation, now); !due {
 		if last.reason != "" {
 			s.preflightBlock = last.reason
-			setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, last.reason, last.message, p.Generation)
+			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, last.reason, last.message, p.Generation)
 		} else {
-			setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
+			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
 				privilegesSufficientMessage, p.Generation)
 		}
 		return nil
@@ -86,8 +87,8 @@ func (r *PoolReconciler) checkPrivileges(ctx context.Context, s *poolScope) erro
 	missing, err := checkDomainPrivileges(ctx, s.vs, p)
 	if err != nil {
 		// vCenter could not be asked: unknown, not insufficient. Nothing is created until it is known.
-		setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, afv1.ReasonPrivilegesUnchecked,
-			"the privileges could not be checked: "+redactText(err.Error()), p.Generation)
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, afv1.ReasonPrivilegesUnchecked,
+			"the privileges could not be checked: "+shared.RedactText(err.Error()), p.Generation)
 		s.preflightBlock = afv1.ReasonPrivilegesUnchecked
 		s.requeueAfter(time.Minute)
 		return nil
@@ -95,16 +96,16 @@ func (r *PoolReconciler) checkPrivileges(ctx context.Context, s *poolScope) erro
 	topic := client.ObjectKeyFromObject(p).String() + "/privileges"
 	if len(missing) == 0 {
 		r.placement.done(memo, placementCheck{generation: p.Generation, at: now})
-		r.refusalEvents.clear(topic)
-		setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
+		r.refusalEvents.Clear(topic)
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
 			privilegesSufficientMessage, p.Generation)
 		return nil
 	}
 	reason, msg := afv1.ReasonInsufficientPrivileges, missingPrivilegesMessage(missing)
 	r.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
 	s.preflightBlock = reason
-	setCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, reason, msg, p.Generation)
-	if r.refusalEvents.allow(topic, reason, now) {
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, reason, msg, p.Generation)
+	if r.refusalEvents.Allow(topic, reason, now) {
 		r.Recorder.Event(p, "Warning", reason, msg)
 	}
 	return nil

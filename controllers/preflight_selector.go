@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
@@ -80,14 +81,14 @@ func (r *PoolReconciler) checkSelector(ctx context.Context, s *poolScope) error 
 		}
 	}
 	if reason == "" {
-		r.refusalEvents.clear(topic)
-		setCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, true, afv1.ReasonAgentLabelsMatch,
+		r.refusalEvents.Clear(topic)
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, true, afv1.ReasonAgentLabelsMatch,
 			"the pool's Agent labels satisfy the NodePool's agentLabelSelector", p.Generation)
 		return nil
 	}
 	s.preflightBlock = reason
-	setCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, false, reason, msg, p.Generation)
-	if r.refusalEvents.allow(topic, reason, r.Opts.Clock.Now()) {
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, false, reason, msg, p.Generation)
+	if r.refusalEvents.Allow(topic, reason, r.Opts.Clock.Now()) {
 		r.Recorder.Event(p, "Warning", reason, msg+"; no VM is created")
 	}
 	return nil

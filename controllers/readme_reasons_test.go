@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,7 +29,20 @@ func TestREADMEListsEveryReason(t *testing.T) {
 	constant := regexp.MustCompile(`Reason[A-Za-z]+\s+=\s+"([A-Za-z]+)"`)
 	event := regexp.MustCompile(`Event[f]?\([^,]+, "(?:Warning|Normal)", "([A-Za-z]+)"`)
 	reasons := map[string]string{}
-	for _, dir := range []string{".", filepath.Join("..", "api", "v1alpha1"), filepath.Join("..", "internal", "planner")} {
+	// Every controller package (controllers/ and each subdirectory), the API and the planner.
+	dirs := []string{filepath.Join("..", "api", "v1alpha1"), filepath.Join("..", "internal", "planner")}
+	if err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) < 3 {
+		t.Fatalf("scanned %d directories: the controllers' subpackages were not found", len(dirs))
+	}
+	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

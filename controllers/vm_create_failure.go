@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -59,14 +60,14 @@ func (r *VsphereAgentReconciler) createFailed(ctx context.Context, s *vmScope, v
 	}
 	timeout := registrationTimeout(s.pool)
 	if deadline := va.CreationTimestamp.Add(timeout); r.Opts.Clock.Now().Before(deadline) {
-		if va.Status.VM.Phase == "" || va.Status.VM.Reason != ReasonWaitingForCredentials {
+		if va.Status.VM.Phase == "" || va.Status.VM.Reason != shared.ReasonWaitingForCredentials {
 			r.setPhase(va, afv1.VMPhasePending, afv1.ReasonVMCreateFailed)
 		}
 		if permanentAllowed {
-			setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, string(vsphere.ClassOf(err)), err.Error(), va.Generation)
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, string(vsphere.ClassOf(err)), err.Error(), va.Generation)
 			r.Recorder.Eventf(va, "Warning", afv1.ReasonVMCreateFailed, "creating VM %s: %v", vmName, err)
 		}
-		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason,
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason,
 			fmt.Sprintf("VM %s not created yet: %v (retried until %s after this VsphereAgent's creation)", vmName, err, timeout), va.Generation)
 		return false, err
 	}
@@ -78,11 +79,11 @@ func (r *VsphereAgentReconciler) createFailed(ctx context.Context, s *vmScope, v
 		}
 	}
 	msg := fmt.Sprintf("VM %s could not be created within %s of this VsphereAgent's creation (last error: %v); the pool replaces it", vmName, timeout, err)
-	r.setPhase(va, afv1.VMPhaseFailed, ReasonRegistrationTimeout)
-	setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonRegistrationTimeout, msg, va.Generation)
-	setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonRegistrationTimeout, msg, va.Generation)
-	setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonRegistrationTimeout, msg, va.Generation)
-	r.Recorder.Event(va, "Warning", ReasonRegistrationTimeout, msg)
+	r.setPhase(va, afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
+	r.Recorder.Event(va, "Warning", shared.ReasonRegistrationTimeout, msg)
 	return false, nil
 }
 
@@ -130,7 +131,7 @@ func (m *refusalMemory) reapply(r *VsphereAgentReconciler, va *afv1.VsphereAgent
 		t := metav1.NewTime(f.at)
 		va.Status.VM.LastTransitionTime = &t // when it failed, not when a stale pass saw it again
 	}
-	setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, f.reason, f.message, va.Generation)
-	setCondition(&va.Status.Conditions, afv1.ConditionReady, false, f.reason, f.message, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, f.reason, f.message, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, f.reason, f.message, va.Generation)
 	return true
 }

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -30,13 +30,13 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	}
 	// The pool's cleanupPolicy decides whether a VM is destroyed: read it fresh, never from a cache
 	// that may not have seen the user's last change (e.g. Retain set just before the delete).
-	pool, err := freshPool(ctx, r.APIReader, va)
+	pool, err := shared.FreshPool(ctx, r.APIReader, va)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	s.pool = pool
 	if pool != nil && pool.Spec.Paused {
-		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	// A recorded ejection is finished first; one that fails, drags on or cannot be reached is closed
@@ -58,12 +58,12 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 		return done("VMRetained", "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
 	}
 
-	agent, err := freshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentRef)
+	agent, err := shared.FreshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentRef)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if agent == nil {
-		if agent, err = freshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
+		if agent, err = shared.FreshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -71,7 +71,7 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	if agent != nil {
 		agentName = agent.Name
 	}
-	inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineRef)
+	inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineRef)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -81,18 +81,18 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 		if deleting, err := machineDeleting(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, machine); err != nil {
 			return ctrl.Result{}, err
 		} else if deleting {
-			if c := findCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonWaitingForMachineDeletion {
+			if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonWaitingForMachineDeletion {
 				r.Recorder.Eventf(va, "Normal", ReasonWaitingForMachineDeletion, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
 			}
-			setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonWaitingForMachineDeletion,
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonWaitingForMachineDeletion,
 				"VM "+va.Status.VM.Name+" backs Machine "+machine+", which is being deleted; the VM is destroyed once it is gone", va.Generation)
 			return ctrl.Result{RequeueAfter: machineDeletionPoll}, nil
 		}
 		return done("VMRetainedInUse", "VM "+va.Status.VM.Name+" still backs Machine "+machine+"; kept running")
 	}
 	if agent != nil {
-		if err := unapprove(ctx, r.Client, agent); err != nil {
-			if errors.Is(err, errReservationWon) {
+		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
+			if errors.Is(err, shared.ErrReservationWon) {
 				return ctrl.Result{RequeueAfter: time.Second}, nil
 			}
 			return ctrl.Result{}, err
@@ -123,7 +123,7 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	}
 	r.Recorder.Eventf(va, "Normal", "VMDestroyed", "destroyed VM %s", va.Status.VM.Name)
 	if agent != nil {
-		if err := deleteAgent(ctx, r.Client, agent); err != nil {
+		if err := shared.DeleteAgent(ctx, r.Client, agent); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.AgentDeleted); err != nil {
@@ -140,18 +140,6 @@ func mustJSON(v any) []byte {
 		panic(err)
 	}
 	return b
-}
-
-// freshPool reads a VsphereAgent's pool from the API server (nil when it is gone).
-func freshPool(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent) (*afv1.VsphereAgentPool, error) {
-	pool := &afv1.VsphereAgentPool{}
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, pool); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return pool, nil
 }
 
 // ReasonWaitingForMachineDeletion marks a VsphereAgent being deleted that waits for the Machine its VM

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -27,13 +28,6 @@ import (
 // +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents,verbs=list;watch;update
 // +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents/status,verbs=update
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents,verbs=get;list;watch;patch;delete
-
-// statusConflictRequeue is how soon a VsphereAgent is looked at again after its status write met a
-// conflict (a newer object arrived), when the pass asked for no requeue of its own. The newer object's
-// watch event normally triggers the next pass first; this is the fallback. (It replaces
-// ctrl.Result{Requeue: true}, deprecated by controller-runtime, which waited the VM rate limiter's backoff:
-// 5 ms plus jitter, doubling with each consecutive retry of the object.)
-const statusConflictRequeue = 100 * time.Millisecond
 
 // VsphereAgentReconciler runs one VM's lifecycle: create (crash-safe), match and prepare its Agent,
 // follow binding, enforce registration liveness, and clean up on deletion.
@@ -48,7 +42,7 @@ type VsphereAgentReconciler struct {
 	refusals refusalMemory
 	// own lets a pass see this controller's last write of its VsphereAgent while the cache still lags
 	// (else it would create the VM again and write the same status with a stale resourceVersion).
-	own *ownWrites[*afv1.VsphereAgent]
+	own *shared.OwnWrites[*afv1.VsphereAgent]
 	// ejectTasks remembers, by VsphereAgent UID, a reconfigure seen once and not yet written into the
 	// ejection record (see stepEjection).
 	ejectTasks sync.Map
@@ -75,27 +69,27 @@ func (s *vmScope) requeueAfter(d time.Duration) {
 
 // Reconcile runs the VM's phases and patches status once, only if it changed.
 func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
-	ctx = r.Opts.withCrashPoint(ctx, req.NamespacedName)
+	ctx = r.Opts.WithCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	va := &afv1.VsphereAgent{}
 	if err := r.Get(ctx, req.NamespacedName, va); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.own.forget(req.NamespacedName)
+			r.own.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	va = r.own.latest(va)
+	va = r.own.Latest(va)
 	s := &vmScope{va: va, log: ctrl.LoggerFrom(ctx)}
 	before := va.Status.DeepCopy()
 	defer func() {
-		stampTransitions(before.Conditions, va.Status.Conditions, r.Opts.Clock.Now())
+		shared.StampTransitions(before.Conditions, va.Status.Conditions, r.Opts.Clock.Now())
 		wrote, conflict := true, false
-		if !sameAsStored(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
+		if !shared.SameAsStored(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
 			replaced := va.ResourceVersion
 			err := r.Status().Update(ctx, va)
 			wrote = err == nil
 			if wrote {
-				r.own.wrote(replaced, va)
+				r.own.Wrote(replaced, va)
 			}
 			if apierrors.IsConflict(err) {
 				res, conflict = ctrl.Result{}, true // a newer object arrived: the next pass sees it
@@ -116,7 +110,7 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if retErr == nil && res.RequeueAfter == 0 {
 			res.RequeueAfter = s.requeue
 			if res.RequeueAfter == 0 && conflict {
-				res.RequeueAfter = statusConflictRequeue
+				res.RequeueAfter = shared.StatusConflictRequeue
 			}
 		}
 	}()
@@ -137,7 +131,7 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return r.reconcileDelete(work, s)
 	}
 	if pool == nil {
-		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	if !createdByPool(va, pool) {
@@ -149,10 +143,10 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if err := r.Update(ctx, va); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.own.wrote(replaced, va)
+		r.own.Wrote(replaced, va)
 	}
 	if pool.Spec.Paused {
-		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonPaused, "the pool is paused", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPaused, "the pool is paused", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	if va.Status.VM.Phase == afv1.VMPhaseFailed {
@@ -194,7 +188,7 @@ func (r *VsphereAgentReconciler) client(ctx context.Context, s *vmScope) (vspher
 	if s.pool == nil {
 		return nil, fmt.Errorf("VsphereAgentPool %s is gone: no credentials to reach vCenter", s.va.Spec.PoolRef.Name)
 	}
-	creds, err := loadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	creds, err := shared.LoadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
 	if err != nil {
 		return nil, err
 	}
@@ -232,8 +226,8 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 		return false, nil
 	}
 	if pool.Status.ISO == nil || pool.Status.ISO.Path == "" {
-		r.setPhase(va, afv1.VMPhasePending, ReasonWaitingForISO)
-		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
+		r.setPhase(va, afv1.VMPhasePending, shared.ReasonWaitingForISO)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
 		return false, nil
 	}
 	mac, ready, err := r.staticIPLease(ctx, s)
@@ -242,14 +236,14 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	}
 	vs, err := r.client(ctx, s)
 	if err != nil {
-		r.setPhase(va, afv1.VMPhasePending, ReasonWaitingForCredentials)
-		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, vsphereReason(err), err.Error(), va.Generation)
+		r.setPhase(va, afv1.VMPhasePending, shared.ReasonWaitingForCredentials)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.VSphereReason(err), err.Error(), va.Generation)
 		return r.createFailed(ctx, s, nil, va.Name, err, false)
 	}
 	if _, ok := domainOf(pool, va.Spec.FailureDomain); !ok {
 		// The domain was removed from the pool before the VM was created: the pool releases this one.
 		r.setPhase(va, afv1.VMPhasePending, ReasonFailureDomainNotFound)
-		setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonFailureDomainNotFound,
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonFailureDomainNotFound,
 			"failure domain "+va.Spec.FailureDomain+" is no longer in the pool's spec.vsphere.failureDomains; no VM is created", va.Generation)
 		return false, nil
 	}
@@ -273,8 +267,8 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	if va.Status.VM.CreatedAt == nil {
 		va.Status.VM.CreatedAt = &now
 	}
-	r.setPhase(va, afv1.VMPhaseProvisioning, ReasonAwaitingRegistration)
-	setCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
+	r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, shared.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
 	if info.Adopted {
 		r.Recorder.Eventf(va, "Normal", "VMAdopted", "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
 	} else {
@@ -302,10 +296,10 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 	var found []agents.Agent
 	queries := []client.MatchingFields{}
 	if mac := va.Status.VM.MACAddress; mac != "" {
-		queries = append(queries, client.MatchingFields{indexAgentMAC: mac})
+		queries = append(queries, client.MatchingFields{shared.IndexAgentMAC: mac})
 	}
 	if serial := agents.NormalizeUUID(va.Status.VM.BIOSUUID); serial != "" {
-		queries = append(queries, client.MatchingFields{indexAgentSerial: serial})
+		queries = append(queries, client.MatchingFields{shared.IndexAgentSerial: serial})
 	}
 	for _, q := range queries {
 		list := agents.NewList(agents.AgentGVK)
@@ -318,7 +312,7 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 				continue
 			}
 			// By MAC, the serial must agree; by serial, it is the key itself.
-			if _, byMAC := q[indexAgentMAC]; byMAC && !a.IsHostOf(va.Status.VM.MACAddress, va.Status.VM.BIOSUUID) {
+			if _, byMAC := q[shared.IndexAgentMAC]; byMAC && !a.IsHostOf(va.Status.VM.MACAddress, va.Status.VM.BIOSUUID) {
 				continue
 			}
 			found = append(found, a)
@@ -329,9 +323,9 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 	}
 	if len(found) == 0 {
 		if va.Status.VM.AgentRef != "" {
-			setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonAgentMissing, "Agent "+va.Status.VM.AgentRef+" no longer exists", va.Generation)
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAgentMissing, "Agent "+va.Status.VM.AgentRef+" no longer exists", va.Generation)
 		} else {
-			setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
 		}
 		return true, nil
 	}
@@ -341,7 +335,7 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 	a := found[0]
 	s.agent = &a
 	va.Status.VM.AgentRef = a.Name // shown by the AgentRegistered condition; no Event (one API write per VM)
-	setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, ReasonAgentRegistered, "registered as Agent "+a.Name, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, shared.ReasonAgentRegistered, "registered as Agent "+a.Name, va.Generation)
 	return true, nil
 }
 
@@ -405,7 +399,7 @@ func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (
 		// No Event: the AgentPrepared condition says it, and an Event per VM is an API write per VM
 		// (Events are for creations, deletions, ejections and refusals).
 	}
-	setCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, ReasonAgentPrepared,
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, shared.ReasonAgentPrepared,
 		fmt.Sprintf("Agent %s carries the pool's labels, hostname %s and role %s (approved: %t)", a.Name, va.Status.VM.Name, role, approve || a.Approved), va.Generation)
 	return true, nil
 }
@@ -415,7 +409,7 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 	va, a := s.va, s.agent
 	if a == nil {
 		if va.Status.VM.AgentRef == "" {
-			r.setPhase(va, afv1.VMPhaseProvisioning, ReasonAwaitingRegistration)
+			r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
 			return true, nil
 		}
 		// The Agent vanished: never destroy a VM whose Machine still exists.
@@ -423,7 +417,7 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 			m := agents.New(agents.MachineGVK())
 			err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: va.Status.VM.MachineRef}, m)
 			if err == nil {
-				r.setPhase(va, afv1.VMPhaseBound, ReasonAgentMissing)
+				r.setPhase(va, afv1.VMPhaseBound, shared.ReasonAgentMissing)
 				s.requeueAfter(time.Minute)
 				return true, nil
 			}
@@ -431,14 +425,14 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 				return false, err
 			}
 		}
-		r.setPhase(va, afv1.VMPhaseReleased, ReasonAgentMissing)
+		r.setPhase(va, afv1.VMPhaseReleased, shared.ReasonAgentMissing)
 		return true, nil
 	}
 	phase, reason := bindingPhase(va.Status.VM.Phase, *a)
 	if phase == afv1.VMPhaseBound {
 		machine := ""
 		list := agents.NewList(agents.AgentMachineGVK)
-		if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{indexAgentMachineRef: a.Name}); err != nil {
+		if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{shared.IndexAgentMachineRef: a.Name}); err != nil {
 			return false, err
 		}
 		for i := range list.Items {
@@ -453,12 +447,12 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 			va.Status.VM.MachineRef = machine
 		}
 	}
-	if reason == ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
+	if reason == shared.ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
 		// Once, when the status saying so is written (a conflicting write is retried by a pass that
 		// sees the old reason again).
 		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineRef
 		s.afterWrite = append(s.afterWrite, func() {
-			r.Recorder.Eventf(va, "Warning", ReasonUnbindingPendingUserAction, "%s", unbindingPendingUserActionMessage(name, agent, machine))
+			r.Recorder.Eventf(va, "Warning", shared.ReasonUnbindingPendingUserAction, "%s", unbindingPendingUserActionMessage(name, agent, machine))
 		})
 	}
 	r.setPhase(va, phase, reason)
@@ -480,13 +474,13 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 func bindingPhase(prev afv1.VMPhase, a agents.Agent) (afv1.VMPhase, string) {
 	switch {
 	case a.IsBound():
-		return afv1.VMPhaseBound, ReasonAgentBound
+		return afv1.VMPhaseBound, shared.ReasonAgentBound
 	case a.AwaitsRebootIntoDiscovery():
-		return afv1.VMPhaseReleased, ReasonUnbindingPendingUserAction
+		return afv1.VMPhaseReleased, shared.ReasonUnbindingPendingUserAction
 	case a.IsUnbinding() || prev == afv1.VMPhaseBound || prev == afv1.VMPhaseReleased:
-		return afv1.VMPhaseReleased, ReasonAgentUnbound
+		return afv1.VMPhaseReleased, shared.ReasonAgentUnbound
 	}
-	return afv1.VMPhaseAvailable, ReasonAgentPrepared
+	return afv1.VMPhaseAvailable, shared.ReasonAgentPrepared
 }
 
 // unbindingPendingUserActionMessage explains the VM's state once its Agent awaits a reboot into discovery.
@@ -541,7 +535,7 @@ func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) 
 	}
 	// The cache may not have seen a registration of the last moments: confirm with a fresh read
 	// before destroying; the Agent's event brings the next reconcile.
-	if agent, err := freshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
+	if agent, err := shared.FreshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
 		return false, err
 	} else if agent != nil && !agent.Deleting {
 		s.requeueAfter(time.Second)
@@ -555,9 +549,9 @@ func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) 
 		r.Recorder.Eventf(va, "Warning", "VMDestroyFailed", "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
 		return false, err
 	}
-	r.Recorder.Eventf(va, "Warning", ReasonRegistrationTimeout, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
-	r.setPhase(va, afv1.VMPhaseFailed, ReasonRegistrationTimeout)
-	setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonRegistrationTimeout,
+	r.Recorder.Eventf(va, "Warning", shared.ReasonRegistrationTimeout, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
+	r.setPhase(va, afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonRegistrationTimeout,
 		fmt.Sprintf("no Agent registered within %s", timeout), va.Generation)
 	return false, nil
 }
@@ -567,12 +561,12 @@ func (r *VsphereAgentReconciler) setReady(s *vmScope) {
 	va := s.va
 	switch va.Status.VM.Phase {
 	case afv1.VMPhaseAvailable, afv1.VMPhaseBound:
-		setCondition(&va.Status.Conditions, afv1.ConditionReady, true, string(va.Status.VM.Phase), "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, string(va.Status.VM.Phase), "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	default:
 		msg := "VM phase " + string(va.Status.VM.Phase)
-		if va.Status.VM.Reason == ReasonUnbindingPendingUserAction {
+		if va.Status.VM.Reason == shared.ReasonUnbindingPendingUserAction {
 			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentRef, va.Status.VM.MachineRef)
 		}
-		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)
 	}
 }

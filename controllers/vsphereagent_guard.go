@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 )
 
 // ReasonNotCreatedByPool marks a VsphereAgent that its pool did not create (applied by hand, or copied
@@ -23,10 +24,10 @@ func createdByPool(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) bool {
 // refuseForeignVsphereAgent records, once per refusal, why a VsphereAgent not created by its pool is
 // ignored. No finalizer is added, no VM created; deleting the object is all it takes to clear it.
 func (r *VsphereAgentReconciler) refuseForeignVsphereAgent(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) {
-	if c := findCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonNotCreatedByPool {
+	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonNotCreatedByPool {
 		r.Recorder.Eventf(va, "Warning", ReasonNotCreatedByPool,
 			"ignored: VsphereAgents are created by their pool (controller owner %s); apply a VsphereAgentPool instead", pool.Name)
 	}
-	setCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonNotCreatedByPool,
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonNotCreatedByPool,
 		"ignored: not created by VsphereAgentPool "+pool.Name+" (no controller owner reference to it); no VM is created for it", va.Generation)
 }

@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -82,82 +83,82 @@ type lcHarness struct {
 
 func TestVsphereAgentLifecycleSteps(t *testing.T) {
 	h := startLifecycleHarness(t)
-	vmCreated := "True/" + ReasonVMCreated
+	vmCreated := "True/" + shared.ReasonVMCreated
 	rows := []lcRow{
 		{
 			name: "create, register, bind",
 			steps: []lcStep{
 				{name: "VM created and powered on: Provisioning", advance: time.Minute,
-					wantPhase: afv1.VMPhaseProvisioning, wantReason: ReasonAwaitingRegistration,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + ReasonAwaitingRegistration,
-						afv1.ConditionReady: "False/" + ReasonAwaitingRegistration,
+						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + shared.ReasonAwaitingRegistration,
+						afv1.ConditionReady: "False/" + shared.ReasonAwaitingRegistration,
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated, afv1.ConditionAgentRegistered, afv1.ConditionReady},
 					wantEvents:       []string{"Normal VMCreated"},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0},
 					wantRequeueAfter: lifecycleRegistrationTimeout},
 				{name: "Agent registers: prepared, Available", advance: 3 * time.Minute, world: registerAgent,
-					wantPhase: afv1.VMPhaseAvailable, wantReason: ReasonAgentPrepared,
+					wantPhase: afv1.VMPhaseAvailable, wantReason: shared.ReasonAgentPrepared,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "True/" + ReasonAgentRegistered,
-						afv1.ConditionAgentPrepared: "True/" + ReasonAgentPrepared, afv1.ConditionReady: "True/" + string(afv1.VMPhaseAvailable),
+						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered,
+						afv1.ConditionAgentPrepared: "True/" + shared.ReasonAgentPrepared, afv1.ConditionReady: "True/" + string(afv1.VMPhaseAvailable),
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionAgentRegistered, afv1.ConditionAgentPrepared, afv1.ConditionReady},
 					wantEvents:       nil, // registration and preparation are conditions, not Events (one API write per VM each)
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1}},
 				{name: "the provider reserves the Agent: Bound", advance: time.Minute, world: bindAgent,
-					wantPhase: afv1.VMPhaseBound, wantReason: ReasonAgentBound,
+					wantPhase: afv1.VMPhaseBound, wantReason: shared.ReasonAgentBound,
 					wantConditions: map[string]string{
-						afv1.ConditionAgentRegistered: "True/" + ReasonAgentRegistered, afv1.ConditionReady: "True/" + string(afv1.VMPhaseBound),
+						afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered, afv1.ConditionReady: "True/" + string(afv1.VMPhaseBound),
 					},
 					wantTransitioned: []string{"Phase"},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 				{name: "registration timeout no longer applies once registered", advance: 2 * lifecycleRegistrationTimeout,
-					wantPhase: afv1.VMPhaseBound, wantReason: ReasonAgentBound,
+					wantPhase: afv1.VMPhaseBound, wantReason: shared.ReasonAgentBound,
 					wantCalls: map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 			},
 		},
 		{
 			name: "bound, then unbound after installation and not reclaimed: Released, UnbindingPendingUserAction",
 			steps: []lcStep{
-				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: ReasonAwaitingRegistration,
+				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
 					wantEvents: []string{"Normal VMCreated"}, wantRequeueAfter: lifecycleRegistrationTimeout},
-				{name: "Agent registers", advance: time.Minute, world: registerAgent, wantPhase: afv1.VMPhaseAvailable, wantReason: ReasonAgentPrepared},
-				{name: "the provider reserves the Agent", advance: time.Minute, world: bindAgent, wantPhase: afv1.VMPhaseBound, wantReason: ReasonAgentBound},
+				{name: "Agent registers", advance: time.Minute, world: registerAgent, wantPhase: afv1.VMPhaseAvailable, wantReason: shared.ReasonAgentPrepared},
+				{name: "the provider reserves the Agent", advance: time.Minute, world: bindAgent, wantPhase: afv1.VMPhaseBound, wantReason: shared.ReasonAgentBound},
 				{name: "unbound on scale-down, the host awaits a reboot into discovery: Released, one Warning Event", advance: time.Hour, world: unbindPendingUserAction,
-					wantPhase: afv1.VMPhaseReleased, wantReason: ReasonUnbindingPendingUserAction,
+					wantPhase: afv1.VMPhaseReleased, wantReason: shared.ReasonUnbindingPendingUserAction,
 					wantConditions: map[string]string{
-						afv1.ConditionAgentRegistered: "True/" + ReasonAgentRegistered, afv1.ConditionReady: "False/" + ReasonUnbindingPendingUserAction,
+						afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered, afv1.ConditionReady: "False/" + shared.ReasonUnbindingPendingUserAction,
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionReady},
-					wantEvents:       []string{"Warning " + ReasonUnbindingPendingUserAction},
+					wantEvents:       []string{"Warning " + shared.ReasonUnbindingPendingUserAction},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 				{name: "later passes: no second Event; the VsphereAgent never destroys it itself (the pool does, behind its Machine checks)", advance: time.Hour,
-					wantPhase: afv1.VMPhaseReleased, wantReason: ReasonUnbindingPendingUserAction,
-					wantConditions: map[string]string{afv1.ConditionReady: "False/" + ReasonUnbindingPendingUserAction},
+					wantPhase: afv1.VMPhaseReleased, wantReason: shared.ReasonUnbindingPendingUserAction,
+					wantConditions: map[string]string{afv1.ConditionReady: "False/" + shared.ReasonUnbindingPendingUserAction},
 					wantCalls:      map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 			},
 		},
 		{
 			name: "no Agent registers: Failed at exactly registrationTimeout after the VM's creation",
 			steps: []lcStep{
-				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: ReasonAwaitingRegistration,
+				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
 					wantEvents: []string{"Normal VMCreated"}, wantRequeueAfter: lifecycleRegistrationTimeout},
 				{name: "one second before the timeout: still waiting", advance: lifecycleRegistrationTimeout - time.Second,
-					wantPhase: afv1.VMPhaseProvisioning, wantReason: ReasonAwaitingRegistration, wantRequeueAfter: time.Second,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration, wantRequeueAfter: time.Second,
 					wantCalls: map[vspherefake.Method]int{vspherefake.DestroyVM: 0}},
 				{name: "at the timeout: VM destroyed, Failed", advance: time.Second,
-					wantPhase: afv1.VMPhaseFailed, wantReason: ReasonRegistrationTimeout,
+					wantPhase: afv1.VMPhaseFailed, wantReason: shared.ReasonRegistrationTimeout,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + ReasonRegistrationTimeout,
-						afv1.ConditionReady: "False/" + ReasonRegistrationTimeout,
+						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + shared.ReasonRegistrationTimeout,
+						afv1.ConditionReady: "False/" + shared.ReasonRegistrationTimeout,
 					},
 					wantTransitioned: []string{"Phase"},
-					wantEvents:       []string{"Warning " + ReasonRegistrationTimeout},
+					wantEvents:       []string{"Warning " + shared.ReasonRegistrationTimeout},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 1}},
 				{name: "Failed is final: nothing more is done", advance: time.Hour,
-					wantPhase: afv1.VMPhaseFailed, wantReason: ReasonRegistrationTimeout,
+					wantPhase: afv1.VMPhaseFailed, wantReason: shared.ReasonRegistrationTimeout,
 					wantCalls: map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 1}},
 			},
 		},
@@ -180,13 +181,13 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 					wantEvents: []string{"Warning " + afv1.ReasonVMCreateFailed},
 					wantCalls:  map[vspherefake.Method]int{vspherefake.CreateVM: 2, vspherefake.DestroyVM: 0}},
 				{name: "at the timeout: a VM a timed-out task may have left is destroyed, Failed", advance: time.Second,
-					wantPhase: afv1.VMPhaseFailed, wantReason: ReasonRegistrationTimeout,
+					wantPhase: afv1.VMPhaseFailed, wantReason: shared.ReasonRegistrationTimeout,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: "False/" + ReasonRegistrationTimeout, afv1.ConditionAgentRegistered: "False/" + ReasonRegistrationTimeout,
-						afv1.ConditionReady: "False/" + ReasonRegistrationTimeout,
+						afv1.ConditionVMCreated: "False/" + shared.ReasonRegistrationTimeout, afv1.ConditionAgentRegistered: "False/" + shared.ReasonRegistrationTimeout,
+						afv1.ConditionReady: "False/" + shared.ReasonRegistrationTimeout,
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionAgentRegistered},
-					wantEvents:       []string{"Warning " + ReasonRegistrationTimeout},
+					wantEvents:       []string{"Warning " + shared.ReasonRegistrationTimeout},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 3, vspherefake.DestroyVM: 1}},
 			},
 		},
@@ -198,7 +199,7 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 			steps: []lcStep{
 				{name: "fails: Pending", advance: time.Minute, wantErr: true, wantPhase: afv1.VMPhasePending, wantReason: afv1.ReasonVMCreateFailed,
 					wantEvents: []string{"Warning " + afv1.ReasonVMCreateFailed}, wantCalls: map[vspherefake.Method]int{vspherefake.CreateVM: 1}},
-				{name: "retried: Provisioning", advance: 30 * time.Second, wantPhase: afv1.VMPhaseProvisioning, wantReason: ReasonAwaitingRegistration,
+				{name: "retried: Provisioning", advance: 30 * time.Second, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
 					wantConditions:   map[string]string{afv1.ConditionVMCreated: vmCreated},
 					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated},
 					wantEvents:       []string{"Normal VMCreated"}, wantCalls: map[vspherefake.Method]int{vspherefake.CreateVM: 2}},
@@ -277,7 +278,7 @@ func checkLifecycleStep(t *testing.T, st lcStep, row *lcRow, va *afv1.VsphereAge
 		t.Errorf("%s: phase %s/%s, want %s/%s", st.name, va.Status.VM.Phase, va.Status.VM.Reason, st.wantPhase, st.wantReason)
 	}
 	for typ, want := range st.wantConditions {
-		c := findCondition(va.Status.Conditions, typ)
+		c := shared.FindCondition(va.Status.Conditions, typ)
 		if c == nil {
 			t.Errorf("%s: no condition %s", st.name, typ)
 			continue
@@ -308,7 +309,7 @@ func checkLifecycleStep(t *testing.T, st lcStep, row *lcRow, va *afv1.VsphereAge
 		var at time.Time
 		if typ == "Phase" {
 			at = va.Status.VM.LastTransitionTime.Time
-		} else if c := findCondition(va.Status.Conditions, typ); c != nil {
+		} else if c := shared.FindCondition(va.Status.Conditions, typ); c != nil {
 			at = c.LastTransitionTime.Time
 		}
 		if !at.Equal(now.Truncate(time.Second)) {
@@ -353,7 +354,7 @@ func startLifecycleHarness(t *testing.T) *lcHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := setupIndexes(ctx, mgr); err != nil {
+	if err := shared.SetupIndexes(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
@@ -414,7 +415,7 @@ func (h *lcHarness) newRow(t *testing.T, row *lcRow) {
 	row.clock = clocktesting.NewFakeClock(va.CreationTimestamp.Time)
 	row.rec = record.NewFakeRecorder(100)
 	opts := Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake)}
-	opts.defaults()
+	opts.Defaults()
 	row.r = &VsphereAgentReconciler{Client: h.cached, APIReader: h.reader, Recorder: row.rec, Opts: opts}
 	h.waitForCache(t, pool)
 }

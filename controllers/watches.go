@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
@@ -31,7 +32,7 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
 	r.orphanScans = newLastRun()
 	r.statusWrites = newDebouncer(clock.RealClock{}, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
-	r.own = newOwnWrites[*afv1.VsphereAgentPool]()
+	r.own = shared.NewOwnWrites[*afv1.VsphereAgentPool]()
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.isoEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.isoEvents, &handler.EnqueueRequestForObject{}))
@@ -39,21 +40,14 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.
 		Named("vsphereagentpool").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.PoolWorkers}).
-		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionPredicate()))).
+		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, shared.DeletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
 		Watches(agents.New(agents.MachineGVK()), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation), builder.WithPredicates(machineChangesForPools())).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForAgent)).
-		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(indexInfraEnv))).
-		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(indexNodePool))).
+		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexInfraEnv))).
+		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexNodePool))).
 		Complete(r)
-}
-
-// deletionPredicate passes updates that start a deletion (finalizer work), which do not bump generation.
-func deletionPredicate() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectNew.GetDeletionTimestamp() != nil
-	}}
 }
 
 // machineChangesForPools passes the Machine events a pool's pass depends on: a Machine appearing, going
@@ -71,7 +65,7 @@ func (r *PoolReconciler) poolsForNodePoolAnnotation(ctx context.Context, o clien
 	if !ok {
 		return nil
 	}
-	return r.listPools(ctx, ns, indexNodePool, name)
+	return r.listPools(ctx, ns, shared.IndexNodePool, name)
 }
 
 func (r *PoolReconciler) poolsForAgent(ctx context.Context, o client.Object) []reconcile.Request {
@@ -79,7 +73,7 @@ func (r *PoolReconciler) poolsForAgent(ctx context.Context, o client.Object) []r
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: pool}}}
 	}
 	if ie := o.GetLabels()[agents.LabelInfraEnv]; ie != "" {
-		return r.listPools(ctx, o.GetNamespace(), indexInfraEnv, ie)
+		return r.listPools(ctx, o.GetNamespace(), shared.IndexInfraEnv, ie)
 	}
 	return nil
 }
@@ -105,7 +99,7 @@ func (r *PoolReconciler) listPools(ctx context.Context, ns, index, value string)
 // SetupWithManager wires the VsphereAgent controller: its Agent (by label or MAC), the AgentMachine
 // that references the Agent, and its pool (ISO path, pause, policy).
 func (r *VsphereAgentReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.own = newOwnWrites[*afv1.VsphereAgent]()
+	r.own = shared.NewOwnWrites[*afv1.VsphereAgent]()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vsphereagent").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers, RateLimiter: newVMRateLimiter()}).
@@ -126,7 +120,7 @@ func poolChangesForVMs() predicate.Predicate {
 		return !okB || !okA || !equality.Semantic.DeepEqual(before.Status.ISO, after.Status.ISO)
 	}}
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-		predicate.LabelChangedPredicate{}, deletionPredicate(), isoChanged)
+		predicate.LabelChangedPredicate{}, shared.DeletionPredicate(), isoChanged)
 }
 
 func (r *VsphereAgentReconciler) vmsForAgent(ctx context.Context, o client.Object) []reconcile.Request {
@@ -134,24 +128,24 @@ func (r *VsphereAgentReconciler) vmsForAgent(ctx context.Context, o client.Objec
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: va}}}
 	}
 	var out []reconcile.Request
-	for _, mac := range agents.AgentFrom(asUnstructured(o)).MACs {
-		out = append(out, r.listVMs(ctx, o.GetNamespace(), indexVMMAC, mac)...)
+	for _, mac := range agents.AgentFrom(shared.AsUnstructured(o)).MACs {
+		out = append(out, r.listVMs(ctx, o.GetNamespace(), shared.IndexVMMAC, mac)...)
 	}
 	return out
 }
 
 func (r *VsphereAgentReconciler) vmsForAgentMachine(ctx context.Context, o client.Object) []reconcile.Request {
-	u := asUnstructured(o)
+	u := shared.AsUnstructured(o)
 	name, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "name")
 	ns, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "namespace")
 	if name == "" || ns == "" {
 		return nil
 	}
-	return r.listVMs(ctx, ns, indexVMAgent, name)
+	return r.listVMs(ctx, ns, shared.IndexVMAgent, name)
 }
 
 func (r *VsphereAgentReconciler) vmsForPool(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.listVMs(ctx, o.GetNamespace(), indexPoolRef, o.GetName())
+	return r.listVMs(ctx, o.GetNamespace(), shared.IndexPoolRef, o.GetName())
 }
 
 func (r *VsphereAgentReconciler) listVMs(ctx context.Context, ns, index, value string) []reconcile.Request {

@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"testing"
@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
@@ -52,11 +51,11 @@ func TestOwnWritesReadsItsOwnWriteWhileTheCacheLags(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			own := newOwnWrites[*afv1.VsphereAgent]()
+			own := NewOwnWrites[*afv1.VsphereAgent]()
 			for _, w := range tc.writes {
-				own.wrote(w.replaced, w.written)
+				own.Wrote(w.replaced, w.written)
 			}
-			got := own.latest(tc.cached)
+			got := own.Latest(tc.cached)
 			if got.ResourceVersion != tc.wantRV || got.Status.VM.Phase != tc.wantSeen {
 				t.Errorf("latest = version %s phase %q, want version %s phase %q", got.ResourceVersion, got.Status.VM.Phase, tc.wantRV, tc.wantSeen)
 			}
@@ -65,23 +64,23 @@ func TestOwnWritesReadsItsOwnWriteWhileTheCacheLags(t *testing.T) {
 }
 
 func TestOwnWritesHandsOutCopiesAndForgets(t *testing.T) {
-	own := newOwnWrites[*afv1.VsphereAgent]()
+	own := NewOwnWrites[*afv1.VsphereAgent]()
 	written := vaAt("u1", "2", afv1.VMPhaseProvisioning)
-	own.wrote("1", written)
+	own.Wrote("1", written)
 	written.Status.VM.Phase = afv1.VMPhaseFailed // the caller keeps using its object
-	first := own.latest(vaAt("u1", "1", ""))
+	first := own.Latest(vaAt("u1", "1", ""))
 	first.Status.VM.Phase = afv1.VMPhaseBound // a pass edits what it got
-	if again := own.latest(vaAt("u1", "1", "")); again.Status.VM.Phase != afv1.VMPhaseProvisioning {
+	if again := own.Latest(vaAt("u1", "1", "")); again.Status.VM.Phase != afv1.VMPhaseProvisioning {
 		t.Errorf("the remembered write changed with its users: phase %q", again.Status.VM.Phase)
 	}
-	own.forget(types.NamespacedName{Namespace: "ns", Name: "vm"})
-	if got := own.latest(vaAt("u1", "1", "")); got.ResourceVersion != "1" {
+	own.Forget(types.NamespacedName{Namespace: "ns", Name: "vm"})
+	if got := own.Latest(vaAt("u1", "1", "")); got.ResourceVersion != "1" {
 		t.Errorf("after forget: version %s, want the cache's 1", got.ResourceVersion)
 	}
-	var none *ownWrites[*afv1.VsphereAgent]
-	none.wrote("1", written)
-	if got := none.latest(vaAt("u1", "1", "")); got.ResourceVersion != "1" {
-		t.Errorf("a nil ownWrites returned version %s", got.ResourceVersion)
+	var none *OwnWrites[*afv1.VsphereAgent]
+	none.Wrote("1", written)
+	if got := none.Latest(vaAt("u1", "1", "")); got.ResourceVersion != "1" {
+		t.Errorf("a nil OwnWrites returned version %s", got.ResourceVersion)
 	}
 }
 
@@ -103,32 +102,8 @@ func TestSameAsStored(t *testing.T) {
 		{"an empty list and none", &afv1.VsphereAgentPoolStatus{OwnedVMs: []afv1.OwnedVM{}}, &afv1.VsphereAgentPoolStatus{}, true},
 	}
 	for _, tc := range cases {
-		if got := sameAsStored(tc.a, tc.b); got != tc.want {
-			t.Errorf("%s: sameAsStored = %t, want %t", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestStatusBatchWritesConditionChangesAtOnceAndBatchesCounters(t *testing.T) {
-	ready := func(status metav1.ConditionStatus, reason, msg string, vms int32) *afv1.VsphereAgentPoolStatus {
-		return &afv1.VsphereAgentPoolStatus{VMs: vms, Conditions: []metav1.Condition{{Type: afv1.ConditionReady, Status: status, Reason: reason, Message: msg}}}
-	}
-	before := ready(metav1.ConditionTrue, "Ready", "2 VMs", 2)
-	cases := []struct {
-		name      string
-		after     *afv1.VsphereAgentPoolStatus
-		wantBatch bool
-	}{
-		{"a condition's reason changes: written at once", ready(metav1.ConditionTrue, "Other", "2 VMs", 2), false},
-		{"a condition's status changes: written at once", ready(metav1.ConditionFalse, "Ready", "2 VMs", 2), false},
-		{"only a counter and a message move: batched", ready(metav1.ConditionTrue, "Ready", "3 VMs", 3), true},
-		{"only the ejection summary moves: batched", &afv1.VsphereAgentPoolStatus{VMs: 2, ISOEjections: &afv1.ISOEjectionSummary{Ejected: 1},
-			Conditions: before.Conditions}, true},
-	}
-	for _, tc := range cases {
-		r := &PoolReconciler{statusWrites: newDebouncer(clock.RealClock{}, time.Minute, time.Hour)}
-		if got := r.statusBatch("ns/pool", before, tc.after); (got > 0) != tc.wantBatch {
-			t.Errorf("%s: wait %s, batched want %t", tc.name, got, tc.wantBatch)
+		if got := SameAsStored(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: SameAsStored = %t, want %t", tc.name, got, tc.want)
 		}
 	}
 }

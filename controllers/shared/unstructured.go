@@ -1,11 +1,11 @@
-package controllers
+package shared
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func asUnstructured(o client.Object) *unstructured.Unstructured {
+func AsUnstructured(o client.Object) *unstructured.Unstructured {
 	if u, ok := o.(*unstructured.Unstructured); ok {
 		return u
 	}

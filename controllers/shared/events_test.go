@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"strings"
@@ -28,13 +28,13 @@ func TestEventLimiter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var l eventLimiter
+			var l EventLimiter
 			for i, s := range tt.steps {
 				if s.clear {
-					l.clear(s.topic)
+					l.Clear(s.topic)
 					continue
 				}
-				if got := l.allow(s.topic, s.reason, t0.Add(s.at)); got != s.want {
+				if got := l.Allow(s.topic, s.reason, t0.Add(s.at)); got != s.want {
 					t.Fatalf("step %d: allow = %t, want %t", i, got, s.want)
 				}
 			}
@@ -53,7 +53,7 @@ func TestRedactText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := redactText(tt.in)
+			got := RedactText(tt.in)
 			for _, n := range tt.never {
 				if strings.Contains(got, n) {
 					t.Fatalf("%q still contains %q", got, n)

@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"bytes"
@@ -10,14 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ownWrites lets a reconciler read its own writes. The informer cache lags behind a write by a
+// OwnWrites lets a reconciler read its own writes. The informer cache lags behind a write by a
 // moment; a pass that starts in that moment (another event of the same object, a requeue) reads the
 // version the write replaced, redoes what the write recorded (a VM created again and "adopted", the
 // same status computed again) and writes it with a stale resourceVersion: a conflict, a retry with
-// backoff, and API writes that change nothing. With ownWrites the pass starts from the object the
+// backoff, and API writes that change nothing. With OwnWrites the pass starts from the object the
 // API server returned for the last write, as long as the cache still shows a version that write
 // replaced. Any other version in the cache (someone else wrote, or the cache caught up) wins.
-type ownWrites[T client.Object] struct {
+type OwnWrites[T client.Object] struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]ownWrite[T]
 }
@@ -29,13 +29,13 @@ type ownWrite[T client.Object] struct {
 	replaced map[string]bool
 }
 
-func newOwnWrites[T client.Object]() *ownWrites[T] {
-	return &ownWrites[T]{m: map[types.NamespacedName]ownWrite[T]{}}
+func NewOwnWrites[T client.Object]() *OwnWrites[T] {
+	return &OwnWrites[T]{m: map[types.NamespacedName]ownWrite[T]{}}
 }
 
 // wrote records written (as returned by the API server) after a write that replaced version
 // replacedRV.
-func (w *ownWrites[T]) wrote(replacedRV string, written T) {
+func (w *OwnWrites[T]) Wrote(replacedRV string, written T) {
 	if w == nil {
 		return
 	}
@@ -52,8 +52,8 @@ func (w *ownWrites[T]) wrote(replacedRV string, written T) {
 }
 
 // latest returns a copy of this process's last write of the object when cached is a version that
-// write (or an earlier one) replaced, else cached itself. A nil ownWrites remembers nothing.
-func (w *ownWrites[T]) latest(cached T) T {
+// write (or an earlier one) replaced, else cached itself. A nil OwnWrites remembers nothing.
+func (w *OwnWrites[T]) Latest(cached T) T {
 	if w == nil {
 		return cached
 	}
@@ -72,7 +72,7 @@ func (w *ownWrites[T]) latest(cached T) T {
 }
 
 // forget drops what is remembered of an object (it is gone).
-func (w *ownWrites[T]) forget(key types.NamespacedName) {
+func (w *OwnWrites[T]) Forget(key types.NamespacedName) {
 	if w == nil {
 		return
 	}
@@ -81,11 +81,11 @@ func (w *ownWrites[T]) forget(key types.NamespacedName) {
 	delete(w.m, key)
 }
 
-// sameAsStored reports whether two statuses would be stored alike: semantically equal, or equal once
+// SameAsStored reports whether two statuses would be stored alike: semantically equal, or equal once
 // serialized. The API server keeps times to the second; a status rebuilt in memory (the ISO cache's
 // checkedAt, say) differs from the stored one only below that, and writing it would change nothing
 // but cost a write on every pass.
-func sameAsStored(a, b any) bool {
+func SameAsStored(a, b any) bool {
 	if equality.Semantic.DeepEqual(a, b) {
 		return true
 	}

@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 )
 
 // Shared by the pool (surplus release) and the VsphereAgent cleanup: the fresh, uncached checks that
-// decide whether a VM still backs a worker, and the optimistic-lock unapprove that lets a concurrent
+// decide whether a VM still backs a worker, and the optimistic-lock Unapprove that lets a concurrent
 // reservation by the Agent CAPI provider win.
 
-// freshAgent reads an Agent live (nil when absent).
-func freshAgent(ctx context.Context, reader client.Reader, namespace, name string) (*agents.Agent, error) {
+// FreshAgent reads an Agent live (nil when absent).
+func FreshAgent(ctx context.Context, reader client.Reader, namespace, name string) (*agents.Agent, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -33,11 +33,11 @@ func freshAgent(ctx context.Context, reader client.Reader, namespace, name strin
 	return &a, nil
 }
 
-// freshAgentOfVM reads live the Agent of a VsphereAgent: by the recorded name, else by the label the
+// FreshAgentOfVM reads live the Agent of a VsphereAgent: by the recorded name, else by the label the
 // operator puts on the Agents it prepares (its status may not have caught up yet).
-func freshAgentOfVM(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent) (*agents.Agent, error) {
+func FreshAgentOfVM(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent) (*agents.Agent, error) {
 	if va.Status.VM.AgentRef != "" {
-		return freshAgent(ctx, reader, va.Namespace, va.Status.VM.AgentRef)
+		return FreshAgent(ctx, reader, va.Namespace, va.Status.VM.AgentRef)
 	}
 	list := agents.NewList(agents.AgentGVK)
 	if err := reader.List(ctx, list, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelVsphereAgent: va.Name}); err != nil {
@@ -50,8 +50,8 @@ func freshAgentOfVM(ctx context.Context, reader client.Reader, va *afv1.VsphereA
 	return &a, nil
 }
 
-// freshAgentByMAC finds live the Agent registered by the VM with that MAC and BIOS UUID (nil when absent).
-func freshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, biosUUID string) (*agents.Agent, error) {
+// FreshAgentByMAC finds live the Agent registered by the VM with that MAC and BIOS UUID (nil when absent).
+func FreshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, biosUUID string) (*agents.Agent, error) {
 	if mac == "" {
 		return nil, nil
 	}
@@ -68,10 +68,10 @@ func freshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, 
 	return nil, nil
 }
 
-// machineReferencesAgent reports, from a live read, whether a recorded Machine still exists, or any
+// MachineReferencesAgent reports, from a live read, whether a recorded Machine still exists, or any
 // AgentMachine (status.agentRef) or Machine (spec.providerID) in the control plane namespace references
 // the Agent.
-func machineReferencesAgent(ctx context.Context, reader client.Reader, cpNamespace, agentName, machineName string) (bool, string, error) {
+func MachineReferencesAgent(ctx context.Context, reader client.Reader, cpNamespace, agentName, machineName string) (bool, string, error) {
 	if machineName != "" {
 		m := agents.New(agents.MachineGVK())
 		err := reader.Get(ctx, types.NamespacedName{Namespace: cpNamespace, Name: machineName}, m)
@@ -109,13 +109,13 @@ func machineReferencesAgent(ctx context.Context, reader client.Reader, cpNamespa
 	return false, "", nil
 }
 
-// errReservationWon means the Agent changed between our read and our unapprove (e.g. the provider
+// ErrReservationWon means the Agent changed between our read and our Unapprove (e.g. the provider
 // reserved it): the VM is kept.
-var errReservationWon = fmt.Errorf("the Agent changed concurrently (reservation wins)")
+var ErrReservationWon = fmt.Errorf("the Agent changed concurrently (reservation wins)")
 
-// unapprove sets spec.approved=false with a resourceVersion precondition so that a concurrent
+// Unapprove sets spec.approved=false with a resourceVersion precondition so that a concurrent
 // reservation makes the patch fail instead of being overwritten.
-func unapprove(ctx context.Context, c client.Client, a *agents.Agent) error {
+func Unapprove(ctx context.Context, c client.Client, a *agents.Agent) error {
 	if !a.Approved {
 		return nil
 	}
@@ -126,13 +126,13 @@ func unapprove(ctx context.Context, c client.Client, a *agents.Agent) error {
 	}
 	err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
-		return errReservationWon
+		return ErrReservationWon
 	}
 	return err
 }
 
-// deleteAgent deletes the Agent only if it is still the same object (UID precondition).
-func deleteAgent(ctx context.Context, c client.Client, a *agents.Agent) error {
+// DeleteAgent deletes the Agent only if it is still the same object (UID precondition).
+func DeleteAgent(ctx context.Context, c client.Client, a *agents.Agent) error {
 	obj := agents.New(agents.AgentGVK)
 	obj.SetNamespace(a.Namespace)
 	obj.SetName(a.Name)
@@ -142,4 +142,16 @@ func deleteAgent(ctx context.Context, c client.Client, a *agents.Agent) error {
 		return nil
 	}
 	return err
+}
+
+// FreshPool reads a VsphereAgent's pool from the API server (nil when it is gone).
+func FreshPool(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent) (*afv1.VsphereAgentPool, error) {
+	pool := &afv1.VsphereAgentPool{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return pool, nil
 }

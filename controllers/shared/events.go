@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"regexp"
@@ -12,11 +12,11 @@ import (
 // it lasts; a new reason is announced at once.
 const refusalEventInterval = 10 * time.Minute
 
-// eventLimiter rate-limits a pool's refusal Events (credentials, placement, privileges, selector): one
+// EventLimiter rate-limits a pool's refusal Events (credentials, placement, privileges, selector): one
 // Event when a refusal starts or changes reason, then at most one per refusalEventInterval while it
 // lasts. clear forgets a refusal once it is resolved, so its return is announced at once. The zero value
 // is ready.
-type eventLimiter struct {
+type EventLimiter struct {
 	mu   sync.Mutex
 	last map[string]limitedEvent
 }
@@ -27,7 +27,7 @@ type limitedEvent struct {
 }
 
 // allow reports whether an Event with reason may be emitted now for topic ("<pool>/credentials").
-func (l *eventLimiter) allow(topic, reason string, now time.Time) bool {
+func (l *EventLimiter) Allow(topic, reason string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.last == nil {
@@ -41,14 +41,14 @@ func (l *eventLimiter) allow(topic, reason string, now time.Time) bool {
 }
 
 // clear forgets topic's last refusal.
-func (l *eventLimiter) clear(topic string) {
+func (l *EventLimiter) Clear(topic string) {
 	l.mu.Lock()
 	delete(l.last, topic)
 	l.mu.Unlock()
 }
 
 // forgetPrefix drops every topic of a deleted pool ("<namespace>/<name>/").
-func (l *eventLimiter) forgetPrefix(prefix string) {
+func (l *EventLimiter) ForgetPrefix(prefix string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k := range l.last {
@@ -60,8 +60,8 @@ func (l *eventLimiter) forgetPrefix(prefix string) {
 
 var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
 
-// redactText replaces every URL in a message by its redacted form (no user info, query or token-like
+// RedactText replaces every URL in a message by its redacted form (no user info, query or token-like
 // path segment): error texts of HTTP and SOAP clients may quote the URL they called.
-func redactText(msg string) string {
+func RedactText(msg string) string {
 	return urlInText.ReplaceAllStringFunc(msg, iso.RedactURL)
 }

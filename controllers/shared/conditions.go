@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"time"
@@ -39,9 +39,9 @@ const (
 	ReasonPoolNotFound               = "PoolNotFound"
 )
 
-// setCondition sets a condition; LastTransitionTime only moves when the status changes, so a
+// SetCondition sets a condition; LastTransitionTime only moves when the status changes, so a
 // no-change pass leaves status byte-identical (and unwritten).
-func setCondition(conds *[]metav1.Condition, condType string, ok bool, reason, message string, generation int64) {
+func SetCondition(conds *[]metav1.Condition, condType string, ok bool, reason, message string, generation int64) {
 	status := metav1.ConditionFalse
 	if ok {
 		status = metav1.ConditionTrue
@@ -51,19 +51,19 @@ func setCondition(conds *[]metav1.Condition, condType string, ok bool, reason, m
 	})
 }
 
-// stampTransitions gives every condition whose status changed during a pass (or that is new) the injected
-// clock's time as lastTransitionTime: setCondition (meta.SetStatusCondition) stamps the wall clock, and
+// StampTransitions gives every condition whose status changed during a pass (or that is new) the injected
+// clock's time as lastTransitionTime: SetCondition (meta.SetStatusCondition) stamps the wall clock, and
 // condition times must agree with Options.Clock like every other time the operator writes or compares
 // (the registration breaker compares AgentRegistered's time with the VM's failure time).
-func stampTransitions(before, after []metav1.Condition, now time.Time) {
+func StampTransitions(before, after []metav1.Condition, now time.Time) {
 	t := metav1.NewTime(now)
 	for i := range after {
-		if b := findCondition(before, after[i].Type); b == nil || b.Status != after[i].Status {
+		if b := FindCondition(before, after[i].Type); b == nil || b.Status != after[i].Status {
 			after[i].LastTransitionTime = t
 		}
 	}
 }
 
-func findCondition(conds []metav1.Condition, condType string) *metav1.Condition {
+func FindCondition(conds []metav1.Condition, condType string) *metav1.Condition {
 	return meta.FindStatusCondition(conds, condType)
 }

@@ -1,7 +1,8 @@
-package controllers
+package shared
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -21,29 +22,29 @@ const (
 	ReasonConnected            = "Connected"
 )
 
-// credentialsError carries a condition reason; its message never includes Secret values.
-type credentialsError struct {
+// CredentialsError carries a condition reason; its message never includes Secret values.
+type CredentialsError struct {
 	reason, msg string
 }
 
-func (e *credentialsError) Error() string { return e.msg }
+func (e *CredentialsError) Error() string { return e.msg }
 
-// loadCredentials reads the pool's credentials Secret with an uncached read (Secrets are not cached
+// LoadCredentials reads the pool's credentials Secret with an uncached read (Secrets are not cached
 // cluster-wide: least privilege and memory) and validates it.
-func loadCredentials(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
+func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
 	ref := pool.Spec.VSphere.CredentialsSecretRef
 	ns := ref.Namespace
 	if ns == "" {
 		ns = pool.Namespace
 	}
 	if ns != pool.Namespace && !allowCrossNamespace {
-		return vsphere.Credentials{}, &credentialsError{ReasonCrossNamespaceSecret,
+		return vsphere.Credentials{}, &CredentialsError{ReasonCrossNamespaceSecret,
 			fmt.Sprintf("credentials Secret %s/%s is outside the pool's namespace; start the operator with --allow-cross-namespace-secrets to allow it", ns, ref.Name)}
 	}
 	var s corev1.Secret
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return vsphere.Credentials{}, &credentialsError{ReasonCredentialsNotFound, fmt.Sprintf("credentials Secret %s/%s not found", ns, ref.Name)}
+			return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsNotFound, fmt.Sprintf("credentials Secret %s/%s not found", ns, ref.Name)}
 		}
 		return vsphere.Credentials{}, err
 	}
@@ -59,7 +60,14 @@ func loadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 		}
 	}
 	if len(missing) > 0 {
-		return vsphere.Credentials{}, &credentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s lacks keys %v", ns, ref.Name, missing)}
+		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s lacks keys %v", ns, ref.Name, missing)}
 	}
 	return creds, nil
+}
+
+func VSphereReason(err error) string {
+	if ce := (*CredentialsError)(nil); errors.As(err, &ce) {
+		return ce.reason
+	}
+	return string(vsphere.ClassOf(err))
 }

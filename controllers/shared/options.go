@@ -1,0 +1,120 @@
+package shared
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// Options configure the controllers. Zero values are production defaults.
+type Options struct {
+	// AllowCrossNamespaceSecrets lets a pool read a credentials Secret outside its namespace.
+	AllowCrossNamespaceSecrets bool
+	// Clock drives every time-based decision (registration timeout, debounce, ISO checks); tests inject a fake.
+	Clock clock.WithTicker
+	// Sessions hands out vSphere clients (default: a process-wide session cache).
+	Sessions vsphere.Sessions
+	// DebounceIdle and DebounceMax batch bursts of demand: creation waits until demand was stable for
+	// DebounceIdle, or DebounceMax after the first change (defaults 1s / 10s; negative disables).
+	DebounceIdle, DebounceMax time.Duration
+	// OrphanScanInterval is how often a pool lists its VMs in vCenter to find orphans (default 10m).
+	OrphanScanInterval time.Duration
+	// FailedRetention is how long a VsphereAgent that failed registration is kept as evidence that
+	// stops further creation (default 1h).
+	FailedRetention time.Duration
+	// RegistrationFailureThreshold is how many failed registrations in a row stop creation (default 3).
+	RegistrationFailureThreshold int
+	// CRDPollInterval is how often the manager checks for missing external CRDs (default 30s).
+	CRDPollInterval time.Duration
+	// PoolWorkers and VMWorkers are the controllers' concurrent reconciles (defaults 4 and 16): vCenter
+	// calls take seconds, so VMs are created in parallel.
+	PoolWorkers, VMWorkers int
+	// VMPassTimeout bounds one VsphereAgent pass's work (vCenter calls, task waits, hub writes) so a
+	// call that hangs does not hold a VM worker for good (default 10m); the pass's status is still
+	// written, and the retry adopts a VM a cut-off create left behind (by its instance UUID).
+	VMPassTimeout time.Duration
+	// StatusBatchInterval and StatusBatchMax batch pool status writes that only move counters, the VM
+	// list or messages: such a change is written once the status stood still for StatusBatchInterval,
+	// or StatusBatchMax after the first unwritten change (defaults 2s / 30s; a negative interval
+	// disables batching). Conditions changing status or reason are written at once.
+	StatusBatchInterval, StatusBatchMax time.Duration
+	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its Unapprove patch.
+	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
+	// SchemaCheckInterval is how often the served VsphereAgent CRD is checked for the ejection recovery
+	// fields (default 1m; also checked at start).
+	SchemaCheckInterval time.Duration
+	// CrashPoint is a test seam called at every crash point (internal/crashpoint: VsphereAgent created,
+	// VM create task started, ..., pool status written) with the object the pass works on (the pool or
+	// the VsphereAgent); a seam that waits until ctx ends simulates the operator dying there. Nil (the
+	// shipped binary) disables it.
+	CrashPoint func(ctx context.Context, point string, key types.NamespacedName)
+}
+
+// WithCrashPoint returns ctx carrying the crash-point seam bound to key (ctx unchanged without a seam).
+func (o *Options) WithCrashPoint(ctx context.Context, key types.NamespacedName) context.Context {
+	if o.CrashPoint == nil {
+		return ctx
+	}
+	seam := o.CrashPoint
+	return crashpoint.With(ctx, func(ctx context.Context, point string) { seam(ctx, point, key) })
+}
+
+// Defaults fills in the production default of every zero field.
+func (o *Options) Defaults() {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Sessions == nil {
+		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere")})
+	}
+	if o.DebounceIdle == 0 {
+		o.DebounceIdle = time.Second
+	}
+	if o.DebounceMax == 0 {
+		o.DebounceMax = 10 * time.Second
+	}
+	if o.OrphanScanInterval == 0 {
+		o.OrphanScanInterval = 10 * time.Minute
+	}
+	if o.FailedRetention == 0 {
+		o.FailedRetention = time.Hour
+	}
+	if o.RegistrationFailureThreshold == 0 {
+		o.RegistrationFailureThreshold = 3
+	}
+	if o.PoolWorkers == 0 {
+		o.PoolWorkers = 4
+	}
+	if o.VMWorkers == 0 {
+		o.VMWorkers = 16
+	}
+	if o.VMPassTimeout == 0 {
+		o.VMPassTimeout = 10 * time.Minute
+	}
+	if o.StatusBatchInterval == 0 {
+		o.StatusBatchInterval = 2 * time.Second
+	}
+	if o.StatusBatchMax == 0 {
+		o.StatusBatchMax = 30 * time.Second
+	}
+	if o.CRDPollInterval == 0 {
+		o.CRDPollInterval = 30 * time.Second
+	}
+	if o.SchemaCheckInterval == 0 {
+		o.SchemaCheckInterval = time.Minute
+	}
+}
+
+// ClientOptions makes the manager's client serve unstructured external objects from its cache too
+// (controller-runtime reads unstructured objects live by default).
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+}

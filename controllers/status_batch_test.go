@@ -1,0 +1,35 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+)
+
+func TestStatusBatchWritesConditionChangesAtOnceAndBatchesCounters(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason, msg string, vms int32) *afv1.VsphereAgentPoolStatus {
+		return &afv1.VsphereAgentPoolStatus{VMs: vms, Conditions: []metav1.Condition{{Type: afv1.ConditionReady, Status: status, Reason: reason, Message: msg}}}
+	}
+	before := ready(metav1.ConditionTrue, "Ready", "2 VMs", 2)
+	cases := []struct {
+		name      string
+		after     *afv1.VsphereAgentPoolStatus
+		wantBatch bool
+	}{
+		{"a condition's reason changes: written at once", ready(metav1.ConditionTrue, "Other", "2 VMs", 2), false},
+		{"a condition's status changes: written at once", ready(metav1.ConditionFalse, "Ready", "2 VMs", 2), false},
+		{"only a counter and a message move: batched", ready(metav1.ConditionTrue, "Ready", "3 VMs", 3), true},
+		{"only the ejection summary moves: batched", &afv1.VsphereAgentPoolStatus{VMs: 2, ISOEjections: &afv1.ISOEjectionSummary{Ejected: 1},
+			Conditions: before.Conditions}, true},
+	}
+	for _, tc := range cases {
+		r := &PoolReconciler{statusWrites: newDebouncer(clock.RealClock{}, time.Minute, time.Hour)}
+		if got := r.statusBatch("ns/pool", before, tc.after); (got > 0) != tc.wantBatch {
+			t.Errorf("%s: wait %s, batched want %t", tc.name, got, tc.wantBatch)
+		}
+	}
+}
