@@ -15,6 +15,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -86,7 +87,7 @@ func (r *VsphereAgentReconciler) startEjection(ctx context.Context, s *vmScope) 
 	if err != nil {
 		return err
 	}
-	dc := datacenterOf(va, s.pool)
+	dc := poolspec.DatacenterOf(va, s.pool)
 	info, err := vs.FindVM(ctx, dc, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID)
 	if err != nil {
 		return err

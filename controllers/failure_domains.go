@@ -17,6 +17,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -31,80 +32,6 @@ var domainBackoff = planner.Backoff{Base: time.Minute, Ceiling: 15 * time.Minute
 // ReasonFailureDomainNotFound says a VsphereAgent's failure domain was removed from the pool before its VM
 // was created (the pool releases it).
 const ReasonFailureDomainNotFound = planner.ReasonFailureDomainNotFound
-
-// domainPlacement is where one failure domain puts a VM, the pool's values filled in where it gives none.
-type domainPlacement struct {
-	Name, Region                                    string
-	ResourcePool, DatastoreCluster, Network, Folder string
-	MaxVMs                                          *int32
-}
-
-// poolDomains lists the pool's failure domains; a pool without any has one, named "", with its own
-// placement.
-func poolDomains(pool *afv1.VsphereAgentPool) []domainPlacement {
-	v := pool.Spec.VSphere
-	base := domainPlacement{ResourcePool: v.ResourcePool, DatastoreCluster: v.DatastoreCluster, Network: v.Network, Folder: v.Folder}
-	if base.Folder == "" {
-		base.Folder = pool.Spec.HostedClusterRef.Name
-	}
-	if len(v.FailureDomains) == 0 {
-		return []domainPlacement{base}
-	}
-	out := make([]domainPlacement, 0, len(v.FailureDomains))
-	for _, fd := range v.FailureDomains {
-		d := base
-		d.Name, d.Region, d.MaxVMs = fd.Name, fd.Region, fd.MaxVMs
-		switch {
-		case fd.ResourcePool != "":
-			d.ResourcePool = fd.ResourcePool
-		case fd.ComputeCluster != "":
-			d.ResourcePool = strings.TrimSuffix(fd.ComputeCluster, "/") + "/Resources" // the cluster's root pool
-		}
-		if fd.Datastore != "" {
-			d.DatastoreCluster = fd.Datastore
-		}
-		if fd.Network != "" {
-			d.Network = fd.Network
-		}
-		if fd.Folder != "" {
-			d.Folder = fd.Folder
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
-// domainOf returns the placement of the named failure domain of the pool.
-func domainOf(pool *afv1.VsphereAgentPool, name string) (domainPlacement, bool) {
-	for _, d := range poolDomains(pool) {
-		if d.Name == name {
-			return d, true
-		}
-	}
-	return domainPlacement{}, false
-}
-
-// vmNeed is what one VM of the pool's template takes from a placement: its vCPUs and memory, and on the
-// boot datastore its swap file (memory minus reservation) and the disks provisioned thick there (the boot
-// disk with diskEagerlyScrub, data disks Thick or EagerlyZeroed without a datastore of their own).
-func vmNeed(pool *afv1.VsphereAgentPool) vsphere.VMNeed {
-	t := pool.Spec.Template
-	n := vsphere.VMNeed{NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB}
-	if pool.Spec.VSphere.DiskEagerlyScrub { // eager-zeroed thick; otherwise the disk is thin
-		n.ThickDiskGiB = int64(t.DiskGiB)
-	}
-	if hw := t.Hardware; hw != nil {
-		if hw.MemoryReservationMiB != nil {
-			n.MemoryReservationMiB = *hw.MemoryReservationMiB
-		}
-		for _, d := range hw.DataDisks {
-			if d.Datastore == "" && (d.ProvisioningMode == afv1.ProvisioningThick || d.ProvisioningMode == afv1.ProvisioningEagerlyZeroed) {
-				n.ThickDiskGiB += int64(d.SizeGiB)
-			}
-		}
-	}
-	return n
-}
 
 // domainTracker remembers, per pool and failure domain, failed creations (backoff), the last capacity
 // reading and the VsphereAgents created but not yet seen in the cache. The zero value is ready.
@@ -280,7 +207,7 @@ func (t *domainTracker) reading(ctx context.Context, key string, vs vsphere.Clie
 // domainView is what observeDomains found about one failure domain.
 type domainView struct {
 	planner.Domain
-	placement domainPlacement
+	placement poolspec.Placement
 	status    afv1.FailureDomainStatus
 }
 
@@ -291,7 +218,7 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 	p := s.pool
 	poolKey := client.ObjectKeyFromObject(p).String()
 	now := r.Opts.Clock.Now()
-	placements := poolDomains(p)
+	placements := poolspec.Domains(p)
 	byDomain := map[string][]*afv1.VsphereAgent{}
 	present := map[string]bool{}
 	for i := range s.vas {
@@ -323,7 +250,7 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 		}
 		v.status = afv1.FailureDomainStatus{Name: pl.Name, VMs: int32(v.VMs), InFlight: int32(v.InFlight), Available: true}
 		key := poolKey + "/" + pl.Name
-		label := domainLabel(pl.Name)
+		label := poolspec.DomainLabel(pl.Name)
 		// With one placement there is nowhere else to go: its VsphereAgents keep retrying (createFailed).
 		if f := r.domains.noteFailures(key, byDomain[pl.Name], now); multi && f != nil && now.Before(f.retryAfter) {
 			v.Skipped, v.Failing = true, true
@@ -339,7 +266,7 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 		}
 		if s.vs != nil && s.preflightBlock == "" && !p.Spec.Paused {
 			c := r.domains.reading(ctx, key, s.vs, vsphere.CapacitySpec{Datacenter: p.Spec.VSphere.Datacenter,
-				ResourcePool: pl.ResourcePool, DatastoreCluster: pl.DatastoreCluster}, vmNeed(p), now)
+				ResourcePool: pl.ResourcePool, DatastoreCluster: pl.DatastoreCluster}, poolspec.VMNeed(p), now)
 			switch {
 			case c.err != "":
 				// Unknown, not short: vCenter itself refuses a create that does not fit.
@@ -393,35 +320,6 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 	sort.Strings(problems)
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, false, reason, strings.Join(problems, "; "), p.Generation)
 	return nil
-}
-
-// domainLabel names a domain in messages.
-func domainLabel(name string) string {
-	if name == "" {
-		return "the pool's placement"
-	}
-	return "failure domain " + name
-}
-
-// inDomain is " in failure domain <name>" for messages, "" without failure domains.
-func inDomain(name string) string {
-	if name == "" {
-		return ""
-	}
-	return " in failure domain " + name
-}
-
-// topologyLabels are the labels a VM's Agent carries for its failure domain: topology.kubernetes.io/zone
-// and, when the domain names one, topology.kubernetes.io/region. None without a failure domain.
-func topologyLabels(pool *afv1.VsphereAgentPool, domain string) map[string]string {
-	if domain == "" {
-		return nil
-	}
-	out := map[string]string{afv1.LabelTopologyZone: domain}
-	if d, ok := domainOf(pool, domain); ok && d.Region != "" {
-		out[afv1.LabelTopologyRegion] = d.Region
-	}
-	return out
 }
 
 // missingNodeLabels returns the topology labels the Agent's spec.nodeLabels lacks or holds otherwise

@@ -11,6 +11,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
 // carryOut does what s.plan decided, in its order: remember the burst window, create VsphereAgents,
@@ -117,7 +118,7 @@ func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, 
 		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {
 			return err
 		}
-		created = append(created, va.Name+inDomain(domain))
+		created = append(created, va.Name+poolspec.InDomain(domain))
 		r.expectations.expectCreate(poolKey, va.Name)
 		r.domains.created(poolKey, va.Name, domain)
 		metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "create").Inc()

@@ -6,6 +6,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
 // snapshot gathers what the pass observed into the planner's input. It copies facts and decides nothing:
@@ -24,7 +25,7 @@ func (r *PoolReconciler) snapshot(s *poolScope) planner.Snapshot {
 			Preflight: s.preflightBlock, StaticIP: s.staticIPBlock(), NoSession: s.vs == nil,
 			NoISO: s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "",
 		},
-		CurrentImage: currentImage(s), ReplaceOutdated: replaceOutdatedEnabled(s.pool),
+		CurrentImage: currentImage(s), ReplaceOutdated: poolspec.ReplaceOutdated(s.pool),
 		RegistrationFailureThreshold: r.Opts.RegistrationFailureThreshold, FailedRetention: r.Opts.FailedRetention,
 		Debounce: r.debounce.settings(), Burst: r.debounce.window(poolKey),
 	}
@@ -39,7 +40,7 @@ func (r *PoolReconciler) snapshot(s *poolScope) planner.Snapshot {
 	for i, o := range observeVMs(s, deleting) {
 		va := &s.vas[i]
 		snap.VMs = append(snap.VMs, planner.VM{VMObservation: o, Domain: va.Spec.FailureDomain,
-			HasVM: va.Status.VM.InstanceUUID != "", Image: bootedImage(va), StaticIPLease: holdsLease(va)})
+			HasVM: va.Status.VM.InstanceUUID != "", Image: poolspec.BootedImage(va), StaticIPLease: poolspec.HoldsLease(va)})
 	}
 	for _, v := range s.domains {
 		snap.Domains = append(snap.Domains, v.Domain)

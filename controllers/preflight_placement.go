@@ -11,6 +11,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -86,35 +87,19 @@ func placementReason(problems []vsphere.PlacementProblem) string {
 	return afv1.ReasonTagNotFound
 }
 
-// placementSpecOf is the placement of one failure domain of the pool (see poolDomains).
-func placementSpecOf(pool *afv1.VsphereAgentPool, d domainPlacement) vsphere.PlacementSpec {
-	v := pool.Spec.VSphere
-	spec := vsphere.PlacementSpec{Datacenter: v.Datacenter, DatastoreCluster: d.DatastoreCluster, ISODatastore: v.ISODatastore,
-		ResourcePool: d.ResourcePool, Folder: d.Folder, Network: d.Network, Tags: v.VMTags}
-	if hw := pool.Spec.Template.Hardware; hw != nil {
-		spec.StoragePolicy = hw.StoragePolicyName
-		for _, dd := range hw.DataDisks {
-			if dd.Datastore != "" {
-				spec.DataDiskDatastores = append(spec.DataDiskDatastores, dd.Datastore)
-			}
-		}
-	}
-	return spec
-}
-
 // checkDomainPlacements resolves the placement of every failure domain of the pool; a problem names its
 // domain (when the pool has failure domains).
 func checkDomainPlacements(ctx context.Context, vs vsphere.Client, pool *afv1.VsphereAgentPool) ([]vsphere.PlacementProblem, error) {
 	var all []vsphere.PlacementProblem
 	seen := map[string]bool{}
-	for _, d := range poolDomains(pool) {
-		problems, err := vs.CheckPlacement(ctx, placementSpecOf(pool, d))
+	for _, d := range poolspec.Domains(pool) {
+		problems, err := vs.CheckPlacement(ctx, poolspec.PlacementSpec(pool, d))
 		if err != nil {
 			return nil, err
 		}
 		for _, pr := range problems {
 			if d.Name != "" {
-				pr.Message = domainLabel(d.Name) + ": " + pr.Message
+				pr.Message = poolspec.DomainLabel(d.Name) + ": " + pr.Message
 			}
 			if !seen[pr.Message] {
 				seen[pr.Message] = true

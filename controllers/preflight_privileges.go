@@ -10,6 +10,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -20,8 +21,8 @@ const privilegesSufficientMessage = "the credentials hold the vCenter privileges
 func checkDomainPrivileges(ctx context.Context, vs vsphere.Client, pool *afv1.VsphereAgentPool) ([]vsphere.MissingPrivileges, error) {
 	var all []vsphere.MissingPrivileges
 	seen := map[string]bool{}
-	for _, d := range poolDomains(pool) {
-		missing, err := vs.CheckPrivileges(ctx, vsphere.PrivilegeSpec{PlacementSpec: placementSpecOf(pool, d), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall})
+	for _, d := range poolspec.Domains(pool) {
+		missing, err := vs.CheckPrivileges(ctx, vsphere.PrivilegeSpec{PlacementSpec: poolspec.PlacementSpec(pool, d), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall})
 		if err != nil {
 			return nil, err
 		}

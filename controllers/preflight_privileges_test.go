@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -47,9 +48,9 @@ func TestPrivilegeSpecAndMemoKey(t *testing.T) {
 	p := &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: types.UID("u1")}}
 	p.Spec.HostedClusterRef.Name = "hc"
 	p.Spec.ISO.EjectAfterInstall = true
-	spec := placementSpecOf(p, poolDomains(p)[0])
+	spec := poolspec.PlacementSpec(p, poolspec.Domains(p)[0])
 	if spec.Folder != "hc" {
-		t.Fatalf("placementSpecOf: %+v", spec)
+		t.Fatalf("poolspec.PlacementSpec: %+v", spec)
 	}
 	a, b := privilegesMemoKey(p, "alice"), privilegesMemoKey(p, "bob")
 	p2 := p.DeepCopy()

@@ -15,22 +15,8 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
-
-// preparedAgentLabels are the labels every Agent of the pool carries once prepared: spec.agent.labels,
-// the role label and the pool label (the per-VM vsphereagent label is left out: no selector of a
-// NodePool can name one VM).
-func preparedAgentLabels(pool *afv1.VsphereAgentPool) labels.Set {
-	role := pool.Spec.Agent.Role
-	if role == "" {
-		role = "worker"
-	}
-	set := labels.Set{afv1.LabelNodePoolRole: role, afv1.LabelPool: pool.Name}
-	for k, v := range pool.Spec.Agent.LabelSet() {
-		set[k] = v
-	}
-	return set
-}
 
 // selectorMismatch says why Agents carrying have could never satisfy sel ("" when they do). A nil
 // selector selects every Agent, as the Agent CAPI provider reads it.
@@ -76,7 +62,7 @@ func (r *PoolReconciler) checkSelector(ctx context.Context, s *poolScope) error 
 	case err != nil:
 		return fmt.Errorf("reading NodePool %s: %w", p.Spec.NodePoolRef.Name, err)
 	default:
-		if m := selectorMismatch(agents.NodePoolFrom(u).AgentSelector, preparedAgentLabels(p)); m != "" {
+		if m := selectorMismatch(agents.NodePoolFrom(u).AgentSelector, poolspec.AgentLabels(p)); m != "" {
 			reason, msg = afv1.ReasonAgentLabelsMismatch, m
 		}
 	}

@@ -7,13 +7,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
 func TestSelectorMismatch(t *testing.T) {
 	pool := &afv1.VsphereAgentPool{}
 	pool.Name = "workers"
 	pool.Spec.Agent.Labels = map[string]afv1.LabelValue{"agent-forge.containeroo.ch/nodepool": "demo-workers", "tier": "general"}
-	have := preparedAgentLabels(pool)
+	have := poolspec.AgentLabels(pool)
 	in := func(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
 		return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
 	}

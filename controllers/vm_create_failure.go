@@ -13,18 +13,9 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
-
-// defaultRegistrationTimeout applies when spec.registrationTimeout is unset.
-const defaultRegistrationTimeout = 20 * time.Minute
-
-func registrationTimeout(pool *afv1.VsphereAgentPool) time.Duration {
-	if pool != nil && pool.Spec.RegistrationTimeout != nil {
-		return pool.Spec.RegistrationTimeout.Duration
-	}
-	return defaultRegistrationTimeout
-}
 
 // createFailureReason is the VsphereAgent reason for a permanent CreateVM refusal.
 func createFailureReason(err error) string {
@@ -58,7 +49,7 @@ func (r *VsphereAgentReconciler) createFailed(ctx context.Context, s *vmScope, v
 		s.log.Info("VM creation refused for good; VsphereAgent failed", "vm", vmName, "reason", reason)
 		return false, nil
 	}
-	timeout := registrationTimeout(s.pool)
+	timeout := poolspec.RegistrationTimeout(s.pool)
 	if deadline := va.CreationTimestamp.Add(timeout); r.Opts.Clock.Now().Before(deadline) {
 		if va.Status.VM.Phase == "" || va.Status.VM.Reason != shared.ReasonWaitingForCredentials {
 			r.setPhase(va, afv1.VMPhasePending, afv1.ReasonVMCreateFailed)
@@ -74,7 +65,7 @@ func (r *VsphereAgentReconciler) createFailed(ctx context.Context, s *vmScope, v
 	// Out of time: a create task that timed out may still have left a VM; destroy it by our instance
 	// UUID (ownership verified, absent is success) before failing.
 	if vs != nil {
-		if derr := vs.DestroyVM(ctx, datacenterOf(va, s.pool), string(va.UID), ownership(va, s.pool)); derr != nil && vsphere.ClassOf(derr) != vsphere.ClassOwnership {
+		if derr := vs.DestroyVM(ctx, poolspec.DatacenterOf(va, s.pool), string(va.UID), poolspec.Ownership(va, s.pool)); derr != nil && vsphere.ClassOf(derr) != vsphere.ClassOwnership {
 			return false, errors.Join(err, derr)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -103,9 +104,9 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	dc := datacenterOf(va, pool)
+	dc := poolspec.DatacenterOf(va, pool)
 	// Destroy by instance UUID = our UID: also finds a VM whose status was never persisted.
-	if err := vs.DestroyVM(ctx, dc, string(va.UID), ownership(va, pool)); err != nil {
+	if err := vs.DestroyVM(ctx, dc, string(va.UID), poolspec.Ownership(va, pool)); err != nil {
 		if vsphere.ClassOf(err) == vsphere.ClassOwnership {
 			r.Recorder.Eventf(va, "Warning", "DestroyRefused", "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
 			return done("VMNotOwned", "the VM is not ours; nothing destroyed")

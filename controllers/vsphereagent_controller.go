@@ -22,6 +22,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -200,21 +201,6 @@ func (r *VsphereAgentReconciler) client(ctx context.Context, s *vmScope) (vspher
 	return vs, nil
 }
 
-func ownership(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.Ownership {
-	o := vsphere.Ownership{OwnerUID: string(va.UID), OwnerName: va.Namespace + "/" + va.Name}
-	if pool != nil {
-		o.PoolUID, o.PoolName = string(pool.UID), pool.Namespace+"/"+pool.Name
-	}
-	return o
-}
-
-func datacenterOf(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) string {
-	if va.Status.VM.Datacenter != "" {
-		return va.Status.VM.Datacenter
-	}
-	return pool.Spec.VSphere.Datacenter
-}
-
 // ensureVM creates the VM once. Crash-safe: the instance UUID is this object's UID, so a retry after a
 // crash between "created" and "status written" finds the VM instead of creating a second one.
 func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
@@ -240,7 +226,7 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.VSphereReason(err), err.Error(), va.Generation)
 		return r.createFailed(ctx, s, nil, va.Name, err, false)
 	}
-	if _, ok := domainOf(pool, va.Spec.FailureDomain); !ok {
+	if _, ok := poolspec.DomainOf(pool, va.Spec.FailureDomain); !ok {
 		// The domain was removed from the pool before the VM was created: the pool releases this one.
 		r.setPhase(va, afv1.VMPhasePending, ReasonFailureDomainNotFound)
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonFailureDomainNotFound,
@@ -260,7 +246,7 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	va.Status.VM.Name, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID = info.Name, info.InstanceUUID, info.BIOSUUID
 	va.Status.VM.MACAddress = agents.NormalizeMAC(info.MACAddress)
 	va.Status.VM.Datacenter, va.Status.VM.ISOPath = spec.Datacenter, spec.ISOPath
-	va.Status.VM.Hardware = hardwareStatus(spec.Hardware, info)
+	va.Status.VM.Hardware = poolspec.HardwareStatus(spec.Hardware, info)
 	if t := pool.Status.ISO.SourceCreatedTime; t != nil && va.Status.VM.ImageCreatedTime == nil {
 		va.Status.VM.ImageCreatedTime = t.DeepCopy()
 	}
@@ -280,13 +266,13 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 // vmSpec renders the pool's template for this VM.
 func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 	v, t := pool.Spec.VSphere, pool.Spec.Template
-	pl, _ := domainOf(pool, va.Spec.FailureDomain) // ensureVM checked it exists
+	pl, _ := poolspec.DomainOf(pool, va.Spec.FailureDomain) // ensureVM checked it exists
 	return vsphere.VMSpec{
 		Name: va.Name, Datacenter: v.Datacenter, DatastoreCluster: pl.DatastoreCluster, ResourcePool: pl.ResourcePool,
 		Folder: pl.Folder, Network: pl.Network, Tags: v.VMTags, GuestID: v.GuestID, SCSIType: v.SCSIType, Firmware: v.Firmware,
 		NetworkAdapter: v.NetworkAdapterType, NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
-		EagerlyScrub: v.DiskEagerlyScrub, ISOPath: pool.Status.ISO.Path, Ownership: ownership(va, pool),
-		Hardware: hardwareOf(pool),
+		EagerlyScrub: v.DiskEagerlyScrub, ISOPath: pool.Status.ISO.Path, Ownership: poolspec.Ownership(va, pool),
+		Hardware: poolspec.Hardware(pool),
 	}
 }
 
@@ -355,7 +341,7 @@ func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (
 	for k, v := range pool.Spec.Agent.LabelSet() {
 		wantLabels[k] = v
 	}
-	topology := topologyLabels(pool, va.Spec.FailureDomain)
+	topology := poolspec.TopologyLabels(pool, va.Spec.FailureDomain)
 	for k, v := range topology {
 		wantLabels[k] = v
 	}
@@ -545,7 +531,7 @@ func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) 
 	if err != nil {
 		return false, err
 	}
-	if err := vs.DestroyVM(ctx, datacenterOf(va, s.pool), string(va.UID), ownership(va, s.pool)); err != nil {
+	if err := vs.DestroyVM(ctx, poolspec.DatacenterOf(va, s.pool), string(va.UID), poolspec.Ownership(va, s.pool)); err != nil {
 		r.Recorder.Eventf(va, "Warning", "VMDestroyFailed", "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
 		return false, err
 	}

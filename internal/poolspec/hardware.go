@@ -1,13 +1,13 @@
-package controllers
+package poolspec
 
 import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// hardwareOf renders the pool's hardware profile for the vSphere client; no profile is the zero value
+// Hardware renders the pool's hardware profile for the vSphere client; no profile is the zero value
 // (the VM exactly as before profiles existed).
-func hardwareOf(pool *afv1.VsphereAgentPool) vsphere.Hardware {
+func Hardware(pool *afv1.VsphereAgentPool) vsphere.Hardware {
 	hw := pool.Spec.Template.Hardware
 	if hw == nil {
 		return vsphere.Hardware{}
@@ -34,10 +34,10 @@ func hardwareOf(pool *afv1.VsphereAgentPool) vsphere.Hardware {
 	return out
 }
 
-// hardwareStatus is what users need to see on the VsphereAgent of the profile its VM got: the data
+// HardwareStatus is what users need to see on the VsphereAgent of the profile its VM got: the data
 // disks as created (datastore read back from the VM) and the storage policy with its ID. Nil when the
 // VM has neither.
-func hardwareStatus(hw vsphere.Hardware, info *vsphere.VMInfo) *afv1.HardwareStatus {
+func HardwareStatus(hw vsphere.Hardware, info *vsphere.VMInfo) *afv1.HardwareStatus {
 	if len(hw.DataDisks) == 0 && hw.StoragePolicyName == "" {
 		return nil
 	}
