@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
@@ -23,7 +23,7 @@ import (
 )
 
 var _ = Describe("ISO ejection crash recovery", func() {
-	for _, point := range []string{controllers.CrashAfterRecord, controllers.CrashAfterReconfigure, controllers.CrashAfterQuestionID, controllers.CrashAfterAnswer} {
+	for _, point := range []string{ejection.CrashAfterRecord, ejection.CrashAfterReconfigure, ejection.CrashAfterQuestionID, ejection.CrashAfterAnswer} {
 		It("after a restart at "+point+": exactly one reconfigure and at most one answer per question", func(ctx context.Context) {
 			hook, reached := crashHook(point)
 			es := startEjectScenario(operatorOptions{crashPoint: hook}, world.Options{}, nil)
@@ -45,14 +45,14 @@ var _ = Describe("ISO ejection crash recovery", func() {
 			for q, n := range perQuestion {
 				Expect(n).To(Equal(1), "question %s answered %d times", q, n)
 			}
-			if point == controllers.CrashAfterReconfigure {
+			if point == ejection.CrashAfterReconfigure {
 				Expect(eventsWith(ctx, &va, "EjectionResumed:")).To(HaveLen(1), "the running reconfigure was taken over")
 			}
 		})
 	}
 
 	It("refuses a recovery when the media changed while the operator was down", func(ctx context.Context) {
-		hook, reached := crashHook(controllers.CrashAfterQuestionID)
+		hook, reached := crashHook(ejection.CrashAfterQuestionID)
 		es := startEjectScenario(operatorOptions{crashPoint: hook}, world.Options{}, nil)
 		va := es.boundVAs(ctx, 1)[0]
 		locked := vcVM(&va)

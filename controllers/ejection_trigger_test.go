@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
@@ -79,7 +79,7 @@ var _ = Describe("ISO ejection trigger", func() {
 	}
 
 	It("starts no ejection for a Machine being deleted, but finishes one already recorded", func(ctx context.Context) {
-		hook, reached := pauseHook(controllers.CrashAfterQuestionID)
+		hook, reached := pauseHook(ejection.CrashAfterQuestionID)
 		es := startEjectScenario(operatorOptions{crashPoint: hook.seam}, world.Options{ManualMachines: true}, nil)
 		vas := es.boundVAs(ctx, 2)
 		recorded, fresh := vas[0], vas[1]
@@ -122,7 +122,7 @@ var _ = Describe("ISO ejection trigger", func() {
 	})
 
 	It("finishes a recorded ejection, including its question, when the feature is disabled mid-operation, and keeps Ejected", func(ctx context.Context) {
-		hook, reached := pauseHook(controllers.CrashAfterQuestionID)
+		hook, reached := pauseHook(ejection.CrashAfterQuestionID)
 		es := startEjectScenario(operatorOptions{crashPoint: hook.seam}, world.Options{}, nil)
 		va := es.boundVAs(ctx, 1)[0]
 		locked, err := vc.WrapVM(va.Status.VM.InstanceUUID)

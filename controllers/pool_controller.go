@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
@@ -59,7 +60,7 @@ type PoolReconciler struct {
 	// own lets a pass see this controller's last write of its pool while the cache still lags.
 	own *shared.OwnWrites[*afv1.VsphereAgentPool]
 	// Guard reports whether the served CRDs keep the ejection recovery record (condition CRDsCurrent).
-	Guard *crdGuard
+	Guard *ejection.Guard
 	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
 	refusalEvents shared.EventLimiter
 	// placement remembers when each pool's placement was last checked (preflight).

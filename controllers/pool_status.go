@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
@@ -68,8 +69,8 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 		st.OwnedVMs = nil
 	}
 	st.VMs = int32(len(s.vas))
-	st.ISOEjections = ejectionSummary(s.vas)
-	r.setCRDCondition(p)
+	st.ISOEjections = ejection.Summary(s.vas)
+	r.Guard.ReportOn(p)
 	r.setLeaseStatus(s)
 
 	st.PlannedActions = nil

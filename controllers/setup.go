@@ -15,6 +15,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -118,8 +119,8 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(isoRunnable); err != nil {
 		return err
 	}
-	guard := &crdGuard{reader: mgr.GetAPIReader(), clock: opts.Clock, interval: opts.SchemaCheckInterval, log: ctrl.Log.WithName("crd-guard")}
-	guard.onChange = func() { // every pool's CRDsCurrent condition follows the verdict
+	guard := &ejection.Guard{Reader: mgr.GetAPIReader(), Clock: opts.Clock, Interval: opts.SchemaCheckInterval, Log: ctrl.Log.WithName("crd-guard")}
+	guard.OnChange = func() { // every pool's CRDsCurrent condition follows the verdict
 		var pools afv1.VsphereAgentPoolList
 		if err := mgr.GetAPIReader().List(ctx, &pools); err != nil {
 			return

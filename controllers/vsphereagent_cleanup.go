@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
@@ -42,8 +43,8 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	}
 	// A recorded ejection is finished first; one that fails, drags on or cannot be reached is closed
 	// with an event: it never blocks deletion.
-	if wait, err := r.finishOrCloseEjection(ctx, s); err != nil || wait {
-		return ctrl.Result{RequeueAfter: ejectPollInterval}, err
+	if wait, err := r.ejector().FinishOrClose(ctx, r.ejectionPass(s)); err != nil || wait {
+		return ctrl.Result{RequeueAfter: ejection.PollInterval}, err
 	}
 	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
 	done := func(reason, msg string) (ctrl.Result, error) {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
@@ -38,15 +39,15 @@ type VsphereAgentReconciler struct {
 	Recorder  record.EventRecorder
 	Opts      Options
 	// Guard refuses ejections while the served CRD would prune the recovery record.
-	Guard *crdGuard
+	Guard *ejection.Guard
 	// refusals remembers VsphereAgents failed by a permanent create refusal until the cache shows it.
 	refusals refusalMemory
 	// own lets a pass see this controller's last write of its VsphereAgent while the cache still lags
 	// (else it would create the VM again and write the same status with a stale resourceVersion).
 	own *shared.OwnWrites[*afv1.VsphereAgent]
-	// ejectTasks remembers, by VsphereAgent UID, a reconfigure seen once and not yet written into the
-	// ejection record (see stepEjection).
-	ejectTasks sync.Map
+	// eject runs the ISO ejection phase (built on first use, see ejector).
+	eject     *ejection.Ejector
+	ejectOnce sync.Once
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -168,6 +169,29 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	va.Status.ObservedGeneration = va.Generation
 	r.setReady(s)
 	return ctrl.Result{}, nil
+}
+
+// ejector returns the reconciler's Ejector, built on first use.
+func (r *VsphereAgentReconciler) ejector() *ejection.Ejector {
+	r.ejectOnce.Do(func() {
+		r.eject = &ejection.Ejector{Reader: r.Client, Recorder: r.Recorder, Clock: r.Opts.Clock, Guard: r.Guard}
+	})
+	return r.eject
+}
+
+// ejectionPass is the ejection's view of the pass s.
+func (r *VsphereAgentReconciler) ejectionPass(s *vmScope) *ejection.Pass {
+	return &ejection.Pass{
+		VA: s.va, Pool: s.pool, Agent: s.agent,
+		Client:       func(ctx context.Context) (vsphere.Client, error) { return r.client(ctx, s) },
+		RequeueAfter: s.requeueAfter,
+		AfterWrite:   func(f func()) { s.afterWrite = append(s.afterWrite, f) },
+	}
+}
+
+// ejectISO is the ISO ejection phase (package ejection); it never ends the pass early.
+func (r *VsphereAgentReconciler) ejectISO(ctx context.Context, s *vmScope) (bool, error) {
+	return true, r.ejector().Step(ctx, r.ejectionPass(s))
 }
 
 // setPhase moves the VM to a phase, stamping the transition time only on change.

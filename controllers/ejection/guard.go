@@ -1,4 +1,4 @@
-package controllers
+package ejection
 
 import (
 	"context"
@@ -23,16 +23,21 @@ import (
 // vsphereAgentCRD is the CRD whose served schema must keep the ejection recovery record.
 const vsphereAgentCRD = "vsphereagents.agent-forge.containeroo.ch"
 
-// crdGuard refuses ejections while the served VsphereAgent CRD would prune any recovery field of
+// Guard refuses ejections while the served VsphereAgent CRD would prune any recovery field of
 // status.isoEjection (CRDs older than the controller). It checks at start and every interval (a
 // manager runnable), and on demand when its last answer is older than the interval; a change of
-// verdict is reported to the pools (their CRDsCurrent condition) through onChange.
-type crdGuard struct {
-	reader   client.Reader
-	clock    clock.WithTicker
-	interval time.Duration
-	log      logr.Logger
-	onChange func()
+// verdict is reported to the pools (their CRDsCurrent condition) through OnChange.
+type Guard struct {
+	// Reader reads the served CRD (uncached: the manager's API reader).
+	Reader client.Reader
+	// Clock times the checks (tests inject a fake).
+	Clock clock.WithTicker
+	// Interval is how old a verdict may be before it is checked again (Options.SchemaCheckInterval).
+	Interval time.Duration
+	// Log reports changes of verdict.
+	Log logr.Logger
+	// OnChange is called when the verdict changes (the pools' CRDsCurrent condition follows it).
+	OnChange func()
 
 	mu      sync.Mutex
 	checked time.Time
@@ -56,9 +61,9 @@ func recoveryFields() []string {
 }
 
 // Start checks now and then every interval until ctx ends.
-func (g *crdGuard) Start(ctx context.Context) error {
+func (g *Guard) Start(ctx context.Context) error {
 	g.check(ctx)
-	ticker := g.clock.NewTicker(g.interval)
+	ticker := g.Clock.NewTicker(g.Interval)
 	defer ticker.Stop()
 	for {
 		select {
@@ -71,9 +76,9 @@ func (g *crdGuard) Start(ctx context.Context) error {
 }
 
 // Supported reports whether ejections may run, with the reason when they may not.
-func (g *crdGuard) Supported(ctx context.Context) (bool, string) {
+func (g *Guard) Supported(ctx context.Context) (bool, string) {
 	g.mu.Lock()
-	fresh := !g.checked.IsZero() && g.clock.Since(g.checked) < g.interval
+	fresh := !g.checked.IsZero() && g.Clock.Since(g.checked) < g.Interval
 	ok, msg := g.ok, g.msg
 	g.mu.Unlock()
 	if fresh {
@@ -86,20 +91,20 @@ func (g *crdGuard) Supported(ctx context.Context) (bool, string) {
 }
 
 // Condition returns the pool condition (status, reason, message); ok=false before the first check.
-func (g *crdGuard) Condition() (checked, ok bool, reason, msg string) {
+func (g *Guard) Condition() (checked, ok bool, reason, msg string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return !g.checked.IsZero(), g.ok, g.reason, g.msg
 }
 
-func (g *crdGuard) check(ctx context.Context) {
+func (g *Guard) check(ctx context.Context) {
 	ok, reason, msg := g.evaluate(ctx)
 	if ctx.Err() != nil {
 		return // stopping: not a verdict
 	}
 	g.mu.Lock()
 	changed := g.checked.IsZero() || ok != g.ok || msg != g.msg
-	g.checked, g.ok, g.reason, g.msg = g.clock.Now(), ok, reason, msg
+	g.checked, g.ok, g.reason, g.msg = g.Clock.Now(), ok, reason, msg
 	g.mu.Unlock()
 	outdated := 0.0
 	if !ok {
@@ -108,22 +113,22 @@ func (g *crdGuard) check(ctx context.Context) {
 	metrics.CRDSchemaOutdated.WithLabelValues(vsphereAgentCRD).Set(outdated)
 	if changed {
 		if ok {
-			g.log.Info("the served VsphereAgent CRD keeps every ejection recovery field")
+			g.Log.Info("the served VsphereAgent CRD keeps every ejection recovery field")
 		} else {
-			g.log.Info("ISO ejection disabled: "+msg, "reason", reason)
+			g.Log.Info("ISO ejection disabled: "+msg, "reason", reason)
 		}
-		if g.onChange != nil {
-			g.onChange()
+		if g.OnChange != nil {
+			g.OnChange()
 		}
 	}
 }
 
 // evaluate reads the served CRD and lists the recovery fields its schema would prune.
-func (g *crdGuard) evaluate(ctx context.Context) (bool, string, string) {
+func (g *Guard) evaluate(ctx context.Context) (bool, string, string) {
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
-	if err := g.reader.Get(ctx, types.NamespacedName{Name: vsphereAgentCRD}, crd); err != nil {
+	if err := g.Reader.Get(ctx, types.NamespacedName{Name: vsphereAgentCRD}, crd); err != nil {
 		return false, afv1.ReasonCRDUnreadable, "cannot read the VsphereAgent CRD to confirm it preserves status.isoEjection: " + err.Error()
 	}
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")

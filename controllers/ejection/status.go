@@ -1,4 +1,4 @@
-package controllers
+package ejection
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 // ejectionGraceOnDelete bounds how long deletion waits for a recorded ejection to finish.
 const ejectionGraceOnDelete = 2 * time.Minute
 
-// ejectionSummary counts the pool's VMs by ISOEjected reason (nil when no VM reports one).
-func ejectionSummary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
+// Summary counts the pool's VMs by ISOEjected reason (nil when no VM reports one).
+func Summary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
 	sum := &afv1.ISOEjectionSummary{}
 	seen := false
 	for i := range vas {
@@ -38,42 +38,30 @@ func ejectionSummary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
 	return sum
 }
 
-// setCRDCondition reports on the pool whether the served CRDs keep the ejection recovery record.
-func (r *PoolReconciler) setCRDCondition(p *afv1.VsphereAgentPool) {
-	if r.Guard == nil {
-		return
-	}
-	checked, ok, reason, msg := r.Guard.Condition()
-	if !checked {
-		return
-	}
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionCRDsCurrent, ok, reason, msg, p.Generation)
-}
-
-// finishOrCloseEjection runs on VsphereAgent deletion. A recorded ejection that still makes progress is
+// FinishOrClose runs on VsphereAgent deletion. A recorded ejection that still makes progress is
 // finished first (bounded by ejectionGraceOnDelete); a refused, failing, stale or unreachable one (pool
 // gone: no credentials) is closed with an event so that deletion is never blocked and never silent.
 // Returns true while the caller should wait for the ejection.
-func (r *VsphereAgentReconciler) finishOrCloseEjection(ctx context.Context, s *vmScope) (bool, error) {
-	va := s.va
+func (e *Ejector) FinishOrClose(ctx context.Context, p *Pass) (bool, error) {
+	va := p.VA
 	rec := va.Status.ISOEjection
 	if rec == nil {
 		return false, nil
 	}
 	why := ""
 	switch {
-	case s.pool == nil:
+	case p.Pool == nil:
 		why = "its pool is gone (no credentials to reach vCenter)"
 	case rec.LastError != "":
 		why = "it failed: " + rec.LastError
-	case r.Opts.Clock.Since(rec.StartedAt.Time) >= ejectionGraceOnDelete:
+	case e.Clock.Since(rec.StartedAt.Time) >= ejectionGraceOnDelete:
 		why = "it did not finish within " + ejectionGraceOnDelete.String()
 	default:
-		if ok, msg := r.Guard.Supported(ctx); !ok {
+		if ok, msg := e.Guard.Supported(ctx); !ok {
 			why = msg
 			break
 		}
-		if err := r.stepEjection(ctx, s); err != nil {
+		if err := e.stepEjection(ctx, p); err != nil {
 			return false, err
 		}
 		if rec = va.Status.ISOEjection; rec == nil {
@@ -84,9 +72,22 @@ func (r *VsphereAgentReconciler) finishOrCloseEjection(ctx context.Context, s *v
 		}
 		why = "it failed: " + rec.LastError
 	}
-	r.Recorder.Eventf(va, "Warning", "ISOEjectionClosed", "VsphereAgent is being deleted; the ejection of %s from VM %s was closed unfinished because %s",
+	e.Recorder.Eventf(va, "Warning", "ISOEjectionClosed", "VsphereAgent is being deleted; the ejection of %s from VM %s was closed unfinished because %s",
 		rec.ISOPath, va.Status.VM.Name, why)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "closed on deletion: "+why, va.Generation)
 	va.Status.ISOEjection = nil
 	return false, nil
+}
+
+// ReportOn sets the pool's CRDsCurrent condition: whether the served CRDs keep the ejection recovery
+// record (nothing before the first check, or without a guard).
+func (g *Guard) ReportOn(p *afv1.VsphereAgentPool) {
+	if g == nil {
+		return
+	}
+	checked, ok, reason, msg := g.Condition()
+	if !checked {
+		return
+	}
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionCRDsCurrent, ok, reason, msg, p.Generation)
 }

@@ -1,4 +1,4 @@
-package controllers
+package ejection
 
 import (
 	"context"
@@ -31,10 +31,11 @@ import (
 //     retried with backoff and never forced.
 
 const (
-	ejectFirstCheck   = time.Second
-	ejectPollInterval = 5 * time.Second
-	ejectBackoffBase  = 30 * time.Second
-	ejectBackoffMax   = 10 * time.Minute
+	ejectFirstCheck = time.Second
+	// PollInterval is how often a running reconfigure (and a deletion waiting for one) is looked at again.
+	PollInterval     = 5 * time.Second
+	ejectBackoffBase = 30 * time.Second
+	ejectBackoffMax  = 10 * time.Minute
 )
 
 // Crash points of an ejection (internal/crashpoint), where Options.CrashPoint is called.
@@ -45,63 +46,64 @@ const (
 	CrashAfterAnswer      = crashpoint.AnswerSent             // the question was answered, not yet recorded
 )
 
-// ejectISO is the ISO ejection phase (opt-in per pool).
-func (r *VsphereAgentReconciler) ejectISO(ctx context.Context, s *vmScope) (bool, error) {
-	va := s.va
+// Step is the VsphereAgent's ISO ejection phase (opt-in per pool): it starts an ejection when its
+// trigger holds, or advances a recorded one by one step.
+func (e *Ejector) Step(ctx context.Context, p *Pass) error {
+	va := p.VA
 	if va.Status.ISOEjection != nil {
 		// A recorded operation always finishes, even if the pool opted out meanwhile.
-		return true, r.stepEjection(ctx, s)
+		return e.stepEjection(ctx, p)
 	}
-	if !s.pool.Spec.ISO.EjectAfterInstall {
+	if !p.Pool.Spec.ISO.EjectAfterInstall {
 		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
 		}
-		return true, nil
+		return nil
 	}
-	return true, r.startEjection(ctx, s)
+	return e.startEjection(ctx, p)
 }
 
 // startEjection checks the trigger and records the next CD-ROM to eject.
-func (r *VsphereAgentReconciler) startEjection(ctx context.Context, s *vmScope) error {
-	va := s.va
+func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
+	va := p.VA
 	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c != nil && c.Reason == afv1.ReasonEjected && c.Status == metav1.ConditionTrue {
 		return nil
 	}
-	if reason, msg := ejectionTrigger(s); reason != "" {
+	if reason, msg := ejectionTrigger(p); reason != "" {
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, reason, msg, va.Generation)
 		return nil
 	}
-	if m, deleting, err := r.machineDeleting(ctx, s); err != nil {
+	if m, deleting, err := e.machineDeleting(ctx, p); err != nil {
 		return err
 	} else if deleting {
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
 			"not started: Machine "+m+" is being deleted (scale-down); no new ejection for it", va.Generation)
 		return nil
 	}
-	if ok, msg := r.Guard.Supported(ctx); !ok {
+	if ok, msg := e.Guard.Supported(ctx); !ok {
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "not started: "+msg, va.Generation)
-		s.requeueAfter(r.Guard.interval)
+		p.requeueAfter(e.Guard.Interval)
 		return nil
 	}
-	vs, err := r.client(ctx, s)
+	vs, err := p.Client(ctx)
 	if err != nil {
 		return err
 	}
-	dc := poolspec.DatacenterOf(va, s.pool)
+	dc := poolspec.DatacenterOf(va, p.Pool)
 	info, err := vs.FindVM(ctx, dc, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID)
 	if err != nil {
 		return err
 	}
-	ours, unrelated := r.classifyMedia(s, info)
+	ours, unrelated := e.classifyMedia(p, info)
 	if len(ours) == 0 {
-		r.markEjected(s, "no discovery ISO of this pool is attached", unrelated)
+		e.markEjected(p, "no discovery ISO of this pool is attached", unrelated)
 		return nil
 	}
 	target := ours[0]
 	va.Status.ISOEjection = &afv1.ISOEjectionRecord{
 		InstanceUUID: va.Status.VM.InstanceUUID, BIOSUUID: va.Status.VM.BIOSUUID, OwnerUID: string(va.UID),
-		Datacenter: dc, DeviceKey: target.Key, ISOPath: target.ISOPath, AgentUID: string(s.agent.UID),
-		StartedAt: metav1.NewTime(r.Opts.Clock.Now()),
+		Datacenter: dc, DeviceKey: target.Key, ISOPath: target.ISOPath, AgentUID: string(p.Agent.UID),
+		StartedAt: metav1.NewTime(e.Clock.Now()),
 	}
 	msg := fmt.Sprintf("ejection of %s (CD-ROM %d) recorded", target.ISOPath, target.Key)
 	if n := len(ours) - 1; n > 0 {
@@ -109,13 +111,13 @@ func (r *VsphereAgentReconciler) startEjection(ctx context.Context, s *vmScope) 
 	}
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, msg+unrelatedNote(unrelated), va.Generation)
 	// The record is persisted by this pass's status write before anything touches the VM.
-	s.requeueAfter(time.Millisecond)
+	p.requeueAfter(time.Millisecond)
 	return nil
 }
 
 // ejectionTrigger returns the ISOEjected reason and message while ejection must not start ("" when it may).
-func ejectionTrigger(s *vmScope) (string, string) {
-	va, a := s.va, s.agent
+func ejectionTrigger(p *Pass) (string, string) {
+	va, a := p.VA, p.Agent
 	switch {
 	case va.Status.VM.Phase == afv1.VMPhaseReleased:
 		return afv1.ReasonEjectionDisabled, "not started: the VM is released (scale-down); its cleanup follows"
@@ -141,12 +143,12 @@ func ejectionTrigger(s *vmScope) (string, string) {
 
 // classifyMedia splits the VM's ISO-backed CD-ROMs into ours (a content-addressed ISO on the pool's ISO
 // datastore under its path prefix, or the exact ISO recorded at creation) and unrelated media.
-func (r *VsphereAgentReconciler) classifyMedia(s *vmScope, info *vsphere.VMInfo) (ours []vsphere.CDROM, unrelated []string) {
-	prefix, ds := iso.PathPrefix(s.pool), s.pool.Spec.VSphere.ISODatastore
+func (e *Ejector) classifyMedia(p *Pass, info *vsphere.VMInfo) (ours []vsphere.CDROM, unrelated []string) {
+	prefix, ds := iso.PathPrefix(p.Pool), p.Pool.Spec.VSphere.ISODatastore
 	for _, cd := range info.CDROMs {
 		switch {
 		case cd.ISOPath == "":
-		case iso.IsCachedISOPath(cd.ISOPath, ds, prefix) || cd.ISOPath == s.va.Status.VM.ISOPath:
+		case iso.IsCachedISOPath(cd.ISOPath, ds, prefix) || cd.ISOPath == p.VA.Status.VM.ISOPath:
 			ours = append(ours, cd)
 		default:
 			unrelated = append(unrelated, cd.ISOPath)
@@ -164,52 +166,52 @@ func unrelatedNote(unrelated []string) string {
 
 // markEjected sets ISOEjected=True/Ejected; unrelated media left attached is named, with a Warning event
 // when the condition first becomes Ejected.
-func (r *VsphereAgentReconciler) markEjected(s *vmScope, msg string, unrelated []string) {
-	va := s.va
+func (e *Ejector) markEjected(p *Pass, msg string, unrelated []string) {
+	va := p.VA
 	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected)
 	first := c == nil || c.Reason != afv1.ReasonEjected
 	if first && len(unrelated) > 0 {
-		r.Recorder.Eventf(va, "Warning", "UnrelatedMediaAttached", "VM %s keeps media this pool does not own attached: %s",
+		e.Recorder.Eventf(va, "Warning", "UnrelatedMediaAttached", "VM %s keeps media this pool does not own attached: %s",
 			va.Status.VM.Name, strings.Join(unrelated, ", "))
 	}
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
 }
 
 // stepEjection advances a recorded ejection by one step.
-func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) error {
-	va, rec := s.va, s.va.Status.ISOEjection
-	now := r.Opts.Clock.Now()
-	if ok, msg := r.Guard.Supported(ctx); !ok {
+func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
+	va, rec := p.VA, p.VA.Status.ISOEjection
+	now := e.Clock.Now()
+	if ok, msg := e.Guard.Supported(ctx); !ok {
 		// Writing the record through a CRD that prunes it could lose a checkpoint: hold still.
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "recorded ejection of "+rec.ISOPath+" paused: "+msg, va.Generation)
-		s.requeueAfter(r.Guard.interval)
+		p.requeueAfter(e.Guard.Interval)
 		return nil
 	}
 	if rec.RetryAfter != nil && now.Before(rec.RetryAfter.Time) {
-		s.requeueAfter(rec.RetryAfter.Sub(now))
+		p.requeueAfter(rec.RetryAfter.Sub(now))
 		return nil
 	}
-	if s.agent != nil && rec.AgentUID != "" && string(s.agent.UID) != rec.AgentUID {
-		r.ejectionFailed(s, fmt.Errorf("refused: the VM's Agent was replaced since the ejection was recorded (Agent %s has UID %s, recorded %s)",
-			s.agent.Name, s.agent.UID, rec.AgentUID), metrics.ISOOpEject)
+	if p.Agent != nil && rec.AgentUID != "" && string(p.Agent.UID) != rec.AgentUID {
+		e.ejectionFailed(p, fmt.Errorf("refused: the VM's Agent was replaced since the ejection was recorded (Agent %s has UID %s, recorded %s)",
+			p.Agent.Name, p.Agent.UID, rec.AgentUID), metrics.ISOOpEject)
 		return nil
 	}
 	if rec.TaskRef == "" && rec.QuestionID == "" && rec.Attempts == 0 {
-		if err := r.crashPoint(ctx, s, CrashAfterRecord); err != nil {
+		if err := crashpoint.Hit(ctx, CrashAfterRecord); err != nil {
 			return err
 		}
 	}
 	if rec.QuestionID != "" {
-		if err := r.crashPoint(ctx, s, CrashAfterQuestionID); err != nil {
+		if err := crashpoint.Hit(ctx, CrashAfterQuestionID); err != nil {
 			return err
 		}
 	}
-	vs, err := r.client(ctx, s)
+	vs, err := p.Client(ctx)
 	if err != nil {
 		return err
 	}
 	taskRef := rec.TaskRef
-	remembered, _ := r.ejectTasks.LoadAndDelete(va.UID)
+	remembered, _ := e.tasks.LoadAndDelete(va.UID)
 	if taskRef == "" && rec.QuestionID == "" && remembered != nil {
 		taskRef = remembered.(string)
 	}
@@ -220,17 +222,17 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 	}
 	res, err := vs.EjectISO(ctx, req)
 	if err != nil {
-		return r.ejectStepFailed(s, err)
+		return e.ejectStepFailed(p, err)
 	}
 	if res.Answered {
 		metrics.ObserveISOOperation(metrics.ISOOpAnswer, metrics.ResultSuccess)
-		r.Recorder.Eventf(va, "Normal", "CDROMLockAnswered", "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
-		if err := r.crashPoint(ctx, s, CrashAfterAnswer); err != nil {
+		e.Recorder.Eventf(va, "Normal", "CDROMLockAnswered", "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
+		if err := crashpoint.Hit(ctx, CrashAfterAnswer); err != nil {
 			return err
 		}
 	}
 	if res.Adopted {
-		r.Recorder.Eventf(va, "Normal", "EjectionResumed", "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
+		e.Recorder.Eventf(va, "Normal", "EjectionResumed", "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
 	}
 	if rec.LastError != "" {
 		rec.Attempts = 0 // progress again: a later failure starts its backoff afresh
@@ -238,26 +240,26 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 	rec.RetryAfter, rec.LastError = nil, ""
 	switch res.State {
 	case vsphere.EjectDone:
-		return r.ejectionDone(ctx, s, vs)
+		return e.ejectionDone(ctx, p, vs)
 	case vsphere.EjectQuestionPending:
 		if rec.QuestionID != res.QuestionID {
 			// Checkpoint the question ID first; the next pass answers exactly this question.
 			rec.QuestionID = res.QuestionID
-			r.Recorder.Eventf(va, "Normal", "CDROMLockQuestion", "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
+			e.Recorder.Eventf(va, "Normal", "CDROMLockQuestion", "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
 		}
 		rec.TaskRef = res.TaskRef
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
-		s.requeueAfter(time.Millisecond)
+		p.requeueAfter(time.Millisecond)
 	default:
 		if rec.TaskRef == "" && res.TaskRef != "" && remembered != res.TaskRef {
 			// First sight of the reconfigure: most end within a second, so look again shortly and write
 			// the task into the record only if it still runs then (a status write saved per VM). A
 			// restart in between loses nothing: the vSphere layer takes over a running reconfigure, and
 			// a finished one shows in the device.
-			r.ejectTasks.Store(va.UID, res.TaskRef)
-			s.requeueAfter(ejectFirstCheck)
+			e.tasks.Store(va.UID, res.TaskRef)
+			p.requeueAfter(ejectFirstCheck)
 			if !res.Adopted {
-				return r.crashPoint(ctx, s, CrashAfterReconfigure)
+				return crashpoint.Hit(ctx, CrashAfterReconfigure)
 			}
 			return nil
 		}
@@ -266,9 +268,9 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 			rec.TaskRef = res.TaskRef
 		}
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "ejecting "+rec.ISOPath+" (task "+rec.TaskRef+")", va.Generation)
-		s.requeueAfter(ejectPollInterval)
+		p.requeueAfter(PollInterval)
 		if newTask && !res.Adopted {
-			return r.crashPoint(ctx, s, CrashAfterReconfigure)
+			return crashpoint.Hit(ctx, CrashAfterReconfigure)
 		}
 	}
 	return nil
@@ -276,30 +278,30 @@ func (r *VsphereAgentReconciler) stepEjection(ctx context.Context, s *vmScope) e
 
 // ejectionDone clears the record and looks at the VM again: another CD-ROM with our ISO is ejected next
 // (if the feature is still on); Ejected only when none is left.
-func (r *VsphereAgentReconciler) ejectionDone(ctx context.Context, s *vmScope, vs vsphere.Client) error {
-	va, rec := s.va, s.va.Status.ISOEjection
+func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client) error {
+	va, rec := p.VA, p.VA.Status.ISOEjection
 	// A pass working from a stale cache sees the same ejection done again; its status write conflicts, so
 	// counting after the write counts each ejection once.
-	s.afterWrite = append(s.afterWrite, func() {
+	p.afterWrite(func() {
 		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultSuccess)
-		r.Recorder.Eventf(va, "Normal", "ISOEjected", "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
+		e.Recorder.Eventf(va, "Normal", "ISOEjected", "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
 	})
 	va.Status.ISOEjection = nil
 	done := "discovery ISO " + rec.ISOPath + " ejected"
 	info, err := vs.FindVM(ctx, rec.Datacenter, rec.InstanceUUID, rec.BIOSUUID)
 	if err != nil {
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, done+"; checking the VM's other CD-ROMs", va.Generation)
-		s.requeueAfter(time.Second)
+		p.requeueAfter(time.Second)
 		return nil
 	}
-	ours, unrelated := r.classifyMedia(s, info)
+	ours, unrelated := e.classifyMedia(p, info)
 	switch {
 	case len(ours) == 0:
-		r.markEjected(s, done, unrelated)
-	case s.pool.Spec.ISO.EjectAfterInstall:
+		e.markEjected(p, done, unrelated)
+	case p.Pool.Spec.ISO.EjectAfterInstall:
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
 			fmt.Sprintf("%s; %d more CD-ROM(s) with this pool's ISO follow", done, len(ours))+unrelatedNote(unrelated), va.Generation)
-		s.requeueAfter(time.Millisecond)
+		p.requeueAfter(time.Millisecond)
 	default:
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
 			fmt.Sprintf("%s; spec.iso.ejectAfterInstall is false, so %s stays attached", done, ours[0].ISOPath), va.Generation)
@@ -308,10 +310,10 @@ func (r *VsphereAgentReconciler) ejectionDone(ctx context.Context, s *vmScope, v
 }
 
 // ejectStepFailed records a failed step: backoff, condition, event (once per distinct error), metric.
-func (r *VsphereAgentReconciler) ejectStepFailed(s *vmScope, err error) error {
-	va, rec := s.va, s.va.Status.ISOEjection
+func (e *Ejector) ejectStepFailed(p *Pass, err error) error {
+	va, rec := p.VA, p.VA.Status.ISOEjection
 	if vsphere.IsNotFound(err) {
-		r.Recorder.Eventf(va, "Warning", "ISOEjectionClosed", "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
+		e.Recorder.Eventf(va, "Warning", "ISOEjectionClosed", "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "the VM is gone; nothing left to eject", va.Generation)
 		va.Status.ISOEjection = nil
 		return nil
@@ -323,14 +325,14 @@ func (r *VsphereAgentReconciler) ejectStepFailed(s *vmScope, err error) error {
 	if vsphere.IsAnswerError(err) {
 		op = metrics.ISOOpAnswer
 	}
-	r.ejectionFailed(s, err, op)
+	e.ejectionFailed(p, err, op)
 	return nil
 }
 
 // ejectionFailed keeps the record, backs off and reports (no vSphere call happens until RetryAfter).
-func (r *VsphereAgentReconciler) ejectionFailed(s *vmScope, err error, op string) {
-	va, rec := s.va, s.va.Status.ISOEjection
-	now := r.Opts.Clock.Now()
+func (e *Ejector) ejectionFailed(p *Pass, err error, op string) {
+	va, rec := p.VA, p.VA.Status.ISOEjection
+	now := e.Clock.Now()
 	rec.Attempts++
 	changed := rec.LastError != err.Error()
 	rec.LastError = err.Error()
@@ -341,15 +343,9 @@ func (r *VsphereAgentReconciler) ejectionFailed(s *vmScope, err error, op string
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed,
 		fmt.Sprintf("%s of %s failed (attempt %d): %v; retrying in %s", op, rec.ISOPath, rec.Attempts, err, delay), va.Generation)
 	if changed {
-		r.Recorder.Eventf(va, "Warning", "ISOEjectionFailed", "%s of %s: %v", op, rec.ISOPath, err)
+		e.Recorder.Eventf(va, "Warning", "ISOEjectionFailed", "%s of %s: %v", op, rec.ISOPath, err)
 	}
-	s.requeueAfter(delay)
-}
-
-// crashPoint calls the test seam (Options.CrashPoint, carried by ctx); when it returns with the context
-// cancelled (the operator stopped), the pass ends without touching anything else.
-func (r *VsphereAgentReconciler) crashPoint(ctx context.Context, _ *vmScope, point string) error {
-	return crashpoint.Hit(ctx, point)
+	p.requeueAfter(delay)
 }
 
 func backoffDelay(attempts int32) time.Duration {
@@ -364,13 +360,13 @@ func backoffDelay(attempts int32) time.Duration {
 }
 
 // machineDeleting: no new ejection for a Machine already being deleted (or gone).
-func (r *VsphereAgentReconciler) machineDeleting(ctx context.Context, s *vmScope) (string, bool, error) {
-	name := s.va.Status.VM.MachineRef
+func (e *Ejector) machineDeleting(ctx context.Context, p *Pass) (string, bool, error) {
+	name := p.VA.Status.VM.MachineRef
 	if name == "" {
 		return "", false, nil
 	}
 	m := agents.New(agents.MachineGVK())
-	if err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: name}, m); err != nil {
+	if err := e.Reader.Get(ctx, types.NamespacedName{Namespace: p.Pool.Spec.ControlPlaneNamespace, Name: name}, m); err != nil {
 		return name, true, nil // gone or unreadable: not a moment to start an ejection
 	}
 	return name, m.GetDeletionTimestamp() != nil, nil
