@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +22,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -67,6 +69,39 @@ type PoolReconciler struct {
 	placement placementChecks
 	// domains remembers failing creations and capacity readings per failure domain.
 	domains domainTracker
+	// staticIP handles the leases of static-IP pools (built on first use, see leases).
+	staticIP     *staticip.Leases
+	staticIPOnce sync.Once
+}
+
+// leases returns the pool's lease handling, built on first use.
+func (r *PoolReconciler) leases() *staticip.Leases {
+	r.staticIPOnce.Do(func() {
+		r.staticIP = &staticip.Leases{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Opts.Clock, Events: &r.refusalEvents}
+	})
+	return r.staticIP
+}
+
+// observeLeases reads the leases of a static-IP pool (package staticip).
+func (r *PoolReconciler) observeLeases(ctx context.Context, s *poolScope) error {
+	st, err := r.leases().Observe(ctx, s.pool)
+	s.staticIP = st
+	return err
+}
+
+// prepareLeases keeps a static-IP pool's spare leases ready and removes released ones (package staticip).
+func (r *PoolReconciler) prepareLeases(ctx context.Context, s *poolScope) error {
+	if s.staticIP == nil {
+		return nil
+	}
+	present := map[string]bool{}
+	for _, va := range s.vas {
+		present[va.Name] = true
+	}
+	pendingCreates, _ := r.expectations.pending(client.ObjectKeyFromObject(s.pool).String(), present)
+	requeue, err := r.leases().Prepare(ctx, s.staticIP, staticip.Input{Pool: s.pool, VAs: s.vas, VS: s.vs, PendingCreates: pendingCreates})
+	s.requeueAfter(requeue)
+	return err
 }
 
 // poolScope is what one pass observed and decided; phases fill it in order.
@@ -97,7 +132,7 @@ type poolScope struct {
 	// domains are the pool's failure domains (one, "", without any) as observeDomains found them.
 	domains []domainView
 	// staticIP is the pass's view of the leases of a static-IP pool (nil for DHCP pools).
-	staticIP *staticIPScope
+	staticIP *staticip.State
 }
 
 type conditionUpdate struct {

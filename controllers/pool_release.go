@@ -170,7 +170,7 @@ func (r *PoolReconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctr
 		// The VsphereAgents' finalizers run; their deletion events bring us back.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
-	if err := r.releaseAllLeases(ctx, s); err != nil {
+	if err := r.leases().ReleaseAll(ctx, s.pool); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Event(pool, "Normal", "PoolDeleted", fmt.Sprintf("cleanupPolicy %s applied to %d VM(s)", policyOf(pool), len(vas.Items)))

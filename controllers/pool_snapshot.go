@@ -22,7 +22,7 @@ func (r *PoolReconciler) snapshot(s *poolScope) planner.Snapshot {
 		Now: r.Opts.Clock.Now(), Waiting: s.waiting, PendingCreates: pendingCreates, Paused: s.pool.Spec.Paused,
 		RemoveSurplus: s.pool.Spec.CleanupPolicy != afv1.CleanupPolicyRetain,
 		Blocks: planner.Blocks{
-			Preflight: s.preflightBlock, StaticIP: s.staticIPBlock(), NoSession: s.vs == nil,
+			Preflight: s.preflightBlock, StaticIP: s.staticIP.Block(), NoSession: s.vs == nil,
 			NoISO: s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "",
 		},
 		CurrentImage: currentImage(s), ReplaceOutdated: poolspec.ReplaceOutdated(s.pool),

@@ -6,6 +6,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
@@ -63,7 +64,7 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 	st.OwnedVMs = st.OwnedVMs[:0]
 	for _, va := range s.vas {
 		st.OwnedVMs = append(st.OwnedVMs, afv1.OwnedVM{Name: va.Name, InstanceUUID: va.Status.VM.InstanceUUID,
-			Phase: va.Status.VM.Phase, AgentRef: va.Status.VM.AgentRef, MachineRef: va.Status.VM.MachineRef, Address: staticAddressOf(&va)})
+			Phase: va.Status.VM.Phase, AgentRef: va.Status.VM.AgentRef, MachineRef: va.Status.VM.MachineRef, Address: staticip.AddressOf(&va)})
 	}
 	if len(st.OwnedVMs) == 0 {
 		st.OwnedVMs = nil
@@ -71,7 +72,7 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 	st.VMs = int32(len(s.vas))
 	st.ISOEjections = ejection.Summary(s.vas)
 	r.Guard.ReportOn(p)
-	r.setLeaseStatus(s)
+	staticip.SetStatus(p, s.staticIP)
 
 	st.PlannedActions = nil
 	for _, a := range s.plan.Actions {
@@ -134,8 +135,8 @@ func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
 			break
 		}
 	}
-	if ready && s.staticIPBlock() != "" {
-		ready, reason, msg = false, s.staticIP.block, s.staticIP.blockMsg
+	if ready && s.staticIP.Block() != "" {
+		ready, reason, msg = false, s.staticIP.Block(), s.staticIP.BlockMessage()
 	}
 	if p.Spec.Paused {
 		ready, reason, msg = false, shared.ReasonPaused, "spec.paused is true: no action is taken"

@@ -48,7 +48,7 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	}
 	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
 	done := func(reason, msg string) (ctrl.Result, error) {
-		if err := r.settleLease(ctx, va, pool, reason == "CleanedUp"); err != nil {
+		if err := r.leases().Settle(ctx, va, pool, reason == "CleanedUp"); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Event(va, "Normal", reason, msg)

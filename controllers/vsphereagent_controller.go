@@ -20,6 +20,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -48,6 +49,9 @@ type VsphereAgentReconciler struct {
 	// eject runs the ISO ejection phase (built on first use, see ejector).
 	eject     *ejection.Ejector
 	ejectOnce sync.Once
+	// staticIP holds and settles the VM's static-IP lease (built on first use, see leases).
+	staticIP     *staticip.Leases
+	staticIPOnce sync.Once
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -177,6 +181,31 @@ func (r *VsphereAgentReconciler) ejector() *ejection.Ejector {
 		r.eject = &ejection.Ejector{Reader: r.Client, Recorder: r.Recorder, Clock: r.Opts.Clock, Guard: r.Guard}
 	})
 	return r.eject
+}
+
+// leases returns the reconciler's lease handling, built on first use.
+func (r *VsphereAgentReconciler) leases() *staticip.Leases {
+	r.staticIPOnce.Do(func() {
+		r.staticIP = &staticip.Leases{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Opts.Clock}
+	})
+	return r.staticIP
+}
+
+// staticIPLease returns the MAC the VM is created with (static-IP pools: "" for DHCP), holding a lease
+// first; ok is false while the VM waits for one (phase Pending, condition VMCreated say why).
+func (r *VsphereAgentReconciler) staticIPLease(ctx context.Context, s *vmScope) (mac string, ok bool, err error) {
+	held, err := r.leases().Hold(ctx, s.va, s.pool)
+	if err != nil {
+		return "", false, err
+	}
+	if !held.Ready {
+		va := s.va
+		r.setPhase(va, afv1.VMPhasePending, held.Reason)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, held.Reason, held.Message, va.Generation)
+		s.requeueAfter(staticip.Poll)
+		return "", false, nil
+	}
+	return held.MAC, true, nil
 }
 
 // ejectionPass is the ejection's view of the pass s.

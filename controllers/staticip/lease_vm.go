@@ -1,4 +1,4 @@
-package controllers
+package staticip
 
 import (
 	"context"
@@ -13,44 +13,39 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
 )
 
-// staticAddressOf is the VM's leased address ("" for DHCP VMs).
-func staticAddressOf(va *afv1.VsphereAgent) string {
+// AddressOf is the VM's leased address ("" for DHCP VMs).
+func AddressOf(va *afv1.VsphereAgent) string {
 	if va.Status.StaticIP == nil {
 		return ""
 	}
 	return va.Status.StaticIP.Address
 }
 
-// staticIPLease returns the MAC the VM is created with (pools with spec.network), holding a lease first.
-// ok is false while the VM must wait: no ready lease yet, or the cached ISO's image predates the lease's
-// NMStateConfig (a VM booted from it would get no address and never register). DHCP pools: "", true.
-func (r *VsphereAgentReconciler) staticIPLease(ctx context.Context, s *vmScope) (mac string, ok bool, err error) {
-	va, pool := s.va, s.pool
+// Hold returns the MAC the VM is created with (pools with spec.network), holding a lease first.
+// Ready is false while the VM must wait (Reason and Message say why; look again within Poll): no ready lease yet, or the cached ISO's image predates the lease's
+// NMStateConfig (a VM booted from it would get no address and never register). DHCP pools: Ready, no MAC.
+func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) (Held, error) {
 	if pool.Spec.Network == nil {
-		return "", true, nil
+		return Held{Ready: true}, nil
 	}
-	wait := func(reason, msg string) (string, bool, error) {
-		r.setPhase(va, afv1.VMPhasePending, reason)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, reason, msg, va.Generation)
-		s.requeueAfter(leasePoll)
-		return "", false, nil
+	wait := func(reason, msg string) (Held, error) {
+		return Held{Reason: reason, Message: msg}, nil
 	}
-	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
+	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
 		return wait(afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim")
 	}
 	claims := agents.NewList(agents.IPAddressClaimGVK())
-	if err := r.APIReader.List(ctx, claims, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelPool: pool.Name}); err != nil {
-		return "", false, fmt.Errorf("listing IPAddressClaims: %w", err)
+	if err := ls.APIReader.List(ctx, claims, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelPool: pool.Name}); err != nil {
+		return Held{}, fmt.Errorf("listing IPAddressClaims: %w", err)
 	}
 	configs := agents.NewList(agents.NMStateConfigGVK)
-	if err := r.APIReader.List(ctx, configs, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelPool: pool.Name}); err != nil {
-		return "", false, fmt.Errorf("listing NMStateConfigs: %w", err)
+	if err := ls.APIReader.List(ctx, configs, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelPool: pool.Name}); err != nil {
+		return Held{}, fmt.Errorf("listing NMStateConfigs: %w", err)
 	}
 	configOf := map[string]*unstructured.Unstructured{}
 	for i := range configs.Items {
@@ -94,16 +89,16 @@ func (r *VsphereAgentReconciler) staticIPLease(ctx context.Context, s *vmScope) 
 		labels := held.GetLabels()
 		labels[afv1.LabelVsphereAgent] = va.Name
 		held.SetLabels(labels)
-		if err := r.Update(ctx, held); err != nil {
+		if err := ls.Client.Update(ctx, held); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return wait(afv1.ReasonWaitingForLease, "another VM took the lease it was about to hold; retrying")
 			}
-			return "", false, fmt.Errorf("holding lease %s: %w", held.GetName(), err)
+			return Held{}, fmt.Errorf("holding lease %s: %w", held.GetName(), err)
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseAssigned); err != nil {
-			return "", false, err
+			return Held{}, err
 		}
-		r.Recorder.Eventf(va, "Normal", "LeaseHeld", "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
+		ls.Recorder.Eventf(va, "Normal", "LeaseHeld", "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
 	}
 	l := leaseOf(held, configOf[held.GetName()])
 	if !l.HasConfig {
@@ -113,13 +108,13 @@ func (r *VsphereAgentReconciler) staticIPLease(ctx context.Context, s *vmScope) 
 		return wait(afv1.ReasonWaitingForImageLease, fmt.Sprintf("the cached discovery ISO (image created %s) predates NMStateConfig %s (created %s): waiting for the regenerated image, else the VM would boot without its address",
 			formatTime(image), l.Name, l.ConfigCreated.UTC().Format(time.RFC3339)))
 	}
-	addr, err := readIPAddress(ctx, r.APIReader, va.Namespace, l.AddressName)
+	addr, err := readIPAddress(ctx, ls.APIReader, va.Namespace, l.AddressName)
 	if err != nil {
-		return "", false, err
+		return Held{}, err
 	}
 	cfgAt, imgAt := metav1.NewTime(l.ConfigCreated), metav1.NewTime(image)
 	va.Status.StaticIP = &afv1.StaticIPStatus{Lease: l.Name, Address: addr.CIDR(), ConfigCreatedAt: &cfgAt, ImageCreatedAt: &imgAt}
-	return l.MAC, true, nil
+	return Held{MAC: l.MAC, Ready: true}, nil
 }
 
 func formatTime(t time.Time) string {
@@ -129,17 +124,17 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// settleLease runs when the VsphereAgent's finalizer ends: a destroyed VM's lease is released (the pool
+// Settle runs when the VsphereAgent's finalizer ends: a destroyed VM's lease is released (the pool
 // removes released leases in a batch); a VM that stays keeps its lease, no longer owned by the pool.
-func (r *VsphereAgentReconciler) settleLease(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool, destroyed bool) error {
+func (l *Leases) Settle(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool, destroyed bool) error {
 	if va.Status.StaticIP == nil && pool != nil && pool.Spec.Network == nil {
 		return nil // a DHCP pool's VM (a lease held before its VM was created has the pool's spec.network)
 	}
-	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
+	if _, err := agents.UseServedIPAMVersion(l.Client.RESTMapper()); err != nil {
 		return nil
 	}
 	claims := agents.NewList(agents.IPAddressClaimGVK())
-	if err := r.APIReader.List(ctx, claims, client.InNamespace(va.Namespace),
+	if err := l.APIReader.List(ctx, claims, client.InNamespace(va.Namespace),
 		client.MatchingLabels{afv1.LabelPool: va.Spec.PoolRef.Name, afv1.LabelVsphereAgent: va.Name}); err != nil {
 		return fmt.Errorf("listing IPAddressClaims: %w", err)
 	}
@@ -154,7 +149,7 @@ func (r *VsphereAgentReconciler) settleLease(ctx context.Context, va *afv1.Vsphe
 		}
 	}
 	for i := range claims.Items {
-		if err := markLease(ctx, r.Client, &claims.Items[i], state, types.UID(poolUID), r.Opts.Clock.Now()); err != nil {
+		if err := markLease(ctx, l.Client, &claims.Items[i], state, types.UID(poolUID), l.Clock.Now()); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package controllers
+package staticip
 
 import (
 	"context"
@@ -49,8 +49,8 @@ const (
 	releaseWindow = time.Minute
 )
 
-// staticIPScope is what one pool pass observed about its leases.
-type staticIPScope struct {
+// State is what one pool pass observed about its leases (nil for DHCP pools).
+type State struct {
 	leases   []leases.Lease
 	claims   map[string]*unstructured.Unstructured
 	selector map[string]string
@@ -60,43 +60,52 @@ type staticIPScope struct {
 	block, blockMsg string
 }
 
-// staticIPBlock is the reason static addressing blocks creation ("" for DHCP pools or when leases flow).
-func (s *poolScope) staticIPBlock() string {
-	if s.staticIP == nil {
+// Block is the reason static addressing blocks creation ("" for DHCP pools, a nil State, or when leases
+// flow).
+func (st *State) Block() string {
+	if st == nil {
 		return ""
 	}
-	return s.staticIP.block
+	return st.block
+}
+
+// BlockMessage says why creation is blocked ("" when it is not).
+func (st *State) BlockMessage() string {
+	if st == nil {
+		return ""
+	}
+	return st.blockMsg
 }
 
 // observeLeases reads the pool's leases and decides whether creation must wait (no IPAM, no selector,
 // exhausted IPAM pool).
-func (r *PoolReconciler) observeLeases(ctx context.Context, s *poolScope) error {
+func (l *Leases) observeLeases(ctx context.Context, s *pass) error {
 	if s.pool.Spec.Network == nil {
 		return nil
 	}
-	st := &staticIPScope{claims: map[string]*unstructured.Unstructured{}, usedMACs: map[string]bool{}}
+	st := &State{claims: map[string]*unstructured.Unstructured{}, usedMACs: map[string]bool{}}
 	s.staticIP = st
-	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
+	if _, err := agents.UseServedIPAMVersion(l.Client.RESTMapper()); err != nil {
 		st.block, st.blockMsg = afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim: install Cluster API's IPAM CRDs and an IPAM provider"
-		r.staticIPRefused(s)
+		l.staticIPRefused(s)
 		return nil
 	}
-	sel, msg, err := r.nmStateSelector(ctx, s.pool)
+	sel, msg, err := l.nmStateSelector(ctx, s.pool)
 	if err != nil {
 		return err
 	}
 	if msg != "" {
 		st.block, st.blockMsg = afv1.ReasonNoNMStateSelector, msg
-		r.staticIPRefused(s)
+		l.staticIPRefused(s)
 		return nil
 	}
 	st.selector = sel
 	claims := agents.NewList(agents.IPAddressClaimGVK())
-	if err := r.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace)); err != nil {
+	if err := l.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace)); err != nil {
 		return fmt.Errorf("listing IPAddressClaims: %w", err)
 	}
 	configs := agents.NewList(agents.NMStateConfigGVK)
-	if err := r.APIReader.List(ctx, configs, client.InNamespace(s.pool.Namespace)); err != nil {
+	if err := l.APIReader.List(ctx, configs, client.InNamespace(s.pool.Namespace)); err != nil {
 		return fmt.Errorf("listing NMStateConfigs: %w", err)
 	}
 	ourConfigs := map[string]*unstructured.Unstructured{}
@@ -136,28 +145,28 @@ func (r *PoolReconciler) observeLeases(ctx context.Context, s *poolScope) error 
 		st.block = afv1.ReasonIPPoolExhausted
 		st.blockMsg = fmt.Sprintf("IPAM pool %s %s has no free address for this pool's next VM (%s); no VM is created until an address is free", ref.Kind, ref.Name, exhausted)
 	}
-	r.staticIPRefused(s)
+	l.staticIPRefused(s)
 	return nil
 }
 
 // staticIPRefused announces a lasting static addressing block by a rate-limited Warning Event (the
 // condition StaticIPsReady carries it too); a cleared block re-arms the Event.
-func (r *PoolReconciler) staticIPRefused(s *poolScope) {
+func (l *Leases) staticIPRefused(s *pass) {
 	key := client.ObjectKeyFromObject(s.pool).String() + "/static-ip"
 	if s.staticIP.block == "" {
-		r.refusalEvents.Clear(key)
+		l.Events.Clear(key)
 		return
 	}
-	if r.refusalEvents.Allow(key, s.staticIP.block, r.Opts.Clock.Now()) {
-		r.Recorder.Event(s.pool, "Warning", s.staticIP.block, s.staticIP.blockMsg)
+	if l.Events.Allow(key, s.staticIP.block, l.Clock.Now()) {
+		l.Recorder.Event(s.pool, "Warning", s.staticIP.block, s.staticIP.blockMsg)
 	}
 }
 
 // nmStateSelector returns the InfraEnv's spec.nmStateConfigLabelSelector.matchLabels, or why it cannot
 // be used: NMStateConfigs that the InfraEnv does not select never reach the image.
-func (r *PoolReconciler) nmStateSelector(ctx context.Context, pool *afv1.VsphereAgentPool) (map[string]string, string, error) {
+func (l *Leases) nmStateSelector(ctx context.Context, pool *afv1.VsphereAgentPool) (map[string]string, string, error) {
 	ie := agents.New(agents.InfraEnvGVK)
-	if err := r.Get(ctx, types.NamespacedName{Namespace: pool.Namespace, Name: pool.Spec.InfraEnvRef.Name}, ie); err != nil {
+	if err := l.Client.Get(ctx, types.NamespacedName{Namespace: pool.Namespace, Name: pool.Spec.InfraEnvRef.Name}, ie); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, "InfraEnv " + pool.Spec.InfraEnvRef.Name + " not found", nil
 		}
@@ -224,28 +233,25 @@ func nmStateMACs(c *unstructured.Unstructured) []string {
 // prepareLeases keeps spareLeases leases ahead of the pool's VMs: new claims in one batch, their
 // NMStateConfigs in one batch once the whole batch has addresses (each change regenerates the image),
 // and released leases removed together.
-func (r *PoolReconciler) prepareLeases(ctx context.Context, s *poolScope) error {
+func (l *Leases) prepareLeases(ctx context.Context, s *pass) error {
 	st := s.staticIP
 	if st == nil || s.pool.Spec.Paused || st.block == afv1.ReasonIPAMUnavailable || st.block == afv1.ReasonNoNMStateSelector {
 		return nil
 	}
-	poolKey := client.ObjectKeyFromObject(s.pool).String()
-	present := map[string]bool{}
 	live := 0
 	for _, va := range s.vas {
-		present[va.Name] = true
 		if va.DeletionTimestamp.IsZero() {
 			live++
 		}
 	}
-	pendingCreates, _ := r.expectations.pending(poolKey, present)
+	pendingCreates := s.pendingCreates
 	plan := leases.Decide(st.leases, live, pendingCreates, int(s.pool.Spec.Network.SpareLeases))
 	if plan.Create > 0 && s.vs != nil {
-		if err := r.createClaims(ctx, s, plan.Create); err != nil {
+		if err := l.createClaims(ctx, s, plan.Create); err != nil {
 			return err
 		}
 	}
-	if err := r.createConfigs(ctx, s); err != nil {
+	if err := l.createConfigs(ctx, s); err != nil {
 		return err
 	}
 	deleting := false
@@ -258,14 +264,14 @@ func (r *PoolReconciler) prepareLeases(ctx context.Context, s *poolScope) error 
 			released = append(released, l)
 		}
 	}
-	if !leases.ReleaseDue(released, deleting, r.Opts.Clock.Now(), releaseQuiet, releaseWindow) {
+	if !leases.ReleaseDue(released, deleting, l.Clock.Now(), releaseQuiet, releaseWindow) {
 		plan.Release = nil // the scale-down is still destroying VMs: release them together
 	}
 	if len(plan.Release) > 0 {
-		if err := r.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
+		if err := l.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
 			return err
 		}
-		r.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
+		l.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
 	}
 	for _, l := range st.leases {
 		if st := l.StateOf(); st == leases.StatePending || st == leases.StateAssigned {
@@ -281,7 +287,7 @@ func (r *PoolReconciler) prepareLeases(ctx context.Context, s *poolScope) error 
 
 // createClaims creates n claims named <pool>-ip-<i> (lowest free indexes: a stale read retries a name
 // that exists instead of creating a second claim), each with a MAC unused in the namespace and in vCenter.
-func (r *PoolReconciler) createClaims(ctx context.Context, s *poolScope, n int) error {
+func (l *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 	st := s.staticIP
 	nics, err := s.vs.NICMACs(ctx, s.pool.Spec.VSphere.Datacenter)
 	if err != nil {
@@ -291,7 +297,7 @@ func (r *PoolReconciler) createClaims(ctx context.Context, s *poolScope, n int) 
 		st.usedMACs[m] = true
 	}
 	ref := s.pool.Spec.Network.AddressesFromPools[0]
-	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(r.Opts.Clock.Now().UnixNano())))
+	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(l.Clock.Now().UnixNano())))
 	created := 0
 	for i := 0; created < n && i < 10000; i++ {
 		name := fmt.Sprintf("%s-ip-%d", truncateName(s.pool.Name, 240), i)
@@ -308,14 +314,14 @@ func (r *PoolReconciler) createClaims(ctx context.Context, s *poolScope, n int) 
 		claim.SetLabels(map[string]string{afv1.LabelPool: s.pool.Name})
 		claim.SetAnnotations(map[string]string{annotationMAC: mac})
 		claim.Object["spec"] = map[string]any{"poolRef": map[string]any{"apiGroup": ref.APIGroup, "kind": ref.Kind, "name": ref.Name}}
-		if err := controllerutil.SetControllerReference(s.pool, claim, r.Scheme()); err != nil {
+		if err := controllerutil.SetControllerReference(s.pool, claim, l.Client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Create(ctx, claim); err != nil {
+		if err := l.Client.Create(ctx, claim); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				continue // a claim our stale read missed: it counts, try the next name
 			}
-			r.Recorder.Eventf(s.pool, "Warning", "LeaseClaimFailed", "creating IPAddressClaim %s: %v", name, err)
+			l.Recorder.Eventf(s.pool, "Warning", "LeaseClaimFailed", "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
 		}
 		st.usedMACs[mac] = true
@@ -325,7 +331,7 @@ func (r *PoolReconciler) createClaims(ctx context.Context, s *poolScope, n int) 
 		}
 	}
 	if created > 0 {
-		r.Recorder.Eventf(s.pool, "Normal", "LeasesClaimed", "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
+		l.Recorder.Eventf(s.pool, "Normal", "LeasesClaimed", "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
 	}
 	return nil
 }
@@ -339,7 +345,7 @@ func truncateName(s string, n int) string {
 
 // createConfigs writes the NMStateConfig of every claim that has its address, once no claim of the batch
 // still waits for one (one image regeneration per batch, not one per VM).
-func (r *PoolReconciler) createConfigs(ctx context.Context, s *poolScope) error {
+func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 	st := s.staticIP
 	var ready []leases.Lease
 	for _, l := range st.leases {
@@ -355,11 +361,11 @@ func (r *PoolReconciler) createConfigs(ctx context.Context, s *poolScope) error 
 		ready = append(ready, l)
 	}
 	for _, l := range ready {
-		addr, err := r.leasedAddress(ctx, s.pool.Namespace, l.AddressName)
+		addr, err := ls.leasedAddress(ctx, s.pool.Namespace, l.AddressName)
 		if err != nil {
 			return err
 		}
-		if err := r.createConfig(ctx, s.pool, st, l, addr); err != nil {
+		if err := ls.createConfig(ctx, s.pool, st, l, addr); err != nil {
 			return err
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseConfigCreated); err != nil {
@@ -367,14 +373,14 @@ func (r *PoolReconciler) createConfigs(ctx context.Context, s *poolScope) error 
 		}
 	}
 	if len(ready) > 0 {
-		r.Recorder.Eventf(s.pool, "Normal", "LeasesPrepared", "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", len(ready), s.pool.Spec.InfraEnvRef.Name)
+		ls.Recorder.Eventf(s.pool, "Normal", "LeasesPrepared", "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", len(ready), s.pool.Spec.InfraEnvRef.Name)
 	}
 	return nil
 }
 
 // leasedAddress reads an IPAddress (live: it was just created by the IPAM provider).
-func (r *PoolReconciler) leasedAddress(ctx context.Context, namespace, name string) (leases.Address, error) {
-	return readIPAddress(ctx, r.APIReader, namespace, name)
+func (l *Leases) leasedAddress(ctx context.Context, namespace, name string) (leases.Address, error) {
+	return readIPAddress(ctx, l.APIReader, namespace, name)
 }
 
 func readIPAddress(ctx context.Context, reader client.Reader, namespace, name string) (leases.Address, error) {
@@ -390,7 +396,7 @@ func readIPAddress(ctx context.Context, reader client.Reader, namespace, name st
 	return a, nil
 }
 
-func (r *PoolReconciler) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool, st *staticIPScope, l leases.Lease, addr leases.Address) error {
+func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, l leases.Lease, addr leases.Address) error {
 	netSpec := pool.Spec.Network
 	iface := netSpec.InterfaceName
 	if iface == "" {
@@ -402,7 +408,7 @@ func (r *PoolReconciler) createConfig(ctx context.Context, pool *afv1.VsphereAge
 	}
 	doc, err := leases.NMState(cfg)
 	if err != nil {
-		r.Recorder.Eventf(pool, "Warning", "LeaseInvalid", "lease %s: %v", l.Name, err)
+		ls.Recorder.Eventf(pool, "Warning", "LeaseInvalid", "lease %s: %v", l.Name, err)
 		return nil
 	}
 	labels := map[string]string{afv1.LabelPool: pool.Name, labelLease: l.Name}
@@ -423,7 +429,7 @@ func (r *PoolReconciler) createConfig(ctx context.Context, pool *afv1.VsphereAge
 	isController := true
 	c.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: claim.GetAPIVersion(), Kind: claim.GetKind(),
 		Name: claim.GetName(), UID: claim.GetUID(), Controller: &isController}})
-	if err := r.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := ls.Client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating NMStateConfig %s: %w", l.Name, err)
 	}
 	return nil
@@ -431,12 +437,12 @@ func (r *PoolReconciler) createConfig(ctx context.Context, pool *afv1.VsphereAge
 
 // removeLeases deletes each lease's NMStateConfig, then its claim (the IPAM provider frees the address);
 // a crash in between leaves a released claim, removed on the next pass.
-func (r *PoolReconciler) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, st *staticIPScope, names []string) error {
+func (l *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, names []string) error {
 	for _, name := range names {
 		cfg := agents.New(agents.NMStateConfigGVK)
 		cfg.SetNamespace(pool.Namespace)
 		cfg.SetName(name)
-		if err := r.Delete(ctx, cfg); client.IgnoreNotFound(err) != nil {
+		if err := l.Client.Delete(ctx, cfg); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting NMStateConfig %s: %w", name, err)
 		}
 		claim := st.claims[name]
@@ -444,7 +450,7 @@ func (r *PoolReconciler) removeLeases(ctx context.Context, pool *afv1.VsphereAge
 			continue
 		}
 		uid := claim.GetUID()
-		if err := r.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		if err := l.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting IPAddressClaim %s: %w", name, err)
 		}
 	}
@@ -453,18 +459,18 @@ func (r *PoolReconciler) removeLeases(ctx context.Context, pool *afv1.VsphereAge
 
 // releaseAllLeases runs when the pool is deleted: leases of VMs that stay (retained, or held by a
 // VsphereAgent kept under Retain) are kept and no longer owned by the pool; every other lease is removed.
-func (r *PoolReconciler) releaseAllLeases(ctx context.Context, s *poolScope) error {
+func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 	if s.pool.Spec.Network == nil {
 		return nil
 	}
-	if _, err := agents.UseServedIPAMVersion(r.RESTMapper()); err != nil {
+	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
 		return nil
 	}
 	claims := agents.NewList(agents.IPAddressClaimGVK())
-	if err := r.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace), client.MatchingLabels{afv1.LabelPool: s.pool.Name}); err != nil {
+	if err := ls.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace), client.MatchingLabels{afv1.LabelPool: s.pool.Name}); err != nil {
 		return fmt.Errorf("listing IPAddressClaims: %w", err)
 	}
-	st := &staticIPScope{claims: map[string]*unstructured.Unstructured{}}
+	st := &State{claims: map[string]*unstructured.Unstructured{}}
 	var release []string
 	for i := range claims.Items {
 		c := &claims.Items[i]
@@ -474,7 +480,7 @@ func (r *PoolReconciler) releaseAllLeases(ctx context.Context, s *poolScope) err
 		l := leaseOf(c, nil)
 		keep := l.Disposition == leases.StateRetained || (l.Holder != "" && l.Disposition != leases.StateReleased && s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain)
 		if keep {
-			if err := r.retainLease(ctx, r.Client, c, s.pool.UID); err != nil {
+			if err := ls.retainLease(ctx, ls.Client, c, s.pool.UID); err != nil {
 				return err
 			}
 			continue
@@ -485,14 +491,14 @@ func (r *PoolReconciler) releaseAllLeases(ctx context.Context, s *poolScope) err
 	if len(release) == 0 {
 		return nil
 	}
-	r.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "pool deleted: released %d static address lease(s)", len(release))
-	return r.removeLeases(ctx, s.pool, st, release)
+	ls.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "pool deleted: released %d static address lease(s)", len(release))
+	return ls.removeLeases(ctx, s.pool, st, release)
 }
 
 // retainLease marks a lease as kept with its VM and drops the pool's ownership, so that neither the pool's
 // deletion nor garbage collection frees an address a running VM still uses.
-func (r *PoolReconciler) retainLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, poolUID types.UID) error {
-	return markLease(ctx, c, claim, leases.StateRetained, poolUID, r.Opts.Clock.Now())
+func (l *Leases) retainLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, poolUID types.UID) error {
+	return markLease(ctx, c, claim, leases.StateRetained, poolUID, l.Clock.Now())
 }
 
 func slicesContains(list []string, s string) bool {
@@ -541,15 +547,13 @@ func markLease(ctx context.Context, c client.Client, claim *unstructured.Unstruc
 	return nil
 }
 
-// setLeaseStatus reports the leases (status.leases, condition StaticIPsReady) of a static-IP pool.
-func (r *PoolReconciler) setLeaseStatus(s *poolScope) {
-	p := s.pool
-	if p.Spec.Network == nil || s.staticIP == nil {
+// SetStatus reports the leases (status.leases, condition StaticIPsReady) of a static-IP pool.
+func SetStatus(p *afv1.VsphereAgentPool, st *State) {
+	if p.Spec.Network == nil || st == nil {
 		p.Status.Leases = nil
 		meta.RemoveStatusCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady)
 		return
 	}
-	st := s.staticIP
 	sum := &afv1.LeaseSummary{}
 	for _, l := range st.leases {
 		switch l.StateOf() {

@@ -1,0 +1,92 @@
+package staticip
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// Poll is how often a pool or VM with leases in flight looks again (claims are not watched).
+const Poll = leasePoll
+
+// Leases handles the static-IP leases of pools with spec.network: the pool's side (Observe, Prepare,
+// SetStatus, ReleaseAll) and one VM's side (Hold before its VM is created, Settle when its finalizer
+// ends).
+type Leases struct {
+	// Client writes claims and NMStateConfigs and reads the InfraEnv (the manager's cached client).
+	Client client.Client
+	// APIReader reads claims, NMStateConfigs and IPAddresses live (they are not cached).
+	APIReader client.Reader
+	// Recorder records the lease Events on the pool or the VsphereAgent.
+	Recorder record.EventRecorder
+	// Clock stamps releases and batches them (Options.Clock).
+	Clock clock.PassiveClock
+	// Events rate-limits the pool's refusal Events (shared with its other refusals; nil on the VM side).
+	Events *shared.EventLimiter
+}
+
+// Input is what a pool pass observed that preparing its leases needs.
+type Input struct {
+	Pool *afv1.VsphereAgentPool
+	// VAs are the pool's VsphereAgents.
+	VAs []afv1.VsphereAgent
+	// VS is the pool's vSphere client (nil: not connected; no claim is created).
+	VS vsphere.Client
+	// PendingCreates counts VsphereAgents created but not yet in the cache.
+	PendingCreates int
+}
+
+// Held is the outcome of Hold: the MAC the VM is created with once Ready, else why it waits.
+type Held struct {
+	MAC             string
+	Ready           bool
+	Reason, Message string
+}
+
+// pass is one call's view (the pool's, or one VM's).
+type pass struct {
+	pool           *afv1.VsphereAgentPool
+	vas            []afv1.VsphereAgent
+	vs             vsphere.Client
+	staticIP       *State
+	pendingCreates int
+	requeue        time.Duration
+}
+
+func (s *pass) requeueAfter(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+// Observe reads the pool's leases and decides whether creation must wait (no IPAM, no selector,
+// exhausted IPAM pool); a lasting block is announced by a rate-limited Warning Event. The State is nil
+// for DHCP pools, and may be partial when err is set.
+func (l *Leases) Observe(ctx context.Context, pool *afv1.VsphereAgentPool) (*State, error) {
+	s := &pass{pool: pool}
+	err := l.observeLeases(ctx, s)
+	return s.staticIP, err
+}
+
+// Prepare keeps the pool's spare leases ahead of its VMs and removes released ones in batches; it
+// returns how soon the pool should look again (0: no need).
+func (l *Leases) Prepare(ctx context.Context, st *State, in Input) (time.Duration, error) {
+	s := &pass{pool: in.Pool, vas: in.VAs, vs: in.VS, staticIP: st, pendingCreates: in.PendingCreates}
+	if err := l.prepareLeases(ctx, s); err != nil {
+		return 0, err
+	}
+	return s.requeue, nil
+}
+
+// ReleaseAll runs when the pool is deleted: leases of VMs that stay are kept (no longer owned by the
+// pool); every other lease is removed.
+func (l *Leases) ReleaseAll(ctx context.Context, pool *afv1.VsphereAgentPool) error {
+	return l.releaseAllLeases(ctx, &pass{pool: pool})
+}
