@@ -21,6 +21,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
+	"github.com/containeroo/agent-forge-operator/controllers/preflight"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
@@ -65,13 +66,33 @@ type PoolReconciler struct {
 	Guard *ejection.Guard
 	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
 	refusalEvents shared.EventLimiter
-	// placement remembers when each pool's placement was last checked (preflight).
-	placement placementChecks
+	// checks runs the preflight (selector, placement, privileges; built on first use, see preflight).
+	checks     *preflight.Checker
+	checksOnce sync.Once
 	// domains remembers failing creations and capacity readings per failure domain.
 	domains domainTracker
 	// staticIP handles the leases of static-IP pools (built on first use, see leases).
 	staticIP     *staticip.Leases
 	staticIPOnce sync.Once
+}
+
+// preflight returns the pool's preflight checker, built on first use.
+func (r *PoolReconciler) preflight() *preflight.Checker {
+	r.checksOnce.Do(func() {
+		r.checks = &preflight.Checker{Reader: r.Client, Recorder: r.Recorder, Clock: r.Opts.Clock, Events: &r.refusalEvents}
+	})
+	return r.checks
+}
+
+// runPreflight checks the selector, the placement and the privileges (package preflight); a failed
+// check blocks creation.
+func (r *PoolReconciler) runPreflight(ctx context.Context, s *poolScope) error {
+	res, err := r.preflight().Run(ctx, preflight.Input{Pool: s.pool, VS: s.vs, User: s.creds.Username})
+	if res.Block != "" {
+		s.preflightBlock = res.Block
+	}
+	s.requeueAfter(res.RequeueAfter)
+	return err
 }
 
 // leases returns the pool's lease handling, built on first use.
@@ -191,7 +212,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 
 	var errs []error
 	for _, phase := range []func(context.Context, *poolScope) error{
-		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.checkSelector, r.connectVSphere, r.checkPlacement, r.refreshISO, r.observeDomains, r.observeLeases, r.planAndAct, r.prepareLeases,
+		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.connectVSphere, r.runPreflight, r.refreshISO, r.observeDomains, r.observeLeases, r.planAndAct, r.prepareLeases,
 	} {
 		if err := phase(ctx, s); err != nil {
 			if errors.Is(err, errStop) {

@@ -1,4 +1,4 @@
-package controllers
+package preflight
 
 import (
 	"context"
@@ -115,15 +115,15 @@ func checkDomainPlacements(ctx context.Context, vs vsphere.Client, pool *afv1.Vs
 // Problems set PlacementValid=False with a reason per kind, a rate-limited Warning Event, and block
 // creation until a later check passes. A placement that resolves is then checked for privileges
 // (checkPrivileges).
-func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error {
+func (c *Checker) checkPlacement(ctx context.Context, s *pass) error {
 	p := s.pool
 	if s.vs == nil || p.Spec.Paused {
 		return nil // VSphereReachable says why
 	}
 	key := client.ObjectKeyFromObject(p).String()
 	memo := placementMemoKey(p)
-	now := r.Opts.Clock.Now()
-	if last, due := r.placement.due(memo, p.Generation, now); !due {
+	now := c.Clock.Now()
+	if last, due := c.placement.due(memo, p.Generation, now); !due {
 		if last.reason != "" {
 			s.preflightBlock = last.reason
 			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, last.reason, last.message, p.Generation)
@@ -134,7 +134,7 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 		if last.reason != "" {
 			return nil
 		}
-		return r.checkPrivileges(ctx, s)
+		return c.checkPrivileges(ctx, s)
 	}
 	problems, err := checkDomainPlacements(ctx, s.vs, p)
 	if err != nil {
@@ -148,10 +148,10 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	s.requeueAfter(placementRecheckInterval)
 	topic := key + "/placement"
 	if len(problems) == 0 {
-		r.placement.done(memo, placementCheck{generation: p.Generation, at: now})
-		r.refusalEvents.Clear(topic)
+		c.placement.done(memo, placementCheck{generation: p.Generation, at: now})
+		c.Events.Clear(topic)
 		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
-		return r.checkPrivileges(ctx, s)
+		return c.checkPrivileges(ctx, s)
 	}
 	msgs := make([]string, 0, len(problems))
 	for _, pr := range problems {
@@ -159,11 +159,11 @@ func (r *PoolReconciler) checkPlacement(ctx context.Context, s *poolScope) error
 	}
 	reason := placementReason(problems)
 	msg := fmt.Sprintf("spec.vsphere does not resolve in vCenter: %s; no VM is created", strings.Join(msgs, "; "))
-	r.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
+	c.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
 	s.preflightBlock = reason
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
-	if r.refusalEvents.Allow(topic, reason, now) {
-		r.Recorder.Event(p, "Warning", reason, msg)
+	if c.Events.Allow(topic, reason, now) {
+		c.Recorder.Event(p, "Warning", reason, msg)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package controllers
+package preflight
 
 import (
 	"context"
@@ -50,11 +50,11 @@ func selectorMismatch(sel *metav1.LabelSelector, have labels.Set) string {
 // checkSelector compares the NodePool's spec.platform.agent.agentLabelSelector with the labels the
 // pool's Agents will carry. A mismatch creates nothing (the Agents could never bind) and says so:
 // condition AgentLabelsMatch and a rate-limited Warning Event.
-func (r *PoolReconciler) checkSelector(ctx context.Context, s *poolScope) error {
+func (c *Checker) checkSelector(ctx context.Context, s *pass) error {
 	p := s.pool
 	topic := client.ObjectKeyFromObject(p).String() + "/selector"
 	u := agents.New(agents.NodePoolGVK)
-	err := r.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.NodePoolRef.Name}, u)
+	err := c.Reader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.NodePoolRef.Name}, u)
 	var reason, msg string
 	switch {
 	case apierrors.IsNotFound(err):
@@ -67,15 +67,15 @@ func (r *PoolReconciler) checkSelector(ctx context.Context, s *poolScope) error 
 		}
 	}
 	if reason == "" {
-		r.refusalEvents.Clear(topic)
+		c.Events.Clear(topic)
 		shared.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, true, afv1.ReasonAgentLabelsMatch,
 			"the pool's Agent labels satisfy the NodePool's agentLabelSelector", p.Generation)
 		return nil
 	}
 	s.preflightBlock = reason
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, false, reason, msg, p.Generation)
-	if r.refusalEvents.Allow(topic, reason, r.Opts.Clock.Now()) {
-		r.Recorder.Event(p, "Warning", reason, msg+"; no VM is created")
+	if c.Events.Allow(topic, reason, c.Clock.Now()) {
+		c.Recorder.Event(p, "Warning", reason, msg+"; no VM is created")
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package controllers
+package preflight
 
 import (
 	"context"
@@ -71,11 +71,11 @@ func privilegesMemoKey(p *afv1.VsphereAgentPool, user string) string {
 // placementRecheckInterval. Missing ones set PrivilegesSufficient=False InsufficientPrivileges naming
 // each entity and privilege ID, a rate-limited Warning Event, and block creation until a later check
 // passes.
-func (r *PoolReconciler) checkPrivileges(ctx context.Context, s *poolScope) error {
+func (c *Checker) checkPrivileges(ctx context.Context, s *pass) error {
 	p := s.pool
-	memo := privilegesMemoKey(p, s.creds.Username)
-	now := r.Opts.Clock.Now()
-	if last, due := r.placement.due(memo, p.Generation, now); !due {
+	memo := privilegesMemoKey(p, s.user)
+	now := c.Clock.Now()
+	if last, due := c.placement.due(memo, p.Generation, now); !due {
 		if last.reason != "" {
 			s.preflightBlock = last.reason
 			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, last.reason, last.message, p.Generation)
@@ -96,18 +96,18 @@ func (r *PoolReconciler) checkPrivileges(ctx context.Context, s *poolScope) erro
 	}
 	topic := client.ObjectKeyFromObject(p).String() + "/privileges"
 	if len(missing) == 0 {
-		r.placement.done(memo, placementCheck{generation: p.Generation, at: now})
-		r.refusalEvents.Clear(topic)
+		c.placement.done(memo, placementCheck{generation: p.Generation, at: now})
+		c.Events.Clear(topic)
 		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
 			privilegesSufficientMessage, p.Generation)
 		return nil
 	}
 	reason, msg := afv1.ReasonInsufficientPrivileges, missingPrivilegesMessage(missing)
-	r.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
+	c.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
 	s.preflightBlock = reason
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, reason, msg, p.Generation)
-	if r.refusalEvents.Allow(topic, reason, now) {
-		r.Recorder.Event(p, "Warning", reason, msg)
+	if c.Events.Allow(topic, reason, now) {
+		c.Recorder.Event(p, "Warning", reason, msg)
 	}
 	return nil
 }

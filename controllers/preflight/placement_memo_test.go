@@ -1,4 +1,4 @@
-package controllers
+package preflight
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
@@ -37,7 +38,7 @@ func TestPlacementVerdictNotInheritedByRecreatedPool(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 			fake := vspherefake.New(clk)
-			r := &PoolReconciler{Recorder: record.NewFakeRecorder(10), Opts: Options{Clock: clk}}
+			c := &Checker{Recorder: record.NewFakeRecorder(10), Clock: clk, Events: &shared.EventLimiter{}}
 			pool := func(uid types.UID) *afv1.VsphereAgentPool {
 				p := &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "workers", UID: uid, Generation: 1}}
 				p.Spec.VSphere = afv1.VSphereSpec{Datacenter: "DC0", DatastoreCluster: "ds", Network: "net"}
@@ -45,8 +46,8 @@ func TestPlacementVerdictNotInheritedByRecreatedPool(t *testing.T) {
 			}
 
 			fake.SetPlacementProblems(tt.before...)
-			first := &poolScope{pool: pool("uid-1"), vs: fake}
-			if err := r.checkPlacement(ctx, first); err != nil {
+			first := &pass{pool: pool("uid-1"), vs: fake}
+			if err := c.checkPlacement(ctx, first); err != nil {
 				t.Fatal(err)
 			}
 			if first.preflightBlock != tt.wantBlockBefore {
@@ -56,8 +57,8 @@ func TestPlacementVerdictNotInheritedByRecreatedPool(t *testing.T) {
 			// Deleted and created again a minute later (well within the recheck interval).
 			clk.Step(time.Minute)
 			fake.SetPlacementProblems(tt.after...)
-			again := &poolScope{pool: pool("uid-2"), vs: fake}
-			if err := r.checkPlacement(ctx, again); err != nil {
+			again := &pass{pool: pool("uid-2"), vs: fake}
+			if err := c.checkPlacement(ctx, again); err != nil {
 				t.Fatal(err)
 			}
 			if again.preflightBlock != tt.wantBlockRecreate {
@@ -68,8 +69,8 @@ func TestPlacementVerdictNotInheritedByRecreatedPool(t *testing.T) {
 			}
 
 			// The same pool within the interval and generation reuses its own verdict.
-			same := &poolScope{pool: pool("uid-2"), vs: fake}
-			if err := r.checkPlacement(ctx, same); err != nil {
+			same := &pass{pool: pool("uid-2"), vs: fake}
+			if err := c.checkPlacement(ctx, same); err != nil {
 				t.Fatal(err)
 			}
 			if same.preflightBlock != tt.wantBlockRecreate || fake.Calls(vspherefake.CheckPlacement) != 2 {
