@@ -1,5 +1,8 @@
-// Package controllers holds the thin reconcilers: one per kind, each delegating decisions to
-// internal packages (planner, vsphere, agents) and carrying out the result.
+// Package controllers wires the operator's controllers into a manager (Setup): the pool controller
+// (package pool), the VsphereAgent controller (package vsphereagent) and what they share (the ISO cache's
+// runnable, the CRD guard of package ejection, the field indexes of package shared). The controllers
+// themselves live in the subpackages, one responsibility each; this package also holds the scenario
+// suite that runs the whole operator against the simulated world.
 package controllers
 
 import (
@@ -16,7 +19,9 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
+	"github.com/containeroo/agent-forge-operator/controllers/pool"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 )
@@ -105,11 +110,11 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	}
 	poolRecorder := mgr.GetEventRecorderFor("agent-forge-pool") //nolint:staticcheck // events.k8s.io recorder migration tracked in issue #26
 	poolEvents := make(chan event.GenericEvent, 4096)
-	isoCache, isoRunnable, err := NewISOCache(opts.Clock, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
-		pool := &afv1.VsphereAgentPool{}
-		pool.Namespace, pool.Name = key.Namespace, key.Name
+	isoCache, isoRunnable, err := pool.NewISOCache(opts.Clock, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
+		p := &afv1.VsphereAgentPool{}
+		p.Namespace, p.Name = key.Namespace, key.Name
 		select { // never block a download goroutine; the pool also polls while a job runs
-		case poolEvents <- event.GenericEvent{Object: pool}:
+		case poolEvents <- event.GenericEvent{Object: p}:
 		default:
 		}
 	}, opts.CrashPoint)
@@ -135,12 +140,12 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(manager.RunnableFunc(guard.Start)); err != nil {
 		return err
 	}
-	if err := (&PoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: poolRecorder, Opts: opts,
-		ISO: isoCache, isoEvents: poolEvents, expectations: newExpectations(opts.Clock), Guard: guard}).SetupWithManager(mgr); err != nil {
+	if err := (&pool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: poolRecorder, Opts: opts,
+		ISO: isoCache, ISOEvents: poolEvents, Guard: guard}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("pool controller: %w", err)
 	}
 	vmRecorder := mgr.GetEventRecorderFor("agent-forge-vm") //nolint:staticcheck // events.k8s.io recorder migration tracked in issue #26
-	if err := (&VsphereAgentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard}).SetupWithManager(mgr); err != nil {
+	if err := (&vsphereagent.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("vsphereagent controller: %w", err)
 	}
 	return nil

@@ -37,6 +37,9 @@ const (
 	// Released, destroyed once no Machine references it, and replaced only if demand needs one.
 	ReasonUnbindingPendingUserAction = "UnbindingPendingUserAction" // = agents.ReasonUnbindingPendingUserAction
 	ReasonPoolNotFound               = "PoolNotFound"
+	// ReasonFailureDomainNotFound says a VsphereAgent's failure domain was removed from the pool before
+	// its VM was created (the pool releases it).
+	ReasonFailureDomainNotFound = planner.ReasonFailureDomainNotFound
 )
 
 // SetCondition sets a condition; LastTransitionTime only moves when the status changes, so a

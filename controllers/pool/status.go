@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 )
 
 // setStatus writes every counter and every owned condition from what the pass observed.
-func (r *PoolReconciler) setStatus(s *poolScope, success bool) {
+func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	p := s.pool
 	st := &p.Status
 	gen := p.Generation

@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // carryOut does what s.plan decided, in its order: remember the burst window, create VsphereAgents,
 // release VMs (replacing outdated ones last), delete expired failures, scan for orphans. A step that
 // fails does not stop the others; every release re-checks the Agent live (a reservation wins).
-func (r *PoolReconciler) carryOut(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) carryOut(ctx context.Context, s *poolScope) error {
 	p := &s.plan
 	poolKey := client.ObjectKeyFromObject(s.pool).String()
 	r.debounce.remember(poolKey, p.Burst)
@@ -58,7 +58,7 @@ func (r *PoolReconciler) carryOut(ctx context.Context, s *poolScope) error {
 // replaceOutdated releases the VMs the plan replaces for an outdated image (the plan already counts
 // them as leaving, so demand creates their replacements from the current image); a concurrent
 // reservation wins. The first failure ends the replacements of this pass.
-func (r *PoolReconciler) replaceOutdated(ctx context.Context, s *poolScope, poolKey string) error {
+func (r *Reconciler) replaceOutdated(ctx context.Context, s *poolScope, poolKey string) error {
 	for _, rel := range s.plan.Releases {
 		if !rel.Replaces() {
 			continue
@@ -86,7 +86,7 @@ func (s *poolScope) vsphereAgent(name string) *afv1.VsphereAgent {
 
 // createVsphereAgents creates one VsphereAgent named <namePrefix>-<random> per entry of domains, placed
 // in that failure domain ("" without failure domains).
-func (r *PoolReconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, domains []string) error {
+func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, domains []string) error {
 	prefix := namePrefix(s.pool)
 	// One Event per batch naming every VsphereAgent, not one per VsphereAgent (each is an API write).
 	var created []string

@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"testing"
@@ -27,7 +27,7 @@ func TestStatusBatchWritesConditionChangesAtOnceAndBatchesCounters(t *testing.T)
 			Conditions: before.Conditions}, true},
 	}
 	for _, tc := range cases {
-		r := &PoolReconciler{statusWrites: newDebouncer(clock.RealClock{}, time.Minute, time.Hour)}
+		r := &Reconciler{statusWrites: newDebouncer(clock.RealClock{}, time.Minute, time.Hour)}
 		if got := r.statusBatch("ns/pool", before, tc.after); (got > 0) != tc.wantBatch {
 			t.Errorf("%s: wait %s, batched want %t", tc.name, got, tc.wantBatch)
 		}

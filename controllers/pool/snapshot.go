@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,7 +11,7 @@ import (
 
 // snapshot gathers what the pass observed into the planner's input. It copies facts and decides nothing:
 // which VMs are surplus, abandoned or outdated, what blocks creation and when is planner.Plan's business.
-func (r *PoolReconciler) snapshot(s *poolScope) planner.Snapshot {
+func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 	poolKey := client.ObjectKeyFromObject(s.pool).String()
 	present := map[string]bool{}
 	for _, va := range s.vas {

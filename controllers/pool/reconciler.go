@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"context"
@@ -45,16 +45,17 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
-// PoolReconciler turns a NodePool's waiting AgentMachines into VsphereAgents (one per VM), and removes
+// Reconciler turns a NodePool's waiting AgentMachines into VsphereAgents (one per VM), and removes
 // the ones no longer needed.
-type PoolReconciler struct {
+type Reconciler struct {
 	client.Client
 	// APIReader reads uncached: Secrets, and the fresh checks before anything is released.
-	APIReader    client.Reader
-	Recorder     record.EventRecorder
-	Opts         Options
-	ISO          ISOCache
-	isoEvents    chan event.GenericEvent
+	APIReader client.Reader
+	Recorder  record.EventRecorder
+	Opts      shared.Options
+	ISO       ISOCache
+	// ISOEvents requeues a pool when its ISO download finishes or the CRD guard changes its verdict.
+	ISOEvents    chan event.GenericEvent
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
@@ -77,7 +78,7 @@ type PoolReconciler struct {
 }
 
 // preflight returns the pool's preflight checker, built on first use.
-func (r *PoolReconciler) preflight() *preflight.Checker {
+func (r *Reconciler) preflight() *preflight.Checker {
 	r.checksOnce.Do(func() {
 		r.checks = &preflight.Checker{Reader: r.Client, Recorder: r.Recorder, Clock: r.Opts.Clock, Events: &r.refusalEvents}
 	})
@@ -86,7 +87,7 @@ func (r *PoolReconciler) preflight() *preflight.Checker {
 
 // runPreflight checks the selector, the placement and the privileges (package preflight); a failed
 // check blocks creation.
-func (r *PoolReconciler) runPreflight(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) runPreflight(ctx context.Context, s *poolScope) error {
 	res, err := r.preflight().Run(ctx, preflight.Input{Pool: s.pool, VS: s.vs, User: s.creds.Username})
 	if res.Block != "" {
 		s.preflightBlock = res.Block
@@ -96,7 +97,7 @@ func (r *PoolReconciler) runPreflight(ctx context.Context, s *poolScope) error {
 }
 
 // leases returns the pool's lease handling, built on first use.
-func (r *PoolReconciler) leases() *staticip.Leases {
+func (r *Reconciler) leases() *staticip.Leases {
 	r.staticIPOnce.Do(func() {
 		r.staticIP = &staticip.Leases{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Opts.Clock, Events: &r.refusalEvents}
 	})
@@ -104,14 +105,14 @@ func (r *PoolReconciler) leases() *staticip.Leases {
 }
 
 // observeLeases reads the leases of a static-IP pool (package staticip).
-func (r *PoolReconciler) observeLeases(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) observeLeases(ctx context.Context, s *poolScope) error {
 	st, err := r.leases().Observe(ctx, s.pool)
 	s.staticIP = st
 	return err
 }
 
 // prepareLeases keeps a static-IP pool's spare leases ready and removes released ones (package staticip).
-func (r *PoolReconciler) prepareLeases(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) prepareLeases(ctx context.Context, s *poolScope) error {
 	if s.staticIP == nil {
 		return nil
 	}
@@ -168,7 +169,7 @@ func (s *poolScope) requeueAfter(d time.Duration) {
 }
 
 // Reconcile runs the pool's phases on an in-memory copy and patches status once, only if it changed.
-func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	ctx = r.Opts.WithCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	log := ctrl.LoggerFrom(ctx)
@@ -250,7 +251,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 // is read before the call: in "rv, err := pool.ResourceVersion, Update(pool)" Go leaves the order of
 // the field read and the call unspecified, and reading it after the update remembered the new version
 // as replaced, so a pass that started before the cache caught up wrote with a stale version (a conflict).
-func (r *PoolReconciler) writeStatus(ctx context.Context, pool *afv1.VsphereAgentPool) error {
+func (r *Reconciler) writeStatus(ctx context.Context, pool *afv1.VsphereAgentPool) error {
 	replaced := pool.ResourceVersion
 	if err := r.Status().Update(ctx, pool); err != nil {
 		return err
@@ -265,7 +266,7 @@ func (r *PoolReconciler) writeStatus(ctx context.Context, pool *afv1.VsphereAgen
 // StatusBatchMax after the first such change: a pool whose VMs move through their phases one after
 // another gets a write per burst, not one per VM phase change. Batching is a write rate limit, so it
 // runs on the real clock, not the injected one (which tests freeze).
-func (r *PoolReconciler) statusBatch(key string, before, after *afv1.VsphereAgentPoolStatus) time.Duration {
+func (r *Reconciler) statusBatch(key string, before, after *afv1.VsphereAgentPoolStatus) time.Duration {
 	if !inventoryOnly(before, after) {
 		return 0
 	}
@@ -300,7 +301,7 @@ func inventoryOnly(before, after *afv1.VsphereAgentPoolStatus) bool {
 var errStop = errors.New("stop")
 
 // checkClaim refuses to act when an older pool already serves the same NodePool.
-func (r *PoolReconciler) checkClaim(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) checkClaim(ctx context.Context, s *poolScope) error {
 	var pools afv1.VsphereAgentPoolList
 	if err := r.List(ctx, &pools, client.InNamespace(s.pool.Namespace), client.MatchingFields{shared.IndexNodePool: s.pool.Spec.NodePoolRef.Name}); err != nil {
 		return err
@@ -327,7 +328,7 @@ func olderThan(a, b *afv1.VsphereAgentPool) bool {
 }
 
 // observeDemand counts the NodePool's AgentMachines that wait for an Agent: the demand signal.
-func (r *PoolReconciler) observeDemand(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) observeDemand(ctx context.Context, s *poolScope) error {
 	list := agents.NewList(agents.AgentMachineGVK)
 	key := s.pool.Namespace + "/" + s.pool.Spec.NodePoolRef.Name
 	if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{shared.IndexAgentMachinePool: key}); err != nil {
@@ -350,7 +351,7 @@ func (r *PoolReconciler) observeDemand(ctx context.Context, s *poolScope) error 
 
 // ownerMachineActive: before the owner Machine exists the provider can report NoSuitableAgents too;
 // count demand only for AgentMachines whose Machine exists and is not being deleted.
-func (r *PoolReconciler) ownerMachineActive(ctx context.Context, am agents.AgentMachine) bool {
+func (r *Reconciler) ownerMachineActive(ctx context.Context, am agents.AgentMachine) bool {
 	if am.OwnerMachine == "" {
 		return false
 	}
@@ -362,7 +363,7 @@ func (r *PoolReconciler) ownerMachineActive(ctx context.Context, am agents.Agent
 }
 
 // observeCapacity lists the pool's VsphereAgents and the Agents carrying its labels.
-func (r *PoolReconciler) observeCapacity(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) observeCapacity(ctx context.Context, s *poolScope) error {
 	var vas afv1.VsphereAgentList
 	if err := r.List(ctx, &vas, client.InNamespace(s.pool.Namespace), client.MatchingFields{shared.IndexPoolRef: s.pool.Name}); err != nil {
 		return err
@@ -387,7 +388,7 @@ func (r *PoolReconciler) observeCapacity(ctx context.Context, s *poolScope) erro
 }
 
 // observeInfraEnv checks that the InfraEnv exists and publishes an ISO URL.
-func (r *PoolReconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
 	u := agents.New(agents.InfraEnvGVK)
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Namespace, Name: s.pool.Spec.InfraEnvRef.Name}, u)
 	switch {
@@ -407,7 +408,7 @@ func (r *PoolReconciler) observeInfraEnv(ctx context.Context, s *poolScope) erro
 
 // connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
 // announced by a Warning Event (rate-limited, see shared.EventLimiter) as well as VSphereReachable.
-func (r *PoolReconciler) connectVSphere(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
 	creds, err := shared.LoadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
 	if err != nil {
 		s.vsErr = err
@@ -429,7 +430,7 @@ func (r *PoolReconciler) connectVSphere(ctx context.Context, s *poolScope) error
 
 // credentialsRefused records the Warning Event of a credentials or login failure: its reason is the
 // VSphereReachable reason; its message names the Secret, never a value of it or a URL's token.
-func (r *PoolReconciler) credentialsRefused(s *poolScope, err error) {
+func (r *Reconciler) credentialsRefused(s *poolScope, err error) {
 	reason := shared.VSphereReason(err)
 	if !r.refusalEvents.Allow(client.ObjectKeyFromObject(s.pool).String()+"/credentials", reason, r.Opts.Clock.Now()) {
 		return
@@ -438,7 +439,7 @@ func (r *PoolReconciler) credentialsRefused(s *poolScope, err error) {
 }
 
 // refreshISO keeps the discovery ISO cached (asynchronously: a download never blocks this worker).
-func (r *PoolReconciler) refreshISO(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) refreshISO(ctx context.Context, s *poolScope) error {
 	if r.ISO == nil || s.pool.Spec.Paused {
 		return nil
 	}
@@ -459,7 +460,7 @@ func (r *PoolReconciler) refreshISO(ctx context.Context, s *poolScope) error {
 }
 
 // planAndAct gathers what the pass observed, lets the planner decide and carries out its plan.
-func (r *PoolReconciler) planAndAct(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) planAndAct(ctx context.Context, s *poolScope) error {
 	s.plan = planner.Plan(r.snapshot(s))
 	return r.carryOut(ctx, s)
 }

@@ -1,4 +1,4 @@
-package controllers
+package vsphereagent
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +23,7 @@ func createdByPool(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) bool {
 
 // refuseForeignVsphereAgent records, once per refusal, why a VsphereAgent not created by its pool is
 // ignored. No finalizer is added, no VM created; deleting the object is all it takes to clear it.
-func (r *VsphereAgentReconciler) refuseForeignVsphereAgent(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) {
+func (r *Reconciler) refuseForeignVsphereAgent(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) {
 	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonNotCreatedByPool {
 		r.Recorder.Eventf(va, "Warning", ReasonNotCreatedByPool,
 			"ignored: VsphereAgents are created by their pool (controller owner %s); apply a VsphereAgentPool instead", pool.Name)

@@ -1,4 +1,4 @@
-package controllers
+package vsphereagent
 
 import (
 	"context"
@@ -32,13 +32,13 @@ import (
 // +kubebuilder:rbac:groups=agent-forge.containeroo.ch,resources=vsphereagents/status,verbs=update
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=agents,verbs=get;list;watch;patch;delete
 
-// VsphereAgentReconciler runs one VM's lifecycle: create (crash-safe), match and prepare its Agent,
+// Reconciler runs one VM's lifecycle: create (crash-safe), match and prepare its Agent,
 // follow binding, enforce registration liveness, and clean up on deletion.
-type VsphereAgentReconciler struct {
+type Reconciler struct {
 	client.Client
 	APIReader client.Reader
 	Recorder  record.EventRecorder
-	Opts      Options
+	Opts      shared.Options
 	// Guard refuses ejections while the served CRD would prune the recovery record.
 	Guard *ejection.Guard
 	// refusals remembers VsphereAgents failed by a permanent create refusal until the cache shows it.
@@ -74,7 +74,7 @@ func (s *vmScope) requeueAfter(d time.Duration) {
 }
 
 // Reconcile runs the VM's phases and patches status once, only if it changed.
-func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	ctx = r.Opts.WithCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	va := &afv1.VsphereAgent{}
@@ -176,7 +176,7 @@ func (r *VsphereAgentReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // ejector returns the reconciler's Ejector, built on first use.
-func (r *VsphereAgentReconciler) ejector() *ejection.Ejector {
+func (r *Reconciler) ejector() *ejection.Ejector {
 	r.ejectOnce.Do(func() {
 		r.eject = &ejection.Ejector{Reader: r.Client, Recorder: r.Recorder, Clock: r.Opts.Clock, Guard: r.Guard}
 	})
@@ -184,7 +184,7 @@ func (r *VsphereAgentReconciler) ejector() *ejection.Ejector {
 }
 
 // leases returns the reconciler's lease handling, built on first use.
-func (r *VsphereAgentReconciler) leases() *staticip.Leases {
+func (r *Reconciler) leases() *staticip.Leases {
 	r.staticIPOnce.Do(func() {
 		r.staticIP = &staticip.Leases{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Opts.Clock}
 	})
@@ -193,7 +193,7 @@ func (r *VsphereAgentReconciler) leases() *staticip.Leases {
 
 // staticIPLease returns the MAC the VM is created with (static-IP pools: "" for DHCP), holding a lease
 // first; ok is false while the VM waits for one (phase Pending, condition VMCreated say why).
-func (r *VsphereAgentReconciler) staticIPLease(ctx context.Context, s *vmScope) (mac string, ok bool, err error) {
+func (r *Reconciler) staticIPLease(ctx context.Context, s *vmScope) (mac string, ok bool, err error) {
 	held, err := r.leases().Hold(ctx, s.va, s.pool)
 	if err != nil {
 		return "", false, err
@@ -209,7 +209,7 @@ func (r *VsphereAgentReconciler) staticIPLease(ctx context.Context, s *vmScope) 
 }
 
 // ejectionPass is the ejection's view of the pass s.
-func (r *VsphereAgentReconciler) ejectionPass(s *vmScope) *ejection.Pass {
+func (r *Reconciler) ejectionPass(s *vmScope) *ejection.Pass {
 	return &ejection.Pass{
 		VA: s.va, Pool: s.pool, Agent: s.agent,
 		Client:       func(ctx context.Context) (vsphere.Client, error) { return r.client(ctx, s) },
@@ -219,12 +219,12 @@ func (r *VsphereAgentReconciler) ejectionPass(s *vmScope) *ejection.Pass {
 }
 
 // ejectISO is the ISO ejection phase (package ejection); it never ends the pass early.
-func (r *VsphereAgentReconciler) ejectISO(ctx context.Context, s *vmScope) (bool, error) {
+func (r *Reconciler) ejectISO(ctx context.Context, s *vmScope) (bool, error) {
 	return true, r.ejector().Step(ctx, r.ejectionPass(s))
 }
 
 // setPhase moves the VM to a phase, stamping the transition time only on change.
-func (r *VsphereAgentReconciler) setPhase(va *afv1.VsphereAgent, phase afv1.VMPhase, reason string) {
+func (r *Reconciler) setPhase(va *afv1.VsphereAgent, phase afv1.VMPhase, reason string) {
 	if va.Status.VM.Phase == phase && va.Status.VM.Reason == reason {
 		return
 	}
@@ -235,7 +235,7 @@ func (r *VsphereAgentReconciler) setPhase(va *afv1.VsphereAgent, phase afv1.VMPh
 	va.Status.VM.Phase, va.Status.VM.Reason = phase, reason
 }
 
-func (r *VsphereAgentReconciler) client(ctx context.Context, s *vmScope) (vsphere.Client, error) {
+func (r *Reconciler) client(ctx context.Context, s *vmScope) (vsphere.Client, error) {
 	if s.vs != nil {
 		return s.vs, nil
 	}
@@ -256,7 +256,7 @@ func (r *VsphereAgentReconciler) client(ctx context.Context, s *vmScope) (vspher
 
 // ensureVM creates the VM once. Crash-safe: the instance UUID is this object's UID, so a retry after a
 // crash between "created" and "status written" finds the VM instead of creating a second one.
-func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
+func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	va, pool := s.va, s.pool
 	if va.Status.VM.InstanceUUID != "" && va.Status.VM.MACAddress != "" {
 		return true, nil
@@ -281,8 +281,8 @@ func (r *VsphereAgentReconciler) ensureVM(ctx context.Context, s *vmScope) (bool
 	}
 	if _, ok := poolspec.DomainOf(pool, va.Spec.FailureDomain); !ok {
 		// The domain was removed from the pool before the VM was created: the pool releases this one.
-		r.setPhase(va, afv1.VMPhasePending, ReasonFailureDomainNotFound)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonFailureDomainNotFound,
+		r.setPhase(va, afv1.VMPhasePending, shared.ReasonFailureDomainNotFound)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.ReasonFailureDomainNotFound,
 			"failure domain "+va.Spec.FailureDomain+" is no longer in the pool's spec.vsphere.failureDomains; no VM is created", va.Generation)
 		return false, nil
 	}
@@ -330,7 +330,7 @@ func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 }
 
 // matchAgent finds the Agent the VM registered: by the NIC MAC we gave it, then by the BIOS-UUID serial.
-func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
+func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 	va := s.va
 	var found []agents.Agent
 	queries := []client.MatchingFields{}
@@ -381,7 +381,7 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 // prepareAgent makes a free Agent bindable: pool labels, role label and spec.role, hostname = VM name,
 // approved when the pool says so. Bound Agents, Agents leaving a cluster (unbinding, reclaiming,
 // awaiting a reboot into discovery) and released VMs' Agents are never touched.
-func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error) {
+func (r *Reconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error) {
 	a, va, pool := s.agent, s.va, s.pool
 	if a == nil || a.IsBound() || a.IsUnbinding() || va.Status.VM.Phase == afv1.VMPhaseReleased {
 		return true, nil
@@ -444,7 +444,7 @@ func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (
 }
 
 // trackBinding follows the Agent CAPI provider: Available → Bound (with the Machine) → Released.
-func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error) {
+func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error) {
 	va, a := s.va, s.agent
 	if a == nil {
 		if va.Status.VM.AgentRef == "" {
@@ -540,7 +540,7 @@ func unbindingPendingUserActionMessage(vm, agent, machine string) string {
 // instead of a later one. Agent.ReservedBy decides which AgentMachine the label names: only the pool's
 // control plane namespace is searched, a name counts only with the annotation naming that namespace, a
 // UID also without it.
-func (r *VsphereAgentReconciler) reservingMachine(ctx context.Context, s *vmScope) string {
+func (r *Reconciler) reservingMachine(ctx context.Context, s *vmScope) string {
 	ns, annotated := s.agent.Obj.GetAnnotations()[agents.AnnotationAgentMachineRefNamespace]
 	if s.agent.AgentMachineRef() == "" || (annotated && ns != s.pool.Spec.ControlPlaneNamespace) {
 		return ""
@@ -558,7 +558,7 @@ func (r *VsphereAgentReconciler) reservingMachine(ctx context.Context, s *vmScop
 }
 
 // checkLiveness replaces a VM whose Agent has not registered within registrationTimeout.
-func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error) {
+func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error) {
 	va := s.va
 	if s.agent != nil || va.Status.VM.AgentRef != "" || va.Status.VM.CreatedAt == nil {
 		return true, nil
@@ -596,7 +596,7 @@ func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) 
 }
 
 // setReady rolls the VM's state up into Ready.
-func (r *VsphereAgentReconciler) setReady(s *vmScope) {
+func (r *Reconciler) setReady(s *vmScope) {
 	va := s.va
 	switch va.Status.VM.Phase {
 	case afv1.VMPhaseAvailable, afv1.VMPhaseBound:
@@ -608,4 +608,16 @@ func (r *VsphereAgentReconciler) setReady(s *vmScope) {
 		}
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)
 	}
+}
+
+// missingNodeLabels returns the topology labels the Agent's spec.nodeLabels lacks or holds otherwise
+// (as a merge patch value); assisted-service applies spec.nodeLabels to the node of a day-2 host.
+func missingNodeLabels(a *agents.Agent, want map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range want {
+		if got, ok := a.NodeLabels[k]; !ok || got != v {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
-	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
@@ -28,10 +27,6 @@ const capacityCheckInterval = 30 * time.Second
 // domainBackoff is how long a failure domain whose VM creations failed is skipped: 1 min after the first
 // failure, doubled for each further failure in a row, at most 15 min; a VM created there resets it.
 var domainBackoff = planner.Backoff{Base: time.Minute, Ceiling: 15 * time.Minute}
-
-// ReasonFailureDomainNotFound says a VsphereAgent's failure domain was removed from the pool before its VM
-// was created (the pool releases it).
-const ReasonFailureDomainNotFound = planner.ReasonFailureDomainNotFound
 
 // domainTracker remembers, per pool and failure domain, failed creations (backoff), the last capacity
 // reading and the VsphereAgents created but not yet seen in the cache. The zero value is ready.
@@ -214,7 +209,7 @@ type domainView struct {
 // observeDomains counts the pool's VMs per failure domain, skips domains whose creations keep failing
 // (backoff on the injected clock) and domains without capacity for one more VM of the template, and
 // reports both in condition FailureDomainsAvailable, status.failureDomains, Events and the headroom metric.
-func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 	p := s.pool
 	poolKey := client.ObjectKeyFromObject(p).String()
 	now := r.Opts.Clock.Now()
@@ -320,18 +315,6 @@ func (r *PoolReconciler) observeDomains(ctx context.Context, s *poolScope) error
 	sort.Strings(problems)
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, false, reason, strings.Join(problems, "; "), p.Generation)
 	return nil
-}
-
-// missingNodeLabels returns the topology labels the Agent's spec.nodeLabels lacks or holds otherwise
-// (as a merge patch value); assisted-service applies spec.nodeLabels to the node of a day-2 host.
-func missingNodeLabels(a *agents.Agent, want map[string]string) map[string]any {
-	out := map[string]any{}
-	for k, v := range want {
-		if got, ok := a.NodeLabels[k]; !ok || got != v {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // batchDomainCounts copies into b the per-domain counters of after (VMs, in flight, headroom) of domains

@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ import (
 func TestSnapshotCopiesFacts(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(now)
-	r := &PoolReconciler{Opts: Options{Clock: clk, RegistrationFailureThreshold: 3, FailedRetention: time.Hour},
+	r := &Reconciler{Opts: shared.Options{Clock: clk, RegistrationFailureThreshold: 3, FailedRetention: time.Hour},
 		expectations: newExpectations(clk), debounce: newDebouncer(clk, time.Second, 10*time.Second)}
 	pool := &afv1.VsphereAgentPool{}
 	pool.Namespace, pool.Name = "ns", "pool"

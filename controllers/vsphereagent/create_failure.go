@@ -1,4 +1,4 @@
-package controllers
+package vsphereagent
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func createFailureReason(err error) string {
 //     The other VM is never touched.
 //   - Anything else is retried with backoff until registrationTimeout, counted from the VsphereAgent's
 //     creation, has passed; then it is Failed (RegistrationTimeout) as well.
-func (r *VsphereAgentReconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Client, vmName string, err error, permanentAllowed bool) (bool, error) {
+func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Client, vmName string, err error, permanentAllowed bool) (bool, error) {
 	va := s.va
 	if permanentAllowed && vsphere.IsPermanentCreateError(err) {
 		reason := createFailureReason(err)
@@ -110,7 +110,7 @@ func (m *refusalMemory) remember(uid types.UID, f refusal) {
 }
 
 // reapply sets the Failed phase and conditions of a remembered refusal on va; false when none.
-func (m *refusalMemory) reapply(r *VsphereAgentReconciler, va *afv1.VsphereAgent) bool {
+func (m *refusalMemory) reapply(r *Reconciler, va *afv1.VsphereAgent) bool {
 	m.mu.Lock()
 	f, ok := m.m[va.UID]
 	m.mu.Unlock()

@@ -1,4 +1,4 @@
-package controllers
+package vsphereagent
 
 import (
 	"math/rand/v2"

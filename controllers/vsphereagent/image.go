@@ -1,29 +1,17 @@
-package controllers
+package vsphereagent
 
 import (
 	"context"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
-// currentImage is the pool's cached image when it is the InfraEnv's current one (same createdTime, ISO
-// ready); zero otherwise: while the cache catches up, a replacement would boot the old image again.
-func currentImage(s *poolScope) planner.Image {
-	img := poolspec.Image(s.pool)
-	if s.infraEnv == nil || s.infraEnv.CreatedTime == nil || s.isoCond == nil || !s.isoCond.status ||
-		!img.CreatedTime.Equal(s.infraEnv.CreatedTime.Time) {
-		return planner.Image{}
-	}
-	return img
-}
-
 // reportImage sets the VsphereAgent's ImageCurrent condition against the pool's cached image (the pool
 // decides the replacement; this shows each VM's standing, e.g. a bound worker on an older image).
-func (r *VsphereAgentReconciler) reportImage(_ context.Context, s *vmScope) (bool, error) {
+func (r *Reconciler) reportImage(_ context.Context, s *vmScope) (bool, error) {
 	va := s.va
 	state := planner.Lifecycle(planner.VMObservation{
 		Name: va.Name, Phase: va.Status.VM.Phase, Reason: va.Status.VM.Reason, Deleting: !va.DeletionTimestamp.IsZero(),

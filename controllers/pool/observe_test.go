@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"testing"
@@ -9,7 +9,6 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
 // TestObserveVMs checks the pool's thin mapper from VsphereAgents and Agents to the planner's
@@ -62,18 +61,5 @@ func TestObserveVMs(t *testing.T) {
 	}
 	if !got[1].RegisteredAt.Equal(registeredAt.Time) {
 		t.Errorf("registration time not copied: %+v", got[1])
-	}
-}
-
-// The VsphereAgent reason of an ownership refusal is the one the registration breaker counts.
-func TestOwnershipRefusalCountsTowardsBreaker(t *testing.T) {
-	reason := createFailureReason(vsphere.NewError(vsphere.ClassOwnership, "CreateVM", "marker of another VsphereAgent"))
-	if reason != string(vsphere.ClassOwnership) || !planner.CountsTowardsBreaker(reason) {
-		t.Fatalf("ownership refusal reason %q (class %q) must count towards the breaker", reason, vsphere.ClassOwnership)
-	}
-	for _, class := range []vsphere.ErrorClass{vsphere.ClassDuplicateName, vsphere.ClassInvalid} {
-		if r := createFailureReason(vsphere.NewError(class, "CreateVM", "refused")); !planner.CountsTowardsBreaker(r) {
-			t.Errorf("permanent create refusal %s -> reason %q does not count towards the breaker", class, r)
-		}
 	}
 }

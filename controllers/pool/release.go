@@ -1,4 +1,4 @@
-package controllers
+package pool
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // then the VsphereAgent is deleted and its finalizer destroys the VM and deletes the Agent. released
 // reports whether the VsphereAgent was deleted (false: kept, or already going); why is the plan's reason,
 // told in the VMReleased Event.
-func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, name, why string) (released bool, err error) {
+func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, why string) (released bool, err error) {
 	va := s.vsphereAgent(name)
 	if va == nil || !va.DeletionTimestamp.IsZero() {
 		return false, nil
@@ -67,7 +67,7 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 
 // scanOrphans periodically lists the pool's VMs in vCenter (by our ownership marker) and finds those
 // with no VsphereAgent: reported always, cleaned under Delete when no Machine uses them.
-func (r *PoolReconciler) scanOrphans(ctx context.Context, s *poolScope) error {
+func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 	if s.vs == nil || !r.orphanScans.due(string(s.pool.UID), r.Opts.Clock.Now(), r.Opts.OrphanScanInterval) {
 		return nil
 	}
@@ -98,7 +98,7 @@ func (r *PoolReconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 	return nil
 }
 
-func (r *PoolReconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.VMInfo) error {
+func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.VMInfo) error {
 	if s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
 		r.Recorder.Eventf(s.pool, "Warning", "OrphanFound", "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
 		return nil
@@ -134,7 +134,7 @@ func (r *PoolReconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphe
 
 // reconcileDelete: Retain keeps every VM and Agent (the VsphereAgents let go of them); Delete releases
 // every VsphereAgent, whose finalizers destroy unbound VMs and keep the ones that still back a Machine.
-func (r *PoolReconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Result, error) {
 	pool := s.pool
 	if pool.Spec.Paused {
 		r.Recorder.Event(pool, "Warning", "DeletionPaused", "pool is paused: its VMs are not cleaned up until spec.paused is false")

@@ -1,4 +1,4 @@
-package controllers
+package vsphereagent
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
 
-// The VsphereAgent lifecycle as stepped-clock table tests: VsphereAgentReconciler.Reconcile is called
+// The VsphereAgent lifecycle as stepped-clock table tests: Reconciler.Reconcile is called
 // directly (no controller runs; a manager only serves the indexed cache) against a real API server, with
 // the in-memory vSphere client injected through Options.Sessions and a fake clock stepped between passes.
 // Each step asserts phase, reason, conditions (and that every condition time is the injected clock's
@@ -70,7 +70,7 @@ type lcRow struct {
 	fake  *vspherefake.Fake
 	clock *clocktesting.FakeClock
 	rec   *record.FakeRecorder
-	r     *VsphereAgentReconciler
+	r     *Reconciler
 }
 
 type lcHarness struct {
@@ -349,7 +349,7 @@ func startLifecycleHarness(t *testing.T) *lcHarness {
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Client: ClientOptions(),
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Client: shared.ClientOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -414,9 +414,9 @@ func (h *lcHarness) newRow(t *testing.T, row *lcRow) {
 	row.fake = vspherefake.New(nil)
 	row.clock = clocktesting.NewFakeClock(va.CreationTimestamp.Time)
 	row.rec = record.NewFakeRecorder(100)
-	opts := Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake)}
+	opts := shared.Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake)}
 	opts.Defaults()
-	row.r = &VsphereAgentReconciler{Client: h.cached, APIReader: h.reader, Recorder: row.rec, Opts: opts}
+	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: row.rec, Opts: opts}
 	h.waitForCache(t, pool)
 }
 

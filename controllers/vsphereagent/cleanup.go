@@ -1,4 +1,4 @@
-package controllers
+package vsphereagent
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // under Retain (or with the pool gone) the VM and Agent are kept; otherwise the Agent is unapproved
 // (optimistic lock), the VM destroyed by instance UUID after its ownership is verified, and the Agent
 // deleted (UID precondition) only once the VM is confirmed gone.
-func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Result, error) {
 	va := s.va
 	if !controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent) {
 		return ctrl.Result{}, nil

@@ -1,0 +1,95 @@
+package pool
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+)
+
+// SetupWithManager wires the pool controller: its VsphereAgents, and the external objects mapped to
+// pools through field indexes (never by listing the cluster).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.expectations == nil {
+		r.expectations = newExpectations(r.Opts.Clock)
+	}
+	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
+	r.orphanScans = newLastRun()
+	r.statusWrites = newDebouncer(clock.RealClock{}, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
+	r.own = shared.NewOwnWrites[*afv1.VsphereAgentPool]()
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.ISOEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.ISOEvents, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
+		Named("vsphereagentpool").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.PoolWorkers}).
+		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, shared.DeletionPredicate()))).
+		Owns(&afv1.VsphereAgent{}).
+		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
+		Watches(agents.New(agents.MachineGVK()), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation), builder.WithPredicates(machineChangesForPools())).
+		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForAgent)).
+		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexInfraEnv))).
+		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexNodePool))).
+		Complete(r)
+}
+
+// machineChangesForPools passes the Machine events a pool's pass depends on: a Machine appearing, going
+// (or starting to), or moving to another NodePool. The pool reads nothing else of a Machine; CAPI's
+// status writes (several per Machine while it provisions) would otherwise each start a pool pass.
+func machineChangesForPools() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectOld.GetDeletionTimestamp().Equal(e.ObjectNew.GetDeletionTimestamp()) ||
+			e.ObjectOld.GetAnnotations()[agents.AnnotationNodePool] != e.ObjectNew.GetAnnotations()[agents.AnnotationNodePool]
+	}}
+}
+
+func (r *Reconciler) poolsForNodePoolAnnotation(ctx context.Context, o client.Object) []reconcile.Request {
+	ns, name, ok := strings.Cut(o.GetAnnotations()[agents.AnnotationNodePool], "/")
+	if !ok {
+		return nil
+	}
+	return r.listPools(ctx, ns, shared.IndexNodePool, name)
+}
+
+func (r *Reconciler) poolsForAgent(ctx context.Context, o client.Object) []reconcile.Request {
+	if pool := o.GetLabels()[afv1.LabelPool]; pool != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: pool}}}
+	}
+	if ie := o.GetLabels()[agents.LabelInfraEnv]; ie != "" {
+		return r.listPools(ctx, o.GetNamespace(), shared.IndexInfraEnv, ie)
+	}
+	return nil
+}
+
+func (r *Reconciler) poolsByIndex(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.listPools(ctx, o.GetNamespace(), index, o.GetName())
+	}
+}
+
+func (r *Reconciler) listPools(ctx context.Context, ns, index, value string) []reconcile.Request {
+	var pools afv1.VsphereAgentPoolList
+	if err := r.List(ctx, &pools, client.InNamespace(ns), client.MatchingFields{index: value}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(pools.Items))
+	for _, p := range pools.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+	}
+	return out
+}

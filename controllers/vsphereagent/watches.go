@@ -1,0 +1,85 @@
+package vsphereagent
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+)
+
+// SetupWithManager wires the VsphereAgent controller: its Agent (by label or MAC), the AgentMachine
+// that references the Agent, and its pool (ISO path, pause, policy).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.own = shared.NewOwnWrites[*afv1.VsphereAgent]()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vsphereagent").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers, RateLimiter: newVMRateLimiter()}).
+		For(&afv1.VsphereAgent{}).
+		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgent)).
+		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgentMachine)).
+		Watches(&afv1.VsphereAgentPool{}, handler.EnqueueRequestsFromMapFunc(r.vmsForPool), builder.WithPredicates(poolChangesForVMs())).
+		Complete(r)
+}
+
+// poolChangesForVMs passes the pool events a VsphereAgent pass depends on: the pool's spec (generation),
+// labels, annotations, deletion and cached ISO. Its counters and conditions are not read by a VM's pass;
+// without this filter each pool status write (several while it provisions) started a pass of every VM.
+func poolChangesForVMs() predicate.Predicate {
+	isoChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, okB := e.ObjectOld.(*afv1.VsphereAgentPool)
+		after, okA := e.ObjectNew.(*afv1.VsphereAgentPool)
+		return !okB || !okA || !equality.Semantic.DeepEqual(before.Status.ISO, after.Status.ISO)
+	}}
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+		predicate.LabelChangedPredicate{}, shared.DeletionPredicate(), isoChanged)
+}
+
+func (r *Reconciler) vmsForAgent(ctx context.Context, o client.Object) []reconcile.Request {
+	if va := o.GetLabels()[afv1.LabelVsphereAgent]; va != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: va}}}
+	}
+	var out []reconcile.Request
+	for _, mac := range agents.AgentFrom(shared.AsUnstructured(o)).MACs {
+		out = append(out, r.listVMs(ctx, o.GetNamespace(), shared.IndexVMMAC, mac)...)
+	}
+	return out
+}
+
+func (r *Reconciler) vmsForAgentMachine(ctx context.Context, o client.Object) []reconcile.Request {
+	u := shared.AsUnstructured(o)
+	name, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "name")
+	ns, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "namespace")
+	if name == "" || ns == "" {
+		return nil
+	}
+	return r.listVMs(ctx, ns, shared.IndexVMAgent, name)
+}
+
+func (r *Reconciler) vmsForPool(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listVMs(ctx, o.GetNamespace(), shared.IndexPoolRef, o.GetName())
+}
+
+func (r *Reconciler) listVMs(ctx context.Context, ns, index, value string) []reconcile.Request {
+	var vas afv1.VsphereAgentList
+	if err := r.List(ctx, &vas, client.InNamespace(ns), client.MatchingFields{index: value}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(vas.Items))
+	for _, va := range vas.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: va.Namespace, Name: va.Name}})
+	}
+	return out
+}
