@@ -1,0 +1,162 @@
+package layout
+
+import (
+	"bufio"
+	"bytes"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/containeroo/agent-forge-operator/test/testenv"
+)
+
+// maxLines is how long a Go file under controllers/ or internal/ may grow before it must say why
+// (a "// file-length: <reason>" comment): past that a file usually holds more than one responsibility.
+const maxLines = 600
+
+// fileLengthMarker is the comment that lets a file stay longer than maxLines; a reason must follow it.
+const fileLengthMarker = "// file-length:"
+
+// siblings are controller packages that must not import each other: the pool decides how many VMs, the
+// VsphereAgent runs one VM; what both need lives in controllers/shared or internal/poolspec.
+var siblings = [][2]string{{"controllers/pool", "controllers/vsphereagent"}}
+
+// tooLong returns why src (lines long) breaks the length rule ("" when it does not).
+func tooLong(src []byte) string {
+	lines := 0
+	justified := false
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for sc.Scan() {
+		lines++
+		line := strings.TrimSpace(sc.Text())
+		if reason, ok := strings.CutPrefix(line, fileLengthMarker); ok && strings.TrimSpace(reason) != "" {
+			justified = true
+		}
+	}
+	if lines <= maxLines || justified {
+		return ""
+	}
+	return strconv.Itoa(lines) + " lines (more than " + strconv.Itoa(maxLines) + ") without a " + fileLengthMarker + " comment saying why"
+}
+
+// forbiddenImports returns the imports of a file in package dir (a path relative to the repository)
+// that break the controllers' layering: a sibling controller package, or the controllers package that
+// wires them (an arrow pointing up).
+func forbiddenImports(dir string, src []byte) ([]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), dir+"/x.go", src, parser.ImportsOnly)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		for _, pair := range siblings {
+			for i := range pair {
+				if dir == pair[i] && path == module+"/"+pair[1-i] {
+					out = append(out, dir+" imports its sibling "+pair[1-i])
+				}
+			}
+		}
+		if strings.HasPrefix(dir, "controllers/") && path == module+"/controllers" {
+			out = append(out, dir+" imports the controllers package that wires it")
+		}
+	}
+	return out, nil
+}
+
+// TestRoomsStayRooms walks controllers/ and internal/: no Go file longer than maxLines without saying
+// why, and no controller package reaching a sibling (or the wiring above it).
+func TestRoomsStayRooms(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, subpackages := 0, map[string]bool{}
+	for _, top := range []string{"controllers", "internal"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			rel = filepath.ToSlash(rel)
+			files++
+			if why := tooLong(src); why != "" {
+				t.Errorf("%s: %s", rel, why)
+			}
+			dir := filepath.ToSlash(filepath.Dir(rel))
+			if strings.HasPrefix(dir, "controllers/") {
+				subpackages[dir] = true
+			}
+			bad, err := forbiddenImports(dir, src)
+			if err != nil {
+				return err
+			}
+			for _, b := range bad {
+				t.Errorf("%s: %s", rel, b)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pair := range siblings {
+		for _, p := range pair {
+			if !subpackages[p] {
+				t.Errorf("%s not found: the walk missed it, or the check names a package that moved", p)
+			}
+		}
+	}
+	if files < 100 {
+		t.Fatalf("read %d Go files: the walk missed the tree", files)
+	}
+	t.Logf("%d Go files read, %d controller subpackages", files, len(subpackages))
+}
+
+// The checks themselves, on sources that break and keep the rules.
+func TestRoomChecks(t *testing.T) {
+	long := strings.Repeat("// x\n", maxLines+1)
+	for _, tc := range []struct {
+		name string
+		src  string
+		bad  bool
+	}{
+		{"short", "package x\n", false},
+		{"exactly the limit", strings.Repeat("// x\n", maxLines), false},
+		{"too long", long, true},
+		{"too long, with a reason", fileLengthMarker + " one table of every reason\n" + long, false},
+		{"too long, a marker without a reason", fileLengthMarker + "\n" + long, true},
+	} {
+		if got := tooLong([]byte(tc.src)) != ""; got != tc.bad {
+			t.Errorf("%s: too long %t, want %t", tc.name, got, tc.bad)
+		}
+	}
+	for _, tc := range []struct {
+		name, dir, src string
+		want           int
+	}{
+		{"pool importing vsphereagent", "controllers/pool", `package pool; import _ "` + module + `/controllers/vsphereagent"`, 1},
+		{"vsphereagent importing pool", "controllers/vsphereagent", `package vsphereagent; import _ "` + module + `/controllers/pool"`, 1},
+		{"a controller importing the wiring", "controllers/ejection", `package ejection; import _ "` + module + `/controllers"`, 1},
+		{"a controller importing shared and poolspec", "controllers/pool", `package pool; import (_ "` + module + `/controllers/shared"; _ "` + module + `/internal/poolspec")`, 0},
+		{"the wiring importing both", "controllers", `package controllers; import (_ "` + module + `/controllers/pool"; _ "` + module + `/controllers/vsphereagent")`, 0},
+	} {
+		got, err := forbiddenImports(tc.dir, []byte(tc.src))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(got) != tc.want {
+			t.Errorf("%s: %d violations %v, want %d", tc.name, len(got), got, tc.want)
+		}
+	}
+}
