@@ -67,6 +67,7 @@ func StampTransitions(before, after []metav1.Condition, now time.Time) {
 	}
 }
 
+// FindCondition returns the condition of that type (nil: none).
 func FindCondition(conds []metav1.Condition, condType string) *metav1.Condition {
 	return meta.FindStatusCondition(conds, condType)
 }

@@ -65,6 +65,8 @@ func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 	return creds, nil
 }
 
+// VSphereReason is the VSphereReachable reason of err: the credentials problem, else the vSphere error
+// class.
 func VSphereReason(err error) string {
 	if ce := (*CredentialsError)(nil); errors.As(err, &ce) {
 		return ce.reason

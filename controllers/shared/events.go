@@ -26,7 +26,7 @@ type limitedEvent struct {
 	at     time.Time
 }
 
-// allow reports whether an Event with reason may be emitted now for topic ("<pool>/credentials").
+// Allow reports whether an Event with reason may be emitted now for topic ("<pool>/credentials").
 func (l *EventLimiter) Allow(topic, reason string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -40,14 +40,14 @@ func (l *EventLimiter) Allow(topic, reason string, now time.Time) bool {
 	return true
 }
 
-// clear forgets topic's last refusal.
+// Clear forgets topic's last refusal.
 func (l *EventLimiter) Clear(topic string) {
 	l.mu.Lock()
 	delete(l.last, topic)
 	l.mu.Unlock()
 }
 
-// forgetPrefix drops every topic of a deleted pool ("<namespace>/<name>/").
+// ForgetPrefix drops every topic of a deleted pool ("<namespace>/<name>/").
 func (l *EventLimiter) ForgetPrefix(prefix string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -25,6 +25,7 @@ const (
 	IndexAgentMachineRef  = "agentmachine.agentRef.name" // AgentMachine -> Agent name
 )
 
+// SetupIndexes registers the field indexes with the manager's cache (before the controllers start).
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	fi := mgr.GetFieldIndexer()
 	type idx struct {

@@ -29,11 +29,12 @@ type ownWrite[T client.Object] struct {
 	replaced map[string]bool
 }
 
+// NewOwnWrites returns an empty memory of own writes.
 func NewOwnWrites[T client.Object]() *OwnWrites[T] {
 	return &OwnWrites[T]{m: map[types.NamespacedName]ownWrite[T]{}}
 }
 
-// wrote records written (as returned by the API server) after a write that replaced version
+// Wrote records written (as returned by the API server) after a write that replaced version
 // replacedRV.
 func (w *OwnWrites[T]) Wrote(replacedRV string, written T) {
 	if w == nil {
@@ -51,7 +52,7 @@ func (w *OwnWrites[T]) Wrote(replacedRV string, written T) {
 	w.m[key] = e
 }
 
-// latest returns a copy of this process's last write of the object when cached is a version that
+// Latest returns a copy of this process's last write of the object when cached is a version that
 // write (or an earlier one) replaced, else cached itself. A nil OwnWrites remembers nothing.
 func (w *OwnWrites[T]) Latest(cached T) T {
 	if w == nil {
@@ -71,7 +72,7 @@ func (w *OwnWrites[T]) Latest(cached T) T {
 	return cached
 }
 
-// forget drops what is remembered of an object (it is gone).
+// Forget drops what is remembered of an object (it is gone).
 func (w *OwnWrites[T]) Forget(key types.NamespacedName) {
 	if w == nil {
 		return

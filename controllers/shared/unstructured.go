@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// AsUnstructured returns o as unstructured (an empty object when it is typed).
 func AsUnstructured(o client.Object) *unstructured.Unstructured {
 	if u, ok := o.(*unstructured.Unstructured); ok {
 		return u

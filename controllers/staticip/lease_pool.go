@@ -79,33 +79,33 @@ func (st *State) BlockMessage() string {
 
 // observeLeases reads the pool's leases and decides whether creation must wait (no IPAM, no selector,
 // exhausted IPAM pool).
-func (l *Leases) observeLeases(ctx context.Context, s *pass) error {
+func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 	if s.pool.Spec.Network == nil {
 		return nil
 	}
 	st := &State{claims: map[string]*unstructured.Unstructured{}, usedMACs: map[string]bool{}}
 	s.staticIP = st
-	if _, err := agents.UseServedIPAMVersion(l.Client.RESTMapper()); err != nil {
+	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
 		st.block, st.blockMsg = afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim: install Cluster API's IPAM CRDs and an IPAM provider"
-		l.staticIPRefused(s)
+		ls.staticIPRefused(s)
 		return nil
 	}
-	sel, msg, err := l.nmStateSelector(ctx, s.pool)
+	sel, msg, err := ls.nmStateSelector(ctx, s.pool)
 	if err != nil {
 		return err
 	}
 	if msg != "" {
 		st.block, st.blockMsg = afv1.ReasonNoNMStateSelector, msg
-		l.staticIPRefused(s)
+		ls.staticIPRefused(s)
 		return nil
 	}
 	st.selector = sel
 	claims := agents.NewList(agents.IPAddressClaimGVK())
-	if err := l.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace)); err != nil {
+	if err := ls.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace)); err != nil {
 		return fmt.Errorf("listing IPAddressClaims: %w", err)
 	}
 	configs := agents.NewList(agents.NMStateConfigGVK)
-	if err := l.APIReader.List(ctx, configs, client.InNamespace(s.pool.Namespace)); err != nil {
+	if err := ls.APIReader.List(ctx, configs, client.InNamespace(s.pool.Namespace)); err != nil {
 		return fmt.Errorf("listing NMStateConfigs: %w", err)
 	}
 	ourConfigs := map[string]*unstructured.Unstructured{}
@@ -145,28 +145,28 @@ func (l *Leases) observeLeases(ctx context.Context, s *pass) error {
 		st.block = afv1.ReasonIPPoolExhausted
 		st.blockMsg = fmt.Sprintf("IPAM pool %s %s has no free address for this pool's next VM (%s); no VM is created until an address is free", ref.Kind, ref.Name, exhausted)
 	}
-	l.staticIPRefused(s)
+	ls.staticIPRefused(s)
 	return nil
 }
 
 // staticIPRefused announces a lasting static addressing block by a rate-limited Warning Event (the
 // condition StaticIPsReady carries it too); a cleared block re-arms the Event.
-func (l *Leases) staticIPRefused(s *pass) {
+func (ls *Leases) staticIPRefused(s *pass) {
 	key := client.ObjectKeyFromObject(s.pool).String() + "/static-ip"
 	if s.staticIP.block == "" {
-		l.Events.Clear(key)
+		ls.Events.Clear(key)
 		return
 	}
-	if l.Events.Allow(key, s.staticIP.block, l.Clock.Now()) {
-		l.Recorder.Event(s.pool, "Warning", s.staticIP.block, s.staticIP.blockMsg)
+	if ls.Events.Allow(key, s.staticIP.block, ls.Clock.Now()) {
+		ls.Recorder.Event(s.pool, "Warning", s.staticIP.block, s.staticIP.blockMsg)
 	}
 }
 
 // nmStateSelector returns the InfraEnv's spec.nmStateConfigLabelSelector.matchLabels, or why it cannot
 // be used: NMStateConfigs that the InfraEnv does not select never reach the image.
-func (l *Leases) nmStateSelector(ctx context.Context, pool *afv1.VsphereAgentPool) (map[string]string, string, error) {
+func (ls *Leases) nmStateSelector(ctx context.Context, pool *afv1.VsphereAgentPool) (map[string]string, string, error) {
 	ie := agents.New(agents.InfraEnvGVK)
-	if err := l.Client.Get(ctx, types.NamespacedName{Namespace: pool.Namespace, Name: pool.Spec.InfraEnvRef.Name}, ie); err != nil {
+	if err := ls.Client.Get(ctx, types.NamespacedName{Namespace: pool.Namespace, Name: pool.Spec.InfraEnvRef.Name}, ie); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, "InfraEnv " + pool.Spec.InfraEnvRef.Name + " not found", nil
 		}
@@ -233,7 +233,7 @@ func nmStateMACs(c *unstructured.Unstructured) []string {
 // prepareLeases keeps spareLeases leases ahead of the pool's VMs: new claims in one batch, their
 // NMStateConfigs in one batch once the whole batch has addresses (each change regenerates the image),
 // and released leases removed together.
-func (l *Leases) prepareLeases(ctx context.Context, s *pass) error {
+func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 	st := s.staticIP
 	if st == nil || s.pool.Spec.Paused || st.block == afv1.ReasonIPAMUnavailable || st.block == afv1.ReasonNoNMStateSelector {
 		return nil
@@ -247,11 +247,11 @@ func (l *Leases) prepareLeases(ctx context.Context, s *pass) error {
 	pendingCreates := s.pendingCreates
 	plan := leases.Decide(st.leases, live, pendingCreates, int(s.pool.Spec.Network.SpareLeases))
 	if plan.Create > 0 && s.vs != nil {
-		if err := l.createClaims(ctx, s, plan.Create); err != nil {
+		if err := ls.createClaims(ctx, s, plan.Create); err != nil {
 			return err
 		}
 	}
-	if err := l.createConfigs(ctx, s); err != nil {
+	if err := ls.createConfigs(ctx, s); err != nil {
 		return err
 	}
 	deleting := false
@@ -264,14 +264,14 @@ func (l *Leases) prepareLeases(ctx context.Context, s *pass) error {
 			released = append(released, l)
 		}
 	}
-	if !leases.ReleaseDue(released, deleting, l.Clock.Now(), releaseQuiet, releaseWindow) {
+	if !leases.ReleaseDue(released, deleting, ls.Clock.Now(), releaseQuiet, releaseWindow) {
 		plan.Release = nil // the scale-down is still destroying VMs: release them together
 	}
 	if len(plan.Release) > 0 {
-		if err := l.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
+		if err := ls.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
 			return err
 		}
-		l.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
+		ls.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
 	}
 	for _, l := range st.leases {
 		if st := l.StateOf(); st == leases.StatePending || st == leases.StateAssigned {
@@ -287,7 +287,7 @@ func (l *Leases) prepareLeases(ctx context.Context, s *pass) error {
 
 // createClaims creates n claims named <pool>-ip-<i> (lowest free indexes: a stale read retries a name
 // that exists instead of creating a second claim), each with a MAC unused in the namespace and in vCenter.
-func (l *Leases) createClaims(ctx context.Context, s *pass, n int) error {
+func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 	st := s.staticIP
 	nics, err := s.vs.NICMACs(ctx, s.pool.Spec.VSphere.Datacenter)
 	if err != nil {
@@ -297,7 +297,7 @@ func (l *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		st.usedMACs[m] = true
 	}
 	ref := s.pool.Spec.Network.AddressesFromPools[0]
-	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(l.Clock.Now().UnixNano())))
+	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(ls.Clock.Now().UnixNano())))
 	created := 0
 	for i := 0; created < n && i < 10000; i++ {
 		name := fmt.Sprintf("%s-ip-%d", truncateName(s.pool.Name, 240), i)
@@ -314,14 +314,14 @@ func (l *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		claim.SetLabels(map[string]string{afv1.LabelPool: s.pool.Name})
 		claim.SetAnnotations(map[string]string{annotationMAC: mac})
 		claim.Object["spec"] = map[string]any{"poolRef": map[string]any{"apiGroup": ref.APIGroup, "kind": ref.Kind, "name": ref.Name}}
-		if err := controllerutil.SetControllerReference(s.pool, claim, l.Client.Scheme()); err != nil {
+		if err := controllerutil.SetControllerReference(s.pool, claim, ls.Client.Scheme()); err != nil {
 			return err
 		}
-		if err := l.Client.Create(ctx, claim); err != nil {
+		if err := ls.Client.Create(ctx, claim); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				continue // a claim our stale read missed: it counts, try the next name
 			}
-			l.Recorder.Eventf(s.pool, "Warning", "LeaseClaimFailed", "creating IPAddressClaim %s: %v", name, err)
+			ls.Recorder.Eventf(s.pool, "Warning", "LeaseClaimFailed", "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
 		}
 		st.usedMACs[mac] = true
@@ -331,7 +331,7 @@ func (l *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		}
 	}
 	if created > 0 {
-		l.Recorder.Eventf(s.pool, "Normal", "LeasesClaimed", "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
+		ls.Recorder.Eventf(s.pool, "Normal", "LeasesClaimed", "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
 	}
 	return nil
 }
@@ -379,8 +379,8 @@ func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 }
 
 // leasedAddress reads an IPAddress (live: it was just created by the IPAM provider).
-func (l *Leases) leasedAddress(ctx context.Context, namespace, name string) (leases.Address, error) {
-	return readIPAddress(ctx, l.APIReader, namespace, name)
+func (ls *Leases) leasedAddress(ctx context.Context, namespace, name string) (leases.Address, error) {
+	return readIPAddress(ctx, ls.APIReader, namespace, name)
 }
 
 func readIPAddress(ctx context.Context, reader client.Reader, namespace, name string) (leases.Address, error) {
@@ -437,12 +437,12 @@ func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool,
 
 // removeLeases deletes each lease's NMStateConfig, then its claim (the IPAM provider frees the address);
 // a crash in between leaves a released claim, removed on the next pass.
-func (l *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, names []string) error {
+func (ls *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, names []string) error {
 	for _, name := range names {
 		cfg := agents.New(agents.NMStateConfigGVK)
 		cfg.SetNamespace(pool.Namespace)
 		cfg.SetName(name)
-		if err := l.Client.Delete(ctx, cfg); client.IgnoreNotFound(err) != nil {
+		if err := ls.Client.Delete(ctx, cfg); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting NMStateConfig %s: %w", name, err)
 		}
 		claim := st.claims[name]
@@ -450,7 +450,7 @@ func (l *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, 
 			continue
 		}
 		uid := claim.GetUID()
-		if err := l.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		if err := ls.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting IPAddressClaim %s: %w", name, err)
 		}
 	}
@@ -497,8 +497,8 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 
 // retainLease marks a lease as kept with its VM and drops the pool's ownership, so that neither the pool's
 // deletion nor garbage collection frees an address a running VM still uses.
-func (l *Leases) retainLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, poolUID types.UID) error {
-	return markLease(ctx, c, claim, leases.StateRetained, poolUID, l.Clock.Now())
+func (ls *Leases) retainLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, poolUID types.UID) error {
+	return markLease(ctx, c, claim, leases.StateRetained, poolUID, ls.Clock.Now())
 }
 
 func slicesContains(list []string, s string) bool {

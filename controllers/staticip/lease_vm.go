@@ -126,15 +126,15 @@ func formatTime(t time.Time) string {
 
 // Settle runs when the VsphereAgent's finalizer ends: a destroyed VM's lease is released (the pool
 // removes released leases in a batch); a VM that stays keeps its lease, no longer owned by the pool.
-func (l *Leases) Settle(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool, destroyed bool) error {
+func (ls *Leases) Settle(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool, destroyed bool) error {
 	if va.Status.StaticIP == nil && pool != nil && pool.Spec.Network == nil {
 		return nil // a DHCP pool's VM (a lease held before its VM was created has the pool's spec.network)
 	}
-	if _, err := agents.UseServedIPAMVersion(l.Client.RESTMapper()); err != nil {
+	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
 		return nil
 	}
 	claims := agents.NewList(agents.IPAddressClaimGVK())
-	if err := l.APIReader.List(ctx, claims, client.InNamespace(va.Namespace),
+	if err := ls.APIReader.List(ctx, claims, client.InNamespace(va.Namespace),
 		client.MatchingLabels{afv1.LabelPool: va.Spec.PoolRef.Name, afv1.LabelVsphereAgent: va.Name}); err != nil {
 		return fmt.Errorf("listing IPAddressClaims: %w", err)
 	}
@@ -149,7 +149,7 @@ func (l *Leases) Settle(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.V
 		}
 	}
 	for i := range claims.Items {
-		if err := markLease(ctx, l.Client, &claims.Items[i], state, types.UID(poolUID), l.Clock.Now()); err != nil {
+		if err := markLease(ctx, ls.Client, &claims.Items[i], state, types.UID(poolUID), ls.Clock.Now()); err != nil {
 			return err
 		}
 	}

@@ -69,17 +69,17 @@ func (s *pass) requeueAfter(d time.Duration) {
 // Observe reads the pool's leases and decides whether creation must wait (no IPAM, no selector,
 // exhausted IPAM pool); a lasting block is announced by a rate-limited Warning Event. The State is nil
 // for DHCP pools, and may be partial when err is set.
-func (l *Leases) Observe(ctx context.Context, pool *afv1.VsphereAgentPool) (*State, error) {
+func (ls *Leases) Observe(ctx context.Context, pool *afv1.VsphereAgentPool) (*State, error) {
 	s := &pass{pool: pool}
-	err := l.observeLeases(ctx, s)
+	err := ls.observeLeases(ctx, s)
 	return s.staticIP, err
 }
 
 // Prepare keeps the pool's spare leases ahead of its VMs and removes released ones in batches; it
 // returns how soon the pool should look again (0: no need).
-func (l *Leases) Prepare(ctx context.Context, st *State, in Input) (time.Duration, error) {
+func (ls *Leases) Prepare(ctx context.Context, st *State, in Input) (time.Duration, error) {
 	s := &pass{pool: in.Pool, vas: in.VAs, vs: in.VS, staticIP: st, pendingCreates: in.PendingCreates}
-	if err := l.prepareLeases(ctx, s); err != nil {
+	if err := ls.prepareLeases(ctx, s); err != nil {
 		return 0, err
 	}
 	return s.requeue, nil
@@ -87,6 +87,6 @@ func (l *Leases) Prepare(ctx context.Context, st *State, in Input) (time.Duratio
 
 // ReleaseAll runs when the pool is deleted: leases of VMs that stay are kept (no longer owned by the
 // pool); every other lease is removed.
-func (l *Leases) ReleaseAll(ctx context.Context, pool *afv1.VsphereAgentPool) error {
-	return l.releaseAllLeases(ctx, &pass{pool: pool})
+func (ls *Leases) ReleaseAll(ctx context.Context, pool *afv1.VsphereAgentPool) error {
+	return ls.releaseAllLeases(ctx, &pass{pool: pool})
 }
