@@ -10,6 +10,7 @@ CHAOS_SEED ?=
 CHAOS_ONLY ?=
 CHAOS_MODE ?= sigkill
 CHAOS_MIN_KILLS ?= 3
+CHAOS_API_FAULTS ?= 1
 CHAOS_LOG := $(LOCALBIN)/chaos/chaos.log
 CHAOS_LOG_DIR := $(LOCALBIN)/chaos/managers
 
@@ -17,7 +18,7 @@ CHAOS_LOG_DIR := $(LOCALBIN)/chaos/managers
 test-chaos: envtest-assets ## Crash-point campaign: CHAOS_RUNS (200) runs, SIGKILLing the real manager binary at crash points (CHAOS_MODE=sigkill), every point >= CHAOS_MIN_KILLS (3) executed kills; CHAOS_SEED/CHAOS_ONLY reproduce a run.
 	@mkdir -p $(dir $(CHAOS_LOG)); rm -rf $(CHAOS_LOG_DIR); status=0; \
 	CHAOS_RUNS=$(CHAOS_RUNS) CHAOS_SEED=$(CHAOS_SEED) CHAOS_ONLY=$(CHAOS_ONLY) CHAOS_MODE=$(CHAOS_MODE) \
-	CHAOS_MIN_KILLS=$(CHAOS_MIN_KILLS) CHAOS_LOG_DIR=$(abspath $(CHAOS_LOG_DIR)) \
+	CHAOS_MIN_KILLS=$(CHAOS_MIN_KILLS) CHAOS_API_FAULTS=$(CHAOS_API_FAULTS) CHAOS_LOG_DIR=$(abspath $(CHAOS_LOG_DIR)) \
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go test -race -count=1 -timeout 150m -v -run '^TestChaosCampaign$$' ./test/chaos \
 		> $(CHAOS_LOG) 2>&1 || status=$$?; \
 	grep -v '^chaos: [0-9]' $(CHAOS_LOG) | grep -v '^\(=== RUN\|--- PASS\|PASS$$\|ok \)' | tail -n 80; \

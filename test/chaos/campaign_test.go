@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,11 +14,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/test/sim/apifaults"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 )
 
@@ -147,11 +150,12 @@ func TestChaosCampaign(t *testing.T) {
 	k := newHook()
 	notes := make(chan string, 16)
 	note := func(s string) { notes <- s }
+	proxy, args, wrap := startFaultProxy(ctx, t, h, seed)
 	var op operator
 	if mode == "sigkill" {
-		op = startProcessOperator(ctx, t, h, k, note)
+		op = startProcessOperator(ctx, t, h, k, note, args)
 	} else {
-		ip := &inProcessOperator{h: h, opts: controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second, CrashPoint: k.seam}}
+		ip := &inProcessOperator{h: h, wrap: wrap, opts: controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second, CrashPoint: k.seam}}
 		if err := ip.start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +167,7 @@ func TestChaosCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &campaign{t: t, h: h, hook: k, op: op, seed: seed, watch: wc, moments: &moments{}}
+	c := &campaign{t: t, h: h, hook: k, op: op, seed: seed, watch: wc, moments: &moments{}, proxy: proxy}
 	h.VC.OnVMCall(c.moments.onVMCall)
 	if err := c.recordForeign(ctx); err != nil {
 		t.Fatal(err)
@@ -236,4 +240,35 @@ func TestChaosCampaign(t *testing.T) {
 }
 
 // apiFaults counts the faults the API-server proxy injected (none without one).
-func (c *campaign) apiFaults() int { return 0 }
+func (c *campaign) apiFaults() int {
+	if c.proxy == nil {
+		return 0
+	}
+	return c.proxy.Total()
+}
+
+// startFaultProxy starts the API-server fault proxy when CHAOS_API_FAULTS is 1 (make test-chaos sets
+// it): the manager then reaches the API server only through it (the binary with a kubeconfig flag, the
+// in-process manager through its rest.Config); the harness, the world and CAPI go direct.
+func startFaultProxy(ctx context.Context, t *testing.T, h *harness.Harness, seed uint64) (*apifaults.Proxy, []string, func(*rest.Config)) {
+	t.Helper()
+	if os.Getenv("CHAOS_API_FAULTS") != "1" {
+		return nil, nil, nil
+	}
+	p, err := apifaults.Start(h.Env.Config, apifaults.Options{Seed: seed, LostResponse: 0.05, Burst: 0.01, WatchCut: 0.2, Slow: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	id, err := h.OperatorIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(h.TempDir(), "manager-via-proxy.kubeconfig")
+	if err := p.WriteKubeconfig(kc, id.Config.BearerToken); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API-server fault proxy on %s (lost write responses 5%%, 429/503 bursts 1%%, watch cuts 20%%, slow 2%%)", p.URL)
+	// The later --kubeconfig wins over the harness's.
+	return p, []string{"--kubeconfig=" + kc}, func(c *rest.Config) { *c = *p.Config(c) }
+}

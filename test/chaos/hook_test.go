@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
@@ -173,6 +174,7 @@ type operator interface {
 type inProcessOperator struct {
 	h    *harness.Harness
 	opts controllers.Options
+	wrap func(*rest.Config) // the fault proxy's redirect (nil: direct)
 	mu   sync.Mutex
 	mgr  *harness.InProcessManager
 	n    int
@@ -185,7 +187,7 @@ func (o *inProcessOperator) restarts() int { o.mu.Lock(); defer o.mu.Unlock(); r
 func (o *inProcessOperator) start(context.Context) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	m, err := o.h.StartManagerInProcess(harness.InProcessOptions{Controllers: o.opts, StopTimeout: 30 * time.Second})
+	m, err := o.h.StartManagerInProcess(harness.InProcessOptions{Controllers: o.opts, StopTimeout: 30 * time.Second, WrapConfig: o.wrap})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim"
+	"github.com/containeroo/agent-forge-operator/test/sim/apifaults"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
@@ -34,6 +35,7 @@ type campaign struct {
 	h       *harness.Harness
 	watch   client.WithWatch // the API server's watch, for the moment checks
 	moments *moments
+	proxy   *apifaults.Proxy // nil without CHAOS_API_FAULTS
 	hook    *hook
 	op      operator
 	seed    uint64
@@ -127,6 +129,14 @@ func (r *run) execute() {
 		return
 	}
 	r.c.moments.set(r)
+	if r.c.proxy != nil {
+		faultsBefore := r.c.proxy.Total()
+		r.c.proxy.SetEnabled(true)
+		defer func() {
+			r.c.proxy.SetEnabled(false)
+			r.note("API faults injected during the run: %d (campaign so far: %s)", r.c.proxy.Total()-faultsBefore, r.c.proxy)
+		}()
+	}
 	_, _, before := r.c.hook.counts()
 	r.c.hook.arm(r.s.Namespace, r.p.Kills)
 	r.note("%s", r.p)

@@ -28,6 +28,7 @@ type processOperator struct {
 	h      *harness.Harness
 	bin    string
 	logDir string
+	args   []string // extra flags (the fault proxy's kubeconfig)
 
 	mu  sync.Mutex
 	cur *harness.ManagerProcess
@@ -52,7 +53,7 @@ func (o *processOperator) start(ctx context.Context) error {
 	o.n++
 	logPath := filepath.Join(o.logDir, fmt.Sprintf("manager-%04d.log", o.n))
 	o.mu.Unlock()
-	m, err := o.h.StartManagerProcess(ctx, harness.ProcessOptions{Binary: o.bin, LogPath: logPath})
+	m, err := o.h.StartManagerProcess(ctx, harness.ProcessOptions{Binary: o.bin, LogPath: logPath, ExtraArgs: o.args})
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (l *crashListener) handle(conn net.Conn) {
 // startProcessOperator builds cmd/ into the harness's temp dir, listens on the crash-point socket, sets
 // AGENT_FORGE_CRASHPOINT_SOCKET for the manager processes (they inherit this process's environment)
 // and starts the first one.
-func startProcessOperator(ctx context.Context, t *testing.T, h *harness.Harness, k *hook, note func(string)) *processOperator {
+func startProcessOperator(ctx context.Context, t *testing.T, h *harness.Harness, k *hook, note func(string), args []string) *processOperator {
 	t.Helper()
 	bin, err := harness.BuildManager(ctx, filepath.Join(h.TempDir(), "manager"))
 	if err != nil {
@@ -192,7 +193,7 @@ func startProcessOperator(ctx context.Context, t *testing.T, h *harness.Harness,
 	if logDir == "" {
 		logDir = filepath.Join(h.TempDir(), "managers")
 	}
-	op := &processOperator{h: h, bin: bin, logDir: logDir}
+	op := &processOperator{h: h, bin: bin, logDir: logDir, args: args}
 	sock := filepath.Join(h.TempDir(), "crash.sock")
 	l, err := listenCrashPoints(ctx, sock, k, op, note)
 	if err != nil {
