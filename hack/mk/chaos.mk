@@ -10,7 +10,7 @@ CHAOS_SEED ?=
 CHAOS_ONLY ?=
 CHAOS_MODE ?= sigkill
 CHAOS_MIN_KILLS ?= 3
-CHAOS_API_FAULTS ?= 1
+CHAOS_API_FAULTS ?= 0
 CHAOS_LOG := $(LOCALBIN)/chaos/chaos.log
 CHAOS_LOG_DIR := $(LOCALBIN)/chaos/managers
 

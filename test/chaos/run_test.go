@@ -146,7 +146,8 @@ func (r *run) execute() {
 	for p, n := range after {
 		r.kills += n - before[p]
 	}
-	r.unfired = append(unfired, r.c.hook.takeFailures()...)
+	unfired = append(unfired, r.c.hook.takeFailures()...)
+	r.unfired = unfired
 	if inFlight > 0 {
 		r.violate("%d kill(s) decided but still not carried out a minute after the scenario ended", inFlight)
 	}
