@@ -46,7 +46,8 @@ func TestPointsAreUniqueAndNamed(t *testing.T) {
 	}
 }
 
-// The shipped binary never installs a seam.
+// cmd/ never installs a seam itself: the only one the binary can have is internal/manager's, behind
+// AGENT_FORGE_CRASHPOINT_SOCKET (tested there).
 func TestShippedBinaryNeverSetsTheSeam(t *testing.T) {
 	src, err := os.ReadFile("../../cmd/main.go")
 	if err != nil {

@@ -1,6 +1,10 @@
 // Package manager builds the operator's controller-runtime manager: the controllers, their cache and
 // client settings, leader election and the health checks. cmd/ runs it from flags; the test harness
 // runs the same one in process, so tests exercise the manager the binary runs.
+//
+// One test seam lives here, off unless a crash campaign asks for it: with AGENT_FORGE_CRASHPOINT_SOCKET
+// (CrashPointSocketEnv) set, every crash point is announced on that unix socket and waits for an answer,
+// so test/chaos can SIGKILL the real binary there (crashseam.go).
 package manager
 
 import (
@@ -87,7 +91,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := controllers.Setup(mgr, o.Controllers); err != nil {
+	ctrlOpts := o.Controllers
+	if ctrlOpts.CrashPoint == nil {
+		// Only with AGENT_FORGE_CRASHPOINT_SOCKET set (a crash campaign): nil otherwise.
+		ctrlOpts.CrashPoint = crashSeamFromEnv()
+	}
+	if err := controllers.Setup(mgr, ctrlOpts); err != nil {
 		return nil, fmt.Errorf("setting up the controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

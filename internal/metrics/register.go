@@ -10,7 +10,7 @@ import (
 func All() []prometheus.Collector {
 	return []prometheus.Collector{
 		PoolCapacity, PoolWaiting, PoolHeadroom, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
-		VsphereVMOperations, VsphereCallDuration,
+		VsphereVMOperations, VsphereCallDuration, VCenterCircuitOpen,
 		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated,
 	}
 }

@@ -23,6 +23,7 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 	metrics.ISOBytesTransferred.WithLabelValues(metrics.DirectionUpload).Add(0)
 	metrics.VsphereVMOperations.WithLabelValues("create", "success").Add(0)
 	metrics.VsphereCallDuration.WithLabelValues("CreateVM_Task").Observe(0)
+	metrics.VCenterCircuitOpen.WithLabelValues("vc.example.com:443").Set(0)
 	metrics.PoolCapacity.WithLabelValues("ns", "pool", "waiting").Set(0)
 	metrics.PoolWaiting.WithLabelValues("ns", "pool").Set(0)
 	metrics.PoolHeadroom.WithLabelValues("ns", "pool", "zone-a").Set(0)

@@ -19,4 +19,12 @@ var (
 		Help:    "Latency of vSphere API calls by method.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"method"})
+
+	// VCenterCircuitOpen is 1 while a vCenter's circuit breaker is open or half-open (calls fail fast
+	// after repeated timeouts or connection failures) and 0 while it is closed. The label is the
+	// endpoint's host:port, never user info, path or query.
+	VCenterCircuitOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agent_forge_vcenter_circuit_open",
+		Help: "1 while the circuit breaker of a vCenter (host:port) is open: its calls fail fast after repeated timeouts.",
+	}, []string{"vcenter"})
 )

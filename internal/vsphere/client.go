@@ -21,6 +21,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/redact"
 )
 
 // client is one logged-in vCenter session (see SessionCache). It caches inventory lookups per datacenter
@@ -34,6 +35,7 @@ type client struct {
 	relogin  *reloginRoundTripper
 	sessions *session.Manager
 	pollBase time.Duration
+	timeouts SessionOptions // the cache's options with defaults: LoginTimeout, CallTimeout, TaskTimeout, ...
 	closed   atomic.Bool
 
 	mu        sync.Mutex
@@ -73,10 +75,23 @@ func (c *client) logout(ctx context.Context) {
 	}
 	c.restMu.Unlock()
 	if err := c.sessions.Logout(ctx); err != nil {
-		c.log.V(1).Info("vCenter logout failed", "err", err.Error())
+		c.log.V(1).Info("vCenter logout failed", "err", redact.Error(err, c.creds.Password))
 	}
 	c.keep.Stop()
 	c.soap.CloseIdleConnections()
+}
+
+// bounded returns ctx with the default call deadline when it has none.
+func (c *client) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return withDefaultDeadline(ctx, c.timeouts.CallTimeout)
+}
+
+// withDefaultDeadline returns ctx with a deadline d from now unless it already has one.
+func withDefaultDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // observe counts one VM-level operation by result and returns err classified.
@@ -164,6 +179,9 @@ func (c *client) waitTaskReadingVM(ctx context.Context, kind string, ref types.M
 		spec.ObjectSet = append(spec.ObjectSet, types.ObjectSpec{Obj: *vmRef})
 		spec.PropSet = append(spec.PropSet, types.PropertySpec{Type: "VirtualMachine", PathSet: vmProps})
 	}
+	// Each poll is one bounded call; the wait as a whole ends by the caller's deadline or TaskTimeout.
+	ctx, cancel := withDefaultDeadline(ctx, c.timeouts.TaskTimeout)
+	defer cancel()
 	delay := c.firstPoll(kind)
 	backoff := c.pollBase
 	for {

@@ -3,6 +3,8 @@ package vsphere
 import (
 	"errors"
 	"fmt"
+
+	"github.com/containeroo/agent-forge-operator/internal/redact"
 )
 
 // ErrorClass says how a controller should react to a vSphere error.
@@ -50,10 +52,14 @@ func (e *Error) Error() string {
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
-	return msg
+	// Texts of HTTP and SOAP errors may quote URLs; none may carry a credential or token.
+	return redact.String(msg)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrTimeout) true for a classified deadline or network timeout.
+func (e *Error) Is(target error) bool { return target == ErrTimeout && IsTimeout(e.Err) }
 
 // NewError builds a classified error.
 func NewError(class ErrorClass, op string, format string, args ...any) error {

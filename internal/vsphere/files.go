@@ -97,7 +97,9 @@ func (c *client) uploadFile(ctx context.Context, datacenter string, dst object.D
 	start := time.Now()
 	param := soap.DefaultUpload
 	param.ContentLength = size
-	err = ds.Upload(ctx, r, dst.Path, &param)
+	uctx, cancel := withDefaultDeadline(ctx, c.timeouts.UploadTimeout)
+	err = ds.Upload(uctx, r, dst.Path, &param)
+	cancel()
 	metrics.VsphereCallDuration.WithLabelValues("DatastoreUpload").Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.removeQuietly(ctx, d, dst.String())

@@ -190,10 +190,14 @@ func (c *client) pbmClient(ctx context.Context) (*pbm.Client, error) {
 	if c.pbm != nil {
 		return c.pbm, nil
 	}
+	// pbm.NewClient asks the new service client for its service content before it can be guarded.
+	ctx, cancel := c.bounded(ctx)
+	defer cancel()
 	pc, err := pbm.NewClient(ctx, c.vim)
 	if err != nil {
 		return nil, classify("ConnectStoragePolicyService", err)
 	}
+	c.guardServiceClient(pc.Client)
 	c.pbm = pc
 	return pc, nil
 }

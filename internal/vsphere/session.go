@@ -3,10 +3,8 @@ package vsphere
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -16,9 +14,10 @@ import (
 	"github.com/vmware/govmomi/session/keepalive"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
+	"k8s.io/utils/clock"
 )
 
-// SessionOptions tune a SessionCache. The zero value is usable.
+// SessionOptions tune a SessionCache. The zero value is usable: every zero duration takes its default.
 type SessionOptions struct {
 	Logger logr.Logger
 	// KeepAlive is the idle interval between keep-alive calls of a session (default 5 minutes).
@@ -28,17 +27,73 @@ type SessionOptions struct {
 	WrapRoundTripper func(soap.RoundTripper) soap.RoundTripper
 	// TaskPollInterval is the first delay before a task's state is read (default 5 ms, doubling up to 1 s).
 	TaskPollInterval time.Duration
+
+	// ExtraCAFile is a PEM file of CA certificates trusted for every vCenter on top of the system roots
+	// (and of a Secret's caBundle), e.g. a corporate CA mounted from a ConfigMap. Empty or absent: the
+	// system roots only. Re-read when its size or modification time changes.
+	ExtraCAFile string
+
+	// DialTimeout bounds a TCP connect (default 10 s).
+	DialTimeout time.Duration
+	// TLSHandshakeTimeout bounds a TLS handshake (default 10 s).
+	TLSHandshakeTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for a response's headers once a request is sent (default 60 s).
+	ResponseHeaderTimeout time.Duration
+	// LoginTimeout bounds a login (service content, login; default 30 s). A login is shared by every
+	// caller that waits for it and runs on none of their contexts.
+	LoginTimeout time.Duration
+	// CallTimeout is the deadline of an HTTP request whose context has none (default 2 minutes).
+	CallTimeout time.Duration
+	// TaskTimeout is the deadline of a task wait whose context has none (default 10 minutes).
+	TaskTimeout time.Duration
+	// UploadTimeout is the deadline of a datastore upload whose context has none (default 1 hour).
+	UploadTimeout time.Duration
+
+	// Breaker tunes the per-vCenter circuit breakers.
+	Breaker BreakerOptions
+	// Clock drives the breakers' cool-down (default: the real clock); tests inject a fake one.
+	Clock clock.PassiveClock
+
+	// dial replaces the TCP dialer (tests map names to loopback; see export_test.go).
+	dial dialFunc
+}
+
+func (o *SessionOptions) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.KeepAlive, 5*time.Minute)
+	def(&o.TaskPollInterval, 5*time.Millisecond)
+	def(&o.DialTimeout, 10*time.Second)
+	def(&o.TLSHandshakeTimeout, 10*time.Second)
+	def(&o.ResponseHeaderTimeout, 60*time.Second)
+	def(&o.LoginTimeout, 30*time.Second)
+	def(&o.CallTimeout, 2*time.Minute)
+	def(&o.TaskTimeout, 10*time.Minute)
+	def(&o.UploadTimeout, time.Hour)
+	def(&o.Breaker.CoolDown, 30*time.Second)
+	if o.Breaker.Threshold <= 0 {
+		o.Breaker.Threshold = 5
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 }
 
 // SessionCache implements Sessions: one logged-in client per (server, user, credential hash), shared by
 // every reconcile and pool. A session that expires is renewed transparently on the next call that vCenter
 // rejects with NotAuthenticated; no liveness probe is sent before reuse (it would cost a round trip per use).
+// Each vCenter endpoint has its own circuit breaker, shared by all sessions to it and by no other vCenter.
 type SessionCache struct {
 	opts SessionOptions
+	cas  *caSource
 
 	mu       sync.Mutex
 	sessions map[string]*sessionEntry // by sessionKey
 	current  map[string]string        // server|user -> sessionKey in use, to retire rotated credentials
+	breakers map[string]*breaker      // by vcenterKey
 }
 
 type sessionEntry struct {
@@ -51,13 +106,37 @@ var _ Sessions = (*SessionCache)(nil)
 
 // NewSessions returns an empty session cache.
 func NewSessions(opts SessionOptions) *SessionCache {
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = 5 * time.Minute
+	opts.defaults()
+	return &SessionCache{opts: opts, cas: &caSource{file: opts.ExtraCAFile},
+		sessions: map[string]*sessionEntry{}, current: map[string]string{}, breakers: map[string]*breaker{}}
+}
+
+// breakerFor returns the circuit breaker of a vCenter endpoint, created on first use.
+func (s *SessionCache) breakerFor(vcenter string) *breaker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.breakers[vcenter]
+	if !ok {
+		b = newBreaker(vcenter, s.opts.Breaker, s.opts.Clock)
+		s.breakers[vcenter] = b
 	}
-	if opts.TaskPollInterval <= 0 {
-		opts.TaskPollInterval = 5 * time.Millisecond
+	return b
+}
+
+// BreakerState returns the state of the circuit breaker of the vCenter that server names (Closed for a
+// vCenter never contacted or an invalid value).
+func (s *SessionCache) BreakerState(server string) BreakerState {
+	u, err := serverURL(server)
+	if err != nil {
+		return BreakerClosed
 	}
-	return &SessionCache{opts: opts, sessions: map[string]*sessionEntry{}, current: map[string]string{}}
+	s.mu.Lock()
+	b, ok := s.breakers[vcenterKey(u)]
+	s.mu.Unlock()
+	if !ok {
+		return BreakerClosed
+	}
+	return b.State()
 }
 
 // sessionKey identifies a session without holding the secret: server, user and a hash of everything
@@ -74,7 +153,9 @@ func sessionKey(c Credentials) string {
 
 func identityKey(c Credentials) string { return strings.ToLower(c.Server) + "|" + c.Username }
 
-// Get returns the cached client for creds, logging in on first use. Concurrent first uses share one login.
+// Get returns the cached client for creds, logging in on first use. Concurrent first uses share one
+// login, which runs on none of the callers' contexts (one caller giving up does not fail the others)
+// and is bounded by LoginTimeout; each caller returns when the login ends or its own ctx does.
 func (s *SessionCache) Get(ctx context.Context, creds Credentials) (Client, error) {
 	key := sessionKey(creds)
 	s.mu.Lock()
@@ -83,20 +164,7 @@ func (s *SessionCache) Get(ctx context.Context, creds Credentials) (Client, erro
 		e = &sessionEntry{ready: make(chan struct{})}
 		s.sessions[key] = e
 		s.mu.Unlock()
-		e.client, e.err = newClient(ctx, creds, s.opts)
-		s.mu.Lock()
-		var retired []*client
-		if e.err != nil {
-			delete(s.sessions, key)
-		} else {
-			retired = s.retireLocked(creds, key)
-		}
-		s.mu.Unlock()
-		close(e.ready)
-		for _, old := range retired {
-			// Rotated credentials logged in: the old session is not needed any more.
-			go old.logout(context.WithoutCancel(ctx))
-		}
+		go s.login(context.WithoutCancel(ctx), key, creds, e)
 	} else {
 		s.mu.Unlock()
 	}
@@ -109,6 +177,30 @@ func (s *SessionCache) Get(ctx context.Context, creds Credentials) (Client, erro
 		return nil, e.err
 	}
 	return e.client, nil
+}
+
+// login runs one shared login for entry e and publishes its result.
+func (s *SessionCache) login(ctx context.Context, key string, creds Credentials, e *sessionEntry) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.LoginTimeout)
+	defer cancel()
+	e.client, e.err = s.newClient(ctx, creds)
+	s.mu.Lock()
+	var retired []*client
+	if e.err != nil {
+		delete(s.sessions, key)
+	} else {
+		retired = s.retireLocked(creds, key)
+	}
+	s.mu.Unlock()
+	close(e.ready)
+	for _, old := range retired {
+		// Rotated credentials logged in: the old session is not needed any more.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.LoginTimeout)
+			defer cancel()
+			old.logout(ctx)
+		}()
+	}
 }
 
 // retireLocked forgets the sessions of the same server and user logged in with other credentials.
@@ -153,80 +245,18 @@ func (s *SessionCache) Close(ctx context.Context) {
 	}
 }
 
-// serverURL turns the Secret's server value ("vc.example.com", "vc:8443", "https://vc/sdk") into the SDK URL.
-func serverURL(server string) (*url.URL, error) {
-	if server == "" {
-		return nil, NewError(ClassInvalid, "Login", "vCenter server is empty")
-	}
-	if !strings.Contains(server, "://") {
-		server = "https://" + server
-	}
-	u, err := url.Parse(server)
-	if err != nil || u.Host == "" {
-		return nil, NewError(ClassInvalid, "Login", "vCenter server %q is not a host name or URL", server)
-	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = vim25.Path
-	}
-	u.User = nil
-	return u, nil
-}
-
-// normalizeThumbprint accepts "AB:CD:..", "abcd..", with or without colons, and returns govmomi's format.
-func normalizeThumbprint(tp string) string {
-	tp = strings.ToUpper(strings.NewReplacer(":", "", " ", "").Replace(strings.TrimSpace(tp)))
-	if tp == "" {
-		return ""
-	}
-	var b strings.Builder
-	for i := 0; i < len(tp); i += 2 {
-		if i > 0 {
-			b.WriteByte(':')
-		}
-		end := min(i+2, len(tp))
-		b.WriteString(tp[i:end])
-	}
-	return b.String()
-}
-
-// newSOAPClient builds the HTTP/SOAP client with TLS verification as the credentials ask: verified against
-// the system roots plus an optional CA bundle, or pinned by a SHA-256 thumbprint; insecure only when set.
-func newSOAPClient(creds Credentials) (*soap.Client, error) {
+// newClient logs in and returns a client whose transport re-logs in on NotAuthenticated and keeps the
+// session alive while idle.
+func (s *SessionCache) newClient(ctx context.Context, creds Credentials) (*client, error) {
 	u, err := serverURL(creds.Server)
 	if err != nil {
 		return nil, err
 	}
-	sc := soap.NewClient(u, creds.Insecure)
-	if creds.Insecure {
-		return sc, nil
-	}
-	if len(creds.CABundle) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(creds.CABundle) {
-			return nil, NewError(ClassInvalid, "Login", "caBundle holds no PEM certificate")
-		}
-		sc.DefaultTransport().TLSClientConfig.RootCAs = pool
-	}
-	if creds.Thumbprint != "" {
-		tp := normalizeThumbprint(creds.Thumbprint)
-		if len(tp) != 32*3-1 {
-			return nil, NewError(ClassInvalid, "Login", "thumbprint must be a SHA-256 fingerprint (64 hex digits)")
-		}
-		sc.SetThumbprint(u.Host, tp)
-	}
-	return sc, nil
-}
-
-// newClient logs in and returns a client whose transport re-logs in on NotAuthenticated and keeps the
-// session alive while idle.
-func newClient(ctx context.Context, creds Credentials, opts SessionOptions) (*client, error) {
-	sc, err := newSOAPClient(creds)
+	sc, err := s.newSOAPClient(creds, u, s.breakerFor(vcenterKey(u)))
 	if err != nil {
 		return nil, err
 	}
+	opts := s.opts
 	vc, err := vim25.NewClient(ctx, sc)
 	if err != nil {
 		return nil, classify("RetrieveServiceContent", err)
@@ -243,12 +273,13 @@ func newClient(ctx context.Context, creds Credentials, opts SessionOptions) (*cl
 		log:       opts.Logger.WithValues("server", sc.URL().Host, "user", creds.Username),
 		keep:      keep,
 		pollBase:  opts.TaskPollInterval,
+		timeouts:  opts,
 		dcs:       map[string]*dcCache{},
 		taskTimes: map[string]time.Duration{},
 		tagIDs:    map[string]string{},
 	}
 	c.sessions = session.NewManager(vc)
-	c.relogin = &reloginRoundTripper{next: keep, login: c.login}
+	c.relogin = &reloginRoundTripper{next: keep, login: c.login, timeout: opts.LoginTimeout}
 	vc.RoundTripper = c.relogin
 	if err := c.login(ctx); err != nil {
 		keep.Stop()

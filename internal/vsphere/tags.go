@@ -83,6 +83,9 @@ func (c *client) restClient(ctx context.Context, renew bool) (*rest.Client, erro
 		return c.rest, nil
 	}
 	rc := rest.NewClient(c.vim)
+	c.guardServiceClient(rc.Client)
+	ctx, cancel := c.bounded(ctx)
+	defer cancel()
 	if err := rc.Login(ctx, url.UserPassword(c.creds.Username, c.creds.Password)); err != nil {
 		return nil, classify("Login", err)
 	}

@@ -43,13 +43,23 @@ func timedRoundTripper(next soap.RoundTripper) soap.RoundTripper {
 // reloginRoundTripper logs in again when vCenter answers NotAuthenticated (expired or terminated session)
 // and retries the call once. vCenter rejects such a call before doing anything, so the retry is safe.
 // Concurrent callers share one re-login: a generation counter tells a caller whether someone else already
-// renewed the session after its call was sent.
+// renewed the session after its call was sent, and a re-login in flight is joined, not repeated. The
+// re-login runs on none of the callers' contexts and is bounded by timeout; each caller waits for it
+// only as long as its own ctx allows.
 type reloginRoundTripper struct {
-	next  soap.RoundTripper
-	login func(ctx context.Context) error
+	next    soap.RoundTripper
+	login   func(ctx context.Context) error
+	timeout time.Duration
 
 	mu         sync.Mutex
 	generation uint64
+	inflight   *loginCall
+}
+
+// loginCall is one shared re-login; err is set before done is closed.
+type loginCall struct {
+	done chan struct{}
+	err  error
 }
 
 func (r *reloginRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
@@ -73,18 +83,44 @@ func (r *reloginRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFa
 	return r.next.RoundTrip(ctx, req, res)
 }
 
-// renew logs in unless another caller already did since generation seen.
+// renew logs in unless another caller already did since generation seen, joining a re-login in flight.
 func (r *reloginRoundTripper) renew(ctx context.Context, seen uint64) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.generation != seen {
+		r.mu.Unlock()
 		return nil
 	}
-	if err := r.login(ctx); err != nil {
-		return err
+	call := r.inflight
+	if call == nil {
+		call = &loginCall{done: make(chan struct{})}
+		r.inflight = call
+		go r.run(context.WithoutCancel(ctx), call)
 	}
-	r.generation++
-	return nil
+	r.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.err
+	case <-ctx.Done():
+		return classify("Login", ctx.Err())
+	}
+}
+
+func (r *reloginRoundTripper) run(ctx context.Context, call *loginCall) {
+	timeout := r.timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := r.login(ctx)
+	r.mu.Lock()
+	if err == nil {
+		r.generation++
+	}
+	r.inflight = nil
+	r.mu.Unlock()
+	call.err = err
+	close(call.done)
 }
 
 // resetBody zeroes a response body (its Res and Fault_ fields) before a retry.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,15 +14,21 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/test/sim/apifaults"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 )
 
 // Environment knobs. CHAOS_RUNS (default 20: the short campaign inside `make test`; `make test-chaos`
-// sets 200), CHAOS_SEED (default: the clock, printed), CHAOS_ONLY=<run> replays one run of a seed.
+// sets 200), CHAOS_SEED (default: the clock, printed), CHAOS_ONLY=<run> replays one run of a seed,
+// CHAOS_MODE (inprocess, the default: the controllers in this process, a kill is a cooperative stop;
+// sigkill: the real manager binary, a kill is SIGKILL by PID), CHAOS_MIN_KILLS (executed kills every
+// crash point needs; default 3 when the campaign has 3 runs per point, else 1).
 const (
 	defaultRuns = 20
 	// runTimeout bounds one run (every await inside it has its own, shorter deadline).
@@ -93,6 +100,15 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// defaultMinKills is CHAOS_MIN_KILLS's default: 3 executed kills per crash point once the campaign has
+// runs enough for it (3 per point), else 1 (the short campaign of `go test ./...`).
+func defaultMinKills(runs int) int {
+	if runs >= 3*len(crashpoint.All) {
+		return 3
+	}
+	return 1
+}
+
 func TestChaosCampaign(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
 	runs := envInt("CHAOS_RUNS", defaultRuns)
@@ -105,7 +121,19 @@ func TestChaosCampaign(t *testing.T) {
 	if only >= 0 {
 		plans = plans[only : only+1]
 	}
-	t.Logf("chaos: seed %d, %d runs (reproduce one run: CHAOS_SEED=%d CHAOS_ONLY=<run> go test ./test/chaos -run TestChaosCampaign -count=1 -v)", seed, len(plans), seed)
+	minKills := envInt("CHAOS_MIN_KILLS", defaultMinKills(len(plans)))
+	if only >= 0 {
+		minKills = 0 // one replayed run cannot cover every point
+	}
+	mode := os.Getenv("CHAOS_MODE")
+	if mode == "" {
+		mode = "inprocess"
+	}
+	if mode != "inprocess" && mode != "sigkill" {
+		t.Fatalf("CHAOS_MODE=%q: want inprocess or sigkill", mode)
+	}
+	t.Logf("chaos: seed %d, %d runs, mode %s, at least %d executed kill(s) per crash point (reproduce one run: CHAOS_MODE=%s CHAOS_SEED=%d CHAOS_ONLY=<run> go test ./test/chaos -run TestChaosCampaign -count=1 -v)",
+		seed, len(plans), mode, minKills, mode, seed)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(plans)+2)*runTimeout)
 	defer cancel()
@@ -119,66 +147,128 @@ func TestChaosCampaign(t *testing.T) {
 			t.Errorf("harness cleanup: %v", err)
 		}
 	})
-	opts := controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second}
-	if h.VC.Model != nil {
-		// In-process simulator: govmomi's simulator races with itself under -race with parallel VM
-		// tasks; one VM worker keeps the operator's logic unchanged.
-		opts.VMWorkers = 1
-	}
 	k := newHook()
-	opts.CrashPoint = k.seam
-	op := &operator{h: h, opts: opts}
-	if err := op.start(); err != nil {
+	notes := make(chan string, 16)
+	note := func(s string) { notes <- s }
+	proxy, args, wrap := startFaultProxy(ctx, t, h, seed)
+	var op operator
+	if mode == "sigkill" {
+		op = startProcessOperator(ctx, t, h, k, note, args)
+	} else {
+		ip := &inProcessOperator{h: h, wrap: wrap, opts: controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second, CrashPoint: k.seam}}
+		if err := ip.start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ip.stop() })
+		go supervise(ctx, k, ip, note)
+		op = ip
+	}
+	wc, err := client.NewWithWatch(h.Env.Config, client.Options{Scheme: h.Env.Scheme})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = op.stop() })
-	c := &campaign{t: t, h: h, hook: k, op: op, seed: seed}
+	c := &campaign{t: t, h: h, hook: k, op: op, seed: seed, watch: wc, moments: &moments{}, proxy: proxy}
+	h.VC.OnVMCall(c.moments.onVMCall)
 	if err := c.recordForeign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	notes := make(chan string, 16)
-	go supervise(ctx, k, op, func(s string) { notes <- s })
-	workers := "production default"
-	if opts.VMWorkers > 0 {
-		workers = strconv.Itoa(opts.VMWorkers)
-	}
-	t.Logf("harness up in %.1fs (simulator in its own process: %t, VM workers: %s)", time.Since(started).Seconds(), h.VC.Model == nil, workers)
+	t.Logf("harness and operator up in %.1fs (simulator in its own process: %t, operator: %s)", time.Since(started).Seconds(), h.VC.Model == nil, mode)
 
-	violations := 0
+	violations, planned, executedInRuns, destroys, creates := 0, 0, 0, 0, 0
+	var unexplained, explained []string
 	var durations []time.Duration
 	for _, p := range plans {
 		r := c.newRun(ctx, p, notes)
 		r.execute()
 		durations = append(durations, r.took)
+		planned += len(p.Kills)
+		executedInRuns += r.kills
+		explained = append(explained, r.unfired...)
+		if len(p.Kills)-r.kills != len(r.unfired) {
+			unexplained = append(unexplained, fmt.Sprintf("%s: %d kill(s) planned, %d executed, %d reason(s) recorded: %v",
+				p, len(p.Kills), r.kills, len(r.unfired), r.unfired))
+		}
 		if len(r.violations) > 0 {
 			violations += len(r.violations)
-			t.Errorf("chaos: %s: %d invariant violation(s); reproduce: CHAOS_SEED=%d CHAOS_ONLY=%d go test ./test/chaos -run TestChaosCampaign -count=1 -v\n%s",
-				p, len(r.violations), seed, p.Index, r.report())
+			t.Errorf("chaos: %s: %d invariant violation(s); reproduce: CHAOS_MODE=%s CHAOS_SEED=%d CHAOS_ONLY=%d go test ./test/chaos -run TestChaosCampaign -count=1 -v\n%s",
+				p, len(r.violations), mode, seed, p.Index, r.report())
 		} else if testing.Verbose() {
-			t.Logf("%s: ok in %.1fs (%d kills)", p, r.took.Seconds(), r.kills)
+			t.Logf("%s: ok in %.1fs (%d kills executed; %s)", p, r.took.Seconds(), r.kills, r.momentSummary)
 		}
+		destroys += r.destroysChecked
+		creates += r.createsChecked
 		if ctx.Err() != nil {
 			t.Errorf("campaign deadline reached after run %d", p.Index)
 			break
 		}
 	}
-	reached, killed := k.counts()
-	var missing []string
+	reached, decided, executed := k.counts()
+	totalExecuted, covered := 0, 0
+	var under []string
 	for _, p := range crashpoint.All {
-		if killed[p] == 0 {
-			missing = append(missing, p)
+		totalExecuted += executed[p]
+		if executed[p] >= minKills {
+			covered++
+		} else {
+			under = append(under, fmt.Sprintf("%s (%d)", p, executed[p]))
 		}
 	}
 	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
-	t.Logf("chaos: %s in %.0fs; per run median %.1fs, max %.1fs; restarts %d", time.Since(started).Round(time.Second), time.Since(started).Seconds(),
-		durations[len(durations)/2].Seconds(), durations[len(durations)-1].Seconds(), op.restarts)
+	t.Logf("chaos: %s; per run median %.1fs, max %.1fs; operator restarts %d", time.Since(started).Round(time.Second),
+		durations[len(durations)/2].Seconds(), durations[len(durations)-1].Seconds(), op.restarts())
 	for _, p := range crashpoint.All {
-		t.Logf("  %-26s reached %5d  killed %3d", p, reached[p], killed[p])
+		t.Logf("  %-26s reached %5d  kills decided %3d  executed %3d", p, reached[p], decided[p], executed[p])
 	}
-	if len(missing) > 0 && len(plans) >= len(crashpoint.All) {
-		t.Logf("crash points never killed at: %s", strings.Join(missing, ", "))
+	t.Logf("checked at the moment the simulator received them: %d VM destroys, %d VM creates", destroys, creates)
+	t.Logf("kills: %d planned, %d executed (%d seen by the runs), %d not fired with a recorded reason", planned, totalExecuted, executedInRuns, len(explained))
+	for _, e := range explained {
+		t.Logf("  %s", e)
 	}
-	line := fmt.Sprintf("chaos: %d runs, %d/%d crash points hit, %d invariant violations", len(plans), len(crashpoint.All)-len(missing), len(crashpoint.All), violations)
+	if len(under) > 0 {
+		t.Errorf("crash points with fewer than %d executed kills (CHAOS_MIN_KILLS): %s", minKills, strings.Join(under, ", "))
+	}
+	if len(unexplained) > 0 {
+		t.Errorf("planned and executed kills differ without a recorded reason:\n  %s", strings.Join(unexplained, "\n  "))
+	}
+	if totalExecuted != executedInRuns {
+		t.Errorf("%d kills executed campaign-wide but %d reported to the runs", totalExecuted, executedInRuns)
+	}
+	line := fmt.Sprintf("chaos: %d runs, %d %s, %d/%d crash points hit >= %d times, %d API faults, %d invariant violations",
+		len(plans), totalExecuted, op.mode(), covered, len(crashpoint.All), minKills, c.apiFaults(), violations)
 	t.Log(line)
 	fmt.Println(line)
+}
+
+// apiFaults counts the faults the API-server proxy injected (none without one).
+func (c *campaign) apiFaults() int {
+	if c.proxy == nil {
+		return 0
+	}
+	return c.proxy.Total()
+}
+
+// startFaultProxy starts the API-server fault proxy when CHAOS_API_FAULTS is 1 (off by default: through
+// the proxy the manager's discovery does not yet see the external CRDs, docs/reliability.md): the manager then reaches the API server only through it (the binary with a kubeconfig flag, the
+// in-process manager through its rest.Config); the harness, the world and CAPI go direct.
+func startFaultProxy(ctx context.Context, t *testing.T, h *harness.Harness, seed uint64) (*apifaults.Proxy, []string, func(*rest.Config)) {
+	t.Helper()
+	if os.Getenv("CHAOS_API_FAULTS") != "1" {
+		return nil, nil, nil
+	}
+	p, err := apifaults.Start(h.Env.Config, apifaults.Options{Seed: seed, LostResponse: 0.05, Burst: 0.01, WatchCut: 0.2, Slow: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	id, err := h.OperatorIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(h.TempDir(), "manager-via-proxy.kubeconfig")
+	if err := p.WriteKubeconfig(kc, id.Config.BearerToken); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API-server fault proxy on %s (lost write responses 5%%, 429/503 bursts 1%%, watch cuts 20%%, slow 2%%)", p.URL)
+	// The later --kubeconfig wins over the harness's.
+	return p, []string{"--kubeconfig=" + kc}, func(c *rest.Config) { *c = *p.Config(c) }
 }

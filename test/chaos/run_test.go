@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim"
+	"github.com/containeroo/agent-forge-operator/test/sim/apifaults"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
@@ -31,8 +33,11 @@ const (
 type campaign struct {
 	t       *testing.T
 	h       *harness.Harness
+	watch   client.WithWatch // the API server's watch, for the moment checks
+	moments *moments
+	proxy   *apifaults.Proxy // nil without CHAOS_API_FAULTS
 	hook    *hook
-	op      *operator
+	op      operator
 	seed    uint64
 	foreign foreignState
 }
@@ -45,7 +50,10 @@ type run struct {
 	notes <-chan string
 	start time.Time
 	took  time.Duration
-	kills int
+	// kills counts the kills executed during the run; unfired says why each planned kill that was not
+	// executed was not (the run's hit counts, or the failed kill's error).
+	kills   int
+	unfired []string
 
 	s        *world.Scenario
 	w        *world.Driver
@@ -61,6 +69,15 @@ type run struct {
 
 	events     []string
 	violations []string
+
+	// Demand history and the moment checks (moment_test.go); written from callback goroutines.
+	demandMu                        sync.Mutex
+	demand                          []demandStep
+	momentMu                        sync.Mutex
+	momentViolations                []string
+	destroysChecked, createsChecked int
+	peakVMs, peakVAs                int
+	momentSummary                   string
 }
 
 func (c *campaign) newRun(ctx context.Context, p plan, notes <-chan string) *run {
@@ -87,7 +104,6 @@ func (r *run) drain() {
 	for {
 		select {
 		case n := <-r.notes:
-			r.kills++
 			r.note("%s", n)
 		default:
 			return
@@ -107,15 +123,41 @@ func (r *run) execute() {
 		return
 	}
 	defer r.cleanup()
+	r.recordDemand(0)
+	if err := r.watchVsphereAgents(ctx, r.c.watch); err != nil {
+		r.violate("watching VsphereAgents: %v", err)
+		return
+	}
+	r.c.moments.set(r)
+	if r.c.proxy != nil {
+		faultsBefore := r.c.proxy.Total()
+		r.c.proxy.SetEnabled(true)
+		defer func() {
+			r.c.proxy.SetEnabled(false)
+			r.note("API faults injected during the run: %d (campaign so far: %s)", r.c.proxy.Total()-faultsBefore, r.c.proxy)
+		}()
+	}
+	_, _, before := r.c.hook.counts()
 	r.c.hook.arm(r.s.Namespace, r.p.Kills)
 	r.note("%s", r.p)
 	err := sc.run(r)
-	r.c.hook.disarm()
+	unfired, inFlight := r.c.hook.settle(time.Minute)
+	_, _, after := r.c.hook.counts()
+	for p, n := range after {
+		r.kills += n - before[p]
+	}
+	unfired = append(unfired, r.c.hook.takeFailures()...)
+	r.unfired = unfired
+	if inFlight > 0 {
+		r.violate("%d kill(s) decided but still not carried out a minute after the scenario ended", inFlight)
+	}
 	r.drain()
 	if err != nil {
 		r.violate("%v", err)
 	}
 	r.checkInvariants()
+	r.c.moments.set(nil)
+	r.takeMoments()
 	r.drain()
 }
 
@@ -207,6 +249,7 @@ func (r *run) updatePool(what string, f func(*afv1.VsphereAgentPool)) error {
 
 func (r *run) scale(n int) error {
 	r.note("NodePool replicas -> %d", n)
+	r.recordDemand(n)
 	return r.w.SetReplicas(r.ctx, r.s.NodePool, n)
 }
 

@@ -151,6 +151,8 @@ func Serve(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	c := &controller{env: env, token: hex.EncodeToString(tok), wrapped: map[string]*VM{},
 		client: &http.Client{Transport: &http.Transport{Proxy: nil}}}
+	c.vmHook = &vmCallHook{client: c.client}
+	env.Map().Handler = vmCallHandler(c.vmHook.report) // reports only once a test process installs a hook
 	srv := &http.Server{Handler: c.mux(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -181,6 +183,7 @@ type controller struct {
 	env    *Env
 	token  string
 	client *http.Client // asks the test process's filter callbacks
+	vmHook *vmCallHook  // reports VM creates and destroys to the test process (OnVMCall)
 
 	mu      sync.Mutex
 	wrapped map[string]*VM // instance UUID -> wrapped VM; kept after the VM is destroyed (answers stay readable)
@@ -281,6 +284,7 @@ func (c *controller) mux() *http.ServeMux {
 		e.Model.Service.AddFaultRule(rule)
 		return empty{}, nil
 	})
+	handle(m, c, "hooks/vm-calls", func(r vmHookReq) (any, error) { c.vmHook.target.Store(&r); return empty{}, nil })
 	handle(m, c, "faults/clear", func(empty) (any, error) { e.Model.Service.ClearFaultRules(); return empty{}, nil })
 	handle(m, c, "privileges/deny", func(r privilegeReq) (any, error) { e.DenyPrivilege(r.Entity, r.PrivID); return empty{}, nil })
 	handle(m, c, "privileges/reset", func(empty) (any, error) { e.ResetPrivileges(); return empty{}, nil })

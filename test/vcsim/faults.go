@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmware/govmomi/simulator"
@@ -88,6 +89,8 @@ type callbacks struct {
 	mu   sync.Mutex
 	next int
 	fns  map[string]simulator.FaultFilterCallback
+
+	vmCall atomic.Pointer[func(VMCall)] // OnVMCall's callback (vmhooks.go)
 }
 
 // start starts the callback endpoint on first use and returns its URL and token.
@@ -104,6 +107,7 @@ func (c *callbacks) start() (string, string, error) {
 		c.token, c.url = hex.EncodeToString(tok), "http://"+ln.Addr().String()
 		mux := http.NewServeMux()
 		mux.HandleFunc("POST /filter", c.serve)
+		mux.HandleFunc("POST /vmcall", c.serveVMCall)
 		c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = c.srv.Serve(ln) }()
 	})
@@ -140,8 +144,12 @@ func (c *callbacks) close() {
 	}
 }
 
+func (c *callbacks) authorized(r *http.Request) bool {
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+c.token)) == 1
+}
+
 func (c *callbacks) serve(w http.ResponseWriter, r *http.Request) {
-	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+c.token)) != 1 {
+	if !c.authorized(r) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
