@@ -20,6 +20,11 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/restconfig"
 )
 
+// defaultTrustedCABundle is where the manager Deployment mounts the OpenShift-injected trusted CA bundle
+// (config/manager: the trusted-ca-bundle ConfigMap, key ca-bundle.crt); AGENT_FORGE_TRUSTED_CA_BUNDLE
+// overrides it.
+const defaultTrustedCABundle = "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"
+
 func main() {
 	var (
 		metricsAddr, probeAddr, leaderElectionNamespace, watchNamespaces        string
@@ -40,6 +45,11 @@ func main() {
 	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "Key file name in --metrics-cert-path.")
 	var fieldValidation string
 	flag.StringVar(&fieldValidation, "field-validation", "", "fieldValidation directive sent with every write (Strict, Warn or Ignore). Empty keeps the API server's default; tests run with Strict so that a field the served schema lacks fails instead of being dropped.")
+	trustedCABundle := defaultTrustedCABundle
+	if env := os.Getenv("AGENT_FORGE_TRUSTED_CA_BUNDLE"); env != "" {
+		trustedCABundle = env
+	}
+	flag.StringVar(&trustedCABundle, "trusted-ca-bundle", trustedCABundle, "PEM CA bundle trusted besides the system roots for the ISO download, read again for every download (OpenShift's injected trusted CA bundle). A missing file is no bundle. Default from AGENT_FORGE_TRUSTED_CA_BUNDLE.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server (off: CVE-2023-44487 / rapid reset).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -84,7 +94,9 @@ func main() {
 		os.Exit(1)
 	}
 
-	setupLog.Info("starting manager")
+	// TODO(integrator, issue 26): pass trustedCABundle as controllers.Options.TrustedCABundleFile (and on
+	// to iso.Options.TrustedCABundleFile in controllers' NewISOCache); until then it is only reported.
+	setupLog.Info("starting manager", "trustedCABundle", trustedCABundle)
 	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "problem running manager")
 		os.Exit(1)

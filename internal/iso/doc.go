@@ -11,6 +11,13 @@
 //   - Manager: runs at most one refresh+prune job per pool in the background, so a download never
 //     blocks a reconcile worker or another pool, and reports completion through a callback.
 //
+// Trust and proxy: downloads trust the system roots plus Options.TrustedCABundleFile (the OpenShift
+// injected trusted CA bundle, read again for every download so a changed ConfigMap needs no restart)
+// plus a request's own CABundle, and go through HTTP_PROXY/HTTPS_PROXY unless NO_PROXY names the host,
+// evaluated per request. Failures carry reasons the pool can show: CertificateUntrusted,
+// InvalidCABundle, ProxyRefused, ProxyUnreachable (see ReasonOf). Every request has a deadline up to
+// its headers (Options.HeaderTimeout) and an idle-read timeout after.
+//
 // The ISO URL carries a bearer token (in its query or path). It never leaves this package unredacted:
 // status, events, logs, metrics and errors only see RedactURL's output and URLHash.
 package iso

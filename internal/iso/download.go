@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -18,8 +19,9 @@ type download struct {
 	cancel context.CancelCauseFunc
 	idle   time.Duration
 
-	mu    sync.Mutex
-	timer *time.Timer
+	mu        sync.Mutex
+	timer     *time.Timer
+	streaming bool // response headers received
 }
 
 // errIdle is the cancellation cause when the server stops sending.
@@ -27,14 +29,33 @@ type errIdle struct{ d time.Duration }
 
 func (e errIdle) Error() string { return fmt.Sprintf("no data received for %s", e.d) }
 
+// errHeaders is the cancellation cause when a request got no response headers in time.
+type errHeaders struct{ d time.Duration }
+
+func (e errHeaders) Error() string { return fmt.Sprintf("no response within %s", e.d) }
+
 // get sends the GET. A conditional GET carries the recorded validators; a 304 to a request without
-// validators is an error (the server contradicts itself). Any status but 200/304 is an error.
+// validators is an error (the server contradicts itself). Any status but 200/304 is an error. The
+// request has a deadline until its headers arrive (Cache.headerLimit: dial, proxy CONNECT, TLS, the
+// server's answer); from then on the idle-read watchdog bounds it.
 func (run *refreshRun) get(ctx context.Context, conditional bool) (*download, error) {
 	redURL := RedactURL(run.req.Source.URL)
 	dctx, cancel := context.WithCancelCause(ctx)
-	req, err := http.NewRequestWithContext(dctx, http.MethodGet, run.req.Source.URL, nil)
+	dl := &download{ctx: dctx, cancel: cancel, idle: run.c.idle}
+	dl.timer = time.AfterFunc(run.c.headerLimit, func() {
+		dl.mu.Lock()
+		streaming := dl.streaming
+		dl.mu.Unlock()
+		if streaming {
+			cancel(errIdle{dl.idle})
+		} else {
+			cancel(errHeaders{run.c.headerLimit})
+		}
+	})
+	tctx, trace := withTrace(dctx)
+	req, err := http.NewRequestWithContext(tctx, http.MethodGet, run.req.Source.URL, nil)
 	if err != nil {
-		cancel(nil)
+		dl.close()
 		return nil, fail(afv1.ReasonISODownloadFailed, run.red.wrap("GET "+redURL, err))
 	}
 	sentValidator := false
@@ -48,13 +69,18 @@ func (run *refreshRun) get(ctx context.Context, conditional bool) (*download, er
 			sentValidator = true
 		}
 	}
-	resp, err := run.c.http.Do(req)
+	resp, err := run.http.Do(req)
 	if err != nil {
-		cancel(nil)
+		shown := dl.explain(err)
+		dl.close()
 		metricsDownloadFailed()
-		return nil, fail(afv1.ReasonISODownloadFailed, run.red.wrap("GET "+redURL, err))
+		return nil, run.requestFailed("GET "+redURL, shown, err, trace, req.URL)
 	}
-	dl := &download{resp: resp, ctx: dctx, cancel: cancel, idle: run.c.idle}
+	dl.resp = resp
+	dl.mu.Lock()
+	dl.streaming = true // headers arrived: from now on the idle-read timeout applies
+	dl.mu.Unlock()
+	dl.progress()
 	switch {
 	case resp.StatusCode == http.StatusOK:
 	case resp.StatusCode == http.StatusNotModified && sentValidator:
@@ -71,10 +97,31 @@ func (run *refreshRun) get(ctx context.Context, conditional bool) (*download, er
 	default:
 		dl.close()
 		metricsDownloadFailed()
-		return nil, fail(afv1.ReasonISODownloadFailed, run.red.errorf(fmt.Sprintf("GET %s: HTTP %s", redURL, resp.Status)))
+		return nil, run.statusFailed("GET "+redURL, resp)
 	}
-	dl.timer = time.AfterFunc(dl.idle, func() { cancel(errIdle{dl.idle}) })
 	return dl, nil
+}
+
+// requestFailed is the failure of a request that got no response: its reason from the raw error
+// (trust, proxy or else DownloadFailed), its message scrubbed of URL secrets with a hint at the fix.
+func (run *refreshRun) requestFailed(prefix string, shown, raw error, trace *requestTrace, target *url.URL) error {
+	reason, detail := classify(raw, trace, target)
+	err := run.red.wrap(prefix, shown)
+	if extra := detail + hint(reason); extra != "" {
+		err = &safeError{msg: err.Error() + extra, cause: err}
+	}
+	return fail(reason, err)
+}
+
+// statusFailed is the failure of a request answered with an unexpected status; a 407 is the proxy's.
+func (run *refreshRun) statusFailed(prefix string, resp *http.Response) error {
+	reason := afv1.ReasonISODownloadFailed
+	msg := fmt.Sprintf("%s: %s answered HTTP %s", prefix, resp.Request.Method, resp.Status)
+	if resp.StatusCode == http.StatusProxyAuthRequired {
+		reason = ReasonProxyRefused
+		msg += hint(reason)
+	}
+	return fail(reason, run.red.errorf(msg))
 }
 
 // progress re-arms the idle-read watchdog; called on every read that delivered bytes.
@@ -90,10 +137,14 @@ func (d *download) progress() {
 func (d *download) explain(err error) error {
 	if cause := context.Cause(d.ctx); cause != nil && !errors.Is(err, cause) {
 		var idle errIdle
-		if errors.As(cause, &idle) {
-			// Only the idle cause is wrapped, err's text is kept: wrapping err too would let redactor.wrap
-			// find the *url.Error inside it and report that instead of the idle reason.
+		var headers errHeaders
+		// Only the watchdog's cause is wrapped, err's text is kept: wrapping err too would let
+		// redactor.wrap find the *url.Error inside it and report that instead of the watchdog's reason.
+		switch {
+		case errors.As(cause, &idle):
 			return fmt.Errorf("%w (%s)", idle, err.Error())
+		case errors.As(cause, &headers):
+			return fmt.Errorf("%w (%s)", headers, err.Error())
 		}
 	}
 	return err
@@ -109,5 +160,7 @@ func (d *download) close() {
 	d.mu.Unlock()
 	// No draining: the remainder may be a gigabyte or a stalled server; closing drops the connection.
 	d.cancel(nil)
-	_ = d.resp.Body.Close()
+	if d.resp != nil {
+		_ = d.resp.Body.Close()
+	}
 }

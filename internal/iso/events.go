@@ -64,6 +64,10 @@ var failureReasons = map[string]bool{
 	afv1.ReasonISODownloadFailed: true,
 	afv1.ReasonISONotAnISO:       true,
 	afv1.ReasonISOUploadFailed:   true,
+	ReasonCertificateUntrusted:   true,
+	ReasonInvalidCABundle:        true,
+	ReasonProxyRefused:           true,
+	ReasonProxyUnreachable:       true,
 }
 
 // IsFailureReason reports whether an ISOReady reason records a failed refresh.

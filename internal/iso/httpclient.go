@@ -1,6 +1,7 @@
 package iso
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
 )
 
 // HTTPOptions configure the download client. Zero values take the defaults noted per field.
@@ -15,21 +18,34 @@ type HTTPOptions struct {
 	// CABundle is extra PEM CA certificates trusted besides the system roots (e.g. an in-cluster
 	// assisted-image-service signed by the cluster's service CA).
 	CABundle []byte
-	// DialTimeout bounds TCP connects (default 30s).
+	// DialTimeout bounds TCP connects, to the image host or to the proxy (default 30s).
 	DialTimeout time.Duration
 	// TLSHandshakeTimeout bounds TLS handshakes (default 30s).
 	TLSHandshakeTimeout time.Duration
 	// ResponseHeaderTimeout bounds the wait for response headers (default 2m: the image service may
 	// build the ISO on first request).
 	ResponseHeaderTimeout time.Duration
-	// Proxy picks the proxy per request (default http.ProxyFromEnvironment: HTTPS_PROXY/NO_PROXY).
+	// Proxy picks the proxy per request (default ProxyFromEnvironment: HTTP_PROXY, HTTPS_PROXY and
+	// NO_PROXY read again for every request).
 	Proxy func(*http.Request) (*url.URL, error)
+	// DialContext replaces the TCP dialer (default a net.Dialer with DialTimeout). Tests use it to
+	// reach loopback servers under a non-loopback name; see ProxyFromEnvironment.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// ProxyFromEnvironment returns the proxy for req from HTTP_PROXY, HTTPS_PROXY and NO_PROXY (and their
+// lower-case forms) as they are now. Unlike http.ProxyFromEnvironment, which reads the environment
+// once per process, it evaluates them on every request, so a changed environment (a test, or a
+// process that sets them after start) is honoured. Like net/http it never proxies requests to
+// "localhost" or to loopback IP literals.
+func ProxyFromEnvironment(req *http.Request) (*url.URL, error) {
+	return httpproxy.FromEnvironment().ProxyFunc()(req.URL)
 }
 
 // NewHTTPClient returns a streaming client for ISO downloads: TLS always verified, bounded connect,
-// handshake and header timeouts, proxy from the environment. There is deliberately no overall
-// http.Client.Timeout (a 1 GiB download may legitimately take long); Cache enforces an idle-read
-// timeout and a maximum duration instead.
+// handshake and header timeouts, proxy from the environment per request. There is deliberately no
+// overall http.Client.Timeout (a 1 GiB download may legitimately take long); Cache enforces a header
+// deadline, an idle-read timeout and a maximum duration instead.
 func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = 30 * time.Second
@@ -41,7 +57,10 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 		o.ResponseHeaderTimeout = 2 * time.Minute
 	}
 	if o.Proxy == nil {
-		o.Proxy = http.ProxyFromEnvironment
+		o.Proxy = ProxyFromEnvironment
+	}
+	if o.DialContext == nil {
+		o.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if len(o.CABundle) > 0 {
@@ -55,17 +74,27 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 		tlsConfig.RootCAs = pool
 	}
 	transport := &http.Transport{
-		Proxy:                 o.Proxy,
-		DialContext:           (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       tlsConfig,
-		TLSHandshakeTimeout:   o.TLSHandshakeTimeout,
-		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
-		ExpectContinueTimeout: time.Second,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          4,
-		IdleConnTimeout:       90 * time.Second,
+		Proxy:                  tracedProxy(o.Proxy),
+		OnProxyConnectResponse: refuseNon2xxConnect,
+		DialContext:            boundedDial(o.DialContext, o.DialTimeout),
+		TLSClientConfig:        tlsConfig,
+		TLSHandshakeTimeout:    o.TLSHandshakeTimeout,
+		ResponseHeaderTimeout:  o.ResponseHeaderTimeout,
+		ExpectContinueTimeout:  time.Second,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           4,
+		IdleConnTimeout:        90 * time.Second,
 		// The ISO is already compressed; asking for gzip only costs CPU and hides Content-Length.
 		DisableCompression: true,
 	}
 	return &http.Client{Transport: transport}, nil
+}
+
+// boundedDial gives every dial a deadline, also when a caller-supplied dialer has none.
+func boundedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error), timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return dial(ctx, network, addr)
+	}
 }

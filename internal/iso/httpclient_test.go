@@ -24,7 +24,7 @@ func TestHTTPClientVerifiesTLS(t *testing.T) {
 	cache, _ := NewCache(Options{HTTPClient: plain})
 	req := RefreshRequest{Datacenter: "DC0", Datastore: "ds", Prefix: "p", Source: Source{URL: url}}
 	res, err := cache.Refresh(t.Context(), b.client, req)
-	if err == nil || res.Condition.Reason != "DownloadFailed" || !strings.Contains(err.Error(), "certificate") {
+	if err == nil || res.Condition.Reason != ReasonCertificateUntrusted || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("untrusted server: %v %+v", err, res.Condition)
 	}
 	if strings.Contains(err.Error(), testToken) || strings.Contains(res.Condition.Message, testToken) {

@@ -146,15 +146,15 @@ func (m *Manager) Stop() {
 	m.wg.Wait()
 }
 
-// fingerprint identifies "the same refresh" for backoff: a new URL, ISO generation or force token
-// is retried at once.
+// fingerprint identifies "the same refresh" for backoff: a new URL, ISO generation, force token or
+// per-pool CA is retried at once.
 func fingerprint(job Job) string {
 	created := ""
 	if t := job.Refresh.Source.CreatedTime; t != nil {
 		created = t.UTC().Format(time.RFC3339)
 	}
 	return URLHash(job.Refresh.Source.URL) + "|" + created + "|" + job.Refresh.ForceToken + "|" +
-		job.Refresh.Datastore + "|" + job.Refresh.Prefix
+		job.Refresh.Datastore + "|" + job.Refresh.Prefix + "|" + URLHash(string(job.Refresh.CABundle))
 }
 
 // Ensure starts the pool's job when needed and none is running. It never blocks on the job.

@@ -1,6 +1,7 @@
 package iso
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,8 +23,18 @@ import (
 type Options struct {
 	// Clock stamps checkedAt/uploadedAt (default: the real clock).
 	Clock clock.PassiveClock
-	// HTTPClient downloads the ISO (default: NewHTTPClient(HTTPOptions{})).
+	// HTTPClient, when set, downloads every ISO as it is: TrustedCABundleFile, HTTP and a request's
+	// CABundle are then not supported (tests and benchmarks). Default: clients built from HTTP.
 	HTTPClient *http.Client
+	// HTTP configures the clients the Cache builds (timeouts, proxy, dialer, a static CA bundle).
+	HTTP HTTPOptions
+	// TrustedCABundleFile is a PEM bundle trusted besides the system roots, read again for every
+	// download (the OpenShift-injected trusted CA bundle, mounted from a ConfigMap). A missing file
+	// is no bundle; a file without a parsable certificate fails the refresh with InvalidCABundle.
+	TrustedCABundleFile string
+	// HeaderTimeout bounds every request up to its response headers: dial, proxy CONNECT, TLS and the
+	// server's first answer (default 5m; the idle-read timeout takes over after that).
+	HeaderTimeout time.Duration
 	// Log receives structured logs; URLs are always redacted.
 	Log logr.Logger
 	// IdleReadTimeout aborts a download that delivers no byte for this long (default 2m).
@@ -37,7 +48,9 @@ type Options struct {
 // Cache performs refreshes and retention passes. Safe for concurrent use by different pools.
 type Cache struct {
 	clock       clock.PassiveClock
-	http        *http.Client
+	http        *http.Client // fixed client (Options.HTTPClient), or nil
+	trust       *trustStore
+	headerLimit time.Duration
 	log         logr.Logger
 	idle        time.Duration
 	maxDuration time.Duration
@@ -47,16 +60,21 @@ type Cache struct {
 // NewCache builds a Cache.
 func NewCache(o Options) (*Cache, error) {
 	c := &Cache{clock: o.Clock, http: o.HTTPClient, log: o.Log, idle: o.IdleReadTimeout,
-		maxDuration: o.MaxDuration, tempGrace: o.TempGracePeriod}
+		maxDuration: o.MaxDuration, tempGrace: o.TempGracePeriod, headerLimit: o.HeaderTimeout}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
 	if c.http == nil {
-		hc, err := NewHTTPClient(HTTPOptions{})
-		if err != nil {
-			return nil, err
+		if len(o.HTTP.CABundle) > 0 {
+			// Fail early on a bad static bundle (a bad bundle file fails the refresh, it may be fixed).
+			if _, err := NewHTTPClient(o.HTTP); err != nil {
+				return nil, err
+			}
 		}
-		c.http = hc
+		c.trust = &trustStore{base: o.HTTP, file: o.TrustedCABundleFile}
+	}
+	if c.headerLimit <= 0 {
+		c.headerLimit = 5 * time.Minute
 	}
 	if c.idle <= 0 {
 		c.idle = 2 * time.Minute
@@ -88,6 +106,10 @@ type RefreshRequest struct {
 	// PreviousReady is the pool's current ISOReady condition, if any: a success right after a failure
 	// keeps status.iso.lastError visible for one more check.
 	PreviousReady *metav1.Condition
+	// CABundle is PEM CA certificates trusted for this request's image host besides the system roots
+	// and Options.TrustedCABundleFile (a pool's own CA reference). Without a parsable certificate the
+	// refresh fails with InvalidCABundle.
+	CABundle []byte
 }
 
 // Outcome says what a refresh did.
@@ -129,6 +151,7 @@ type refreshRun struct {
 	client vsphere.Client
 	req    RefreshRequest
 	red    *redactor
+	http   *http.Client
 	log    logr.Logger
 	now    time.Time
 	// validators of the response whose content ends up active
@@ -154,6 +177,11 @@ func (run *refreshRun) do(ctx context.Context) (Outcome, error) {
 	if run.req.Source.URL == "" {
 		return OutcomeFailed, fail(afv1.ReasonInfraEnvNotReady, errors.New("the InfraEnv has no isoDownloadURL"))
 	}
+	hc, err := run.c.clientFor(run.req.CABundle)
+	if err != nil {
+		return OutcomeFailed, fail(ReasonInvalidCABundle, err)
+	}
+	run.http = hc
 	conditional := (run.req.Conditional || run.req.Revalidate) && st.Path != "" && st.SHA256 != ""
 	if conditional {
 		intact, err := run.cachedFileIntact(ctx)
@@ -348,6 +376,18 @@ func (run *refreshRun) discardTemp(ctx context.Context, tmp string) {
 	if err := run.client.DeleteFile(ctx, run.req.Datacenter, tmp); err != nil {
 		run.log.Error(run.red.wrap("", err), "could not delete temporary ISO upload; a later prune retries", "path", tmp)
 	}
+}
+
+// clientFor returns the client for one refresh: the fixed client, or the one trusting the bundle file
+// as it is now plus extraCA.
+func (c *Cache) clientFor(extraCA []byte) (*http.Client, error) {
+	if c.trust == nil {
+		if len(bytes.TrimSpace(extraCA)) > 0 {
+			return nil, errors.New("a per-pool CA needs a Cache that builds its own HTTP clients (Options.HTTPClient is set)")
+		}
+		return c.http, nil
+	}
+	return c.trust.client(extraCA)
 }
 
 func metricsDownloadFailed() {

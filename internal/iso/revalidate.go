@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -40,14 +41,15 @@ import (
 // the server does not accept, 404, 5xx) fails the refresh: the cached ISO stays in use and the new
 // URL is not recorded, so the next pass tries again.
 func (run *refreshRun) probe(ctx context.Context) (changed bool, basis string, err error) {
-	resp, err := run.probeRequest(ctx, http.MethodHead)
+	resp, trace, err := run.probeRequest(ctx, http.MethodHead)
 	if err == nil && (resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotImplemented) {
-		resp, err = run.probeRequest(ctx, http.MethodGet)
+		resp, trace, err = run.probeRequest(ctx, http.MethodGet)
 	}
 	redURL := RedactURL(run.req.Source.URL)
 	if err != nil {
 		metricsDownloadFailed()
-		return false, "", fail(afv1.ReasonISODownloadFailed, run.red.wrap("revalidating "+redURL, err))
+		target, _ := url.Parse(run.req.Source.URL)
+		return false, "", run.requestFailed("revalidating "+redURL, err, err, trace, target)
 	}
 	st := run.req.Status
 	served := servedValidators(resp)
@@ -62,7 +64,7 @@ func (run *refreshRun) probe(ctx context.Context) (changed bool, basis string, e
 	case http.StatusOK, http.StatusPartialContent:
 	default:
 		metricsDownloadFailed()
-		return false, "", fail(afv1.ReasonISODownloadFailed, run.red.errorf(fmt.Sprintf("revalidating %s: %s answered HTTP %s", redURL, resp.Request.Method, resp.Status)))
+		return false, "", run.statusFailed("revalidating "+redURL, resp)
 	}
 	switch {
 	case st.ETag != "" && served.etag != "":
@@ -86,11 +88,14 @@ func (run *refreshRun) probe(ctx context.Context) (changed bool, basis string, e
 }
 
 // probeRequest sends a HEAD, or a GET of the first byte, with the recorded validators; the body is
-// closed before returning (at most one byte of it was asked for).
-func (run *refreshRun) probeRequest(ctx context.Context, method string) (*http.Response, error) {
+// closed before returning (at most one byte of it was asked for). It has a deadline of its own.
+func (run *refreshRun) probeRequest(ctx context.Context, method string) (*http.Response, *requestTrace, error) {
+	ctx, cancel := context.WithTimeout(ctx, run.c.headerLimit)
+	defer cancel()
+	ctx, trace := withTrace(ctx)
 	req, err := http.NewRequestWithContext(ctx, method, run.req.Source.URL, nil)
 	if err != nil {
-		return nil, err
+		return nil, trace, err
 	}
 	if etag := run.req.Status.ETag; etag != "" {
 		req.Header.Set("If-None-Match", etag)
@@ -101,12 +106,12 @@ func (run *refreshRun) probeRequest(ctx context.Context, method string) (*http.R
 	if method == http.MethodGet {
 		req.Header.Set("Range", "bytes=0-0")
 	}
-	resp, err := run.c.http.Do(req)
+	resp, err := run.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, trace, err
 	}
 	_ = resp.Body.Close()
-	return resp, nil
+	return resp, trace, nil
 }
 
 // validators is what a probe's response says about the image.

@@ -1,0 +1,2 @@
+// Package docs checks user documentation against the product it describes.
+package docs
