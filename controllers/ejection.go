@@ -363,7 +363,7 @@ func backoffDelay(attempts int32) time.Duration {
 
 // machineDeleting: no new ejection for a Machine already being deleted (or gone).
 func (r *VsphereAgentReconciler) machineDeleting(ctx context.Context, s *vmScope) (string, bool, error) {
-	name := s.va.Status.VM.MachineRef
+	name := s.va.Status.VM.MachineName
 	if name == "" {
 		return "", false, nil
 	}

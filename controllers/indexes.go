@@ -37,7 +37,7 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		{&afv1.VsphereAgent{}, indexVMMAC, func(o client.Object) []string {
 			return nonEmpty(agents.NormalizeMAC(o.(*afv1.VsphereAgent).Status.VM.MACAddress))
 		}},
-		{&afv1.VsphereAgent{}, indexVMAgent, func(o client.Object) []string { return nonEmpty(o.(*afv1.VsphereAgent).Status.VM.AgentRef) }},
+		{&afv1.VsphereAgent{}, indexVMAgent, func(o client.Object) []string { return nonEmpty(o.(*afv1.VsphereAgent).Status.VM.AgentName) }},
 		{&afv1.VsphereAgentPool{}, indexNodePool, func(o client.Object) []string {
 			return nonEmpty(o.(*afv1.VsphereAgentPool).Spec.NodePoolRef.Name)
 		}},

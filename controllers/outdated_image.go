@@ -66,7 +66,7 @@ func (r *VsphereAgentReconciler) reportImage(_ context.Context, s *vmScope) (boo
 	va := s.va
 	state := planner.Lifecycle(planner.VMObservation{
 		Name: va.Name, Phase: va.Status.VM.Phase, Reason: va.Status.VM.Reason, Deleting: !va.DeletionTimestamp.IsZero(),
-		MachineRef: va.Status.VM.MachineRef != "", AgentBound: s.agent != nil && s.agent.IsBound(),
+		MachineRef: va.Status.VM.MachineName != "", AgentBound: s.agent != nil && s.agent.IsBound(),
 	})
 	v := planner.DecideImage(planner.ImageCheck{
 		Enabled: replaceOutdatedEnabled(s.pool), Current: poolImage(s.pool), Booted: bootedImage(va), State: state,

@@ -34,7 +34,7 @@ func (r *PoolReconciler) release(ctx context.Context, s *poolScope, poolKey, nam
 			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
 			return false, nil
 		}
-		inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineRef)
+		inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineName)
 		if err != nil {
 			return false, err
 		}

@@ -58,7 +58,7 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 		return done("VMRetained", "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
 	}
 
-	agent, err := freshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentRef)
+	agent, err := freshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -71,7 +71,7 @@ func (r *VsphereAgentReconciler) reconcileDelete(ctx context.Context, s *vmScope
 	if agent != nil {
 		agentName = agent.Name
 	}
-	inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineRef)
+	inUse, machine, err := machineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

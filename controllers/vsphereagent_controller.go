@@ -328,8 +328,8 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 		}
 	}
 	if len(found) == 0 {
-		if va.Status.VM.AgentRef != "" {
-			setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonAgentMissing, "Agent "+va.Status.VM.AgentRef+" no longer exists", va.Generation)
+		if va.Status.VM.AgentName != "" {
+			setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonAgentMissing, "Agent "+va.Status.VM.AgentName+" no longer exists", va.Generation)
 		} else {
 			setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
 		}
@@ -340,7 +340,7 @@ func (r *VsphereAgentReconciler) matchAgent(ctx context.Context, s *vmScope) (bo
 	})
 	a := found[0]
 	s.agent = &a
-	va.Status.VM.AgentRef = a.Name // shown by the AgentRegistered condition; no Event (one API write per VM)
+	va.Status.VM.AgentName = a.Name // shown by the AgentRegistered condition; no Event (one API write per VM)
 	setCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, ReasonAgentRegistered, "registered as Agent "+a.Name, va.Generation)
 	return true, nil
 }
@@ -414,14 +414,14 @@ func (r *VsphereAgentReconciler) prepareAgent(ctx context.Context, s *vmScope) (
 func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error) {
 	va, a := s.va, s.agent
 	if a == nil {
-		if va.Status.VM.AgentRef == "" {
+		if va.Status.VM.AgentName == "" {
 			r.setPhase(va, afv1.VMPhaseProvisioning, ReasonAwaitingRegistration)
 			return true, nil
 		}
 		// The Agent vanished: never destroy a VM whose Machine still exists.
-		if va.Status.VM.MachineRef != "" {
+		if va.Status.VM.MachineName != "" {
 			m := agents.New(agents.MachineGVK())
-			err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: va.Status.VM.MachineRef}, m)
+			err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: va.Status.VM.MachineName}, m)
 			if err == nil {
 				r.setPhase(va, afv1.VMPhaseBound, ReasonAgentMissing)
 				s.requeueAfter(time.Minute)
@@ -450,13 +450,13 @@ func (r *VsphereAgentReconciler) trackBinding(ctx context.Context, s *vmScope) (
 			machine = r.reservingMachine(ctx, s)
 		}
 		if machine != "" {
-			va.Status.VM.MachineRef = machine
+			va.Status.VM.MachineName = machine
 		}
 	}
 	if reason == ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
 		// Once, when the status saying so is written (a conflicting write is retried by a pass that
 		// sees the old reason again).
-		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineRef
+		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineName
 		s.afterWrite = append(s.afterWrite, func() {
 			r.Recorder.Eventf(va, "Warning", ReasonUnbindingPendingUserAction, "%s", unbindingPendingUserActionMessage(name, agent, machine))
 		})
@@ -527,7 +527,7 @@ func (r *VsphereAgentReconciler) reservingMachine(ctx context.Context, s *vmScop
 // checkLiveness replaces a VM whose Agent has not registered within registrationTimeout.
 func (r *VsphereAgentReconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error) {
 	va := s.va
-	if s.agent != nil || va.Status.VM.AgentRef != "" || va.Status.VM.CreatedAt == nil {
+	if s.agent != nil || va.Status.VM.AgentName != "" || va.Status.VM.CreatedAt == nil {
 		return true, nil
 	}
 	timeout := 20 * time.Minute
@@ -571,7 +571,7 @@ func (r *VsphereAgentReconciler) setReady(s *vmScope) {
 	default:
 		msg := "VM phase " + string(va.Status.VM.Phase)
 		if va.Status.VM.Reason == ReasonUnbindingPendingUserAction {
-			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentRef, va.Status.VM.MachineRef)
+			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentName, va.Status.VM.MachineName)
 		}
 		setCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)
 	}
