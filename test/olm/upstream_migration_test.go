@@ -254,7 +254,7 @@ func assertTypedDecode(ctx context.Context, t *testing.T, c client.Client) {
 		}
 		rec := va.Status.ISOEjection
 		if rec == nil || rec.VMName != va.Name || rec.InstanceUUID != "" || rec.OwnerUID != string(va.UID) || rec.DeviceKey != 3002 ||
-			rec.DisconnectStarted == nil || string(rec.DisconnectStarted.Raw) != "true" || rec.StartedAt.Time != time.Date(2026, 7, 20, 8, 5, 0, 0, time.UTC) {
+			rec.DisconnectStarted == nil || string(rec.DisconnectStarted.Raw) != "true" || !rec.StartedAt.Time.Equal(time.Date(2026, 7, 20, 8, 5, 0, 0, time.UTC)) {
 			t.Errorf("upstream's ejection record decoded as %+v", rec)
 		}
 		if va.Status.VM.OwnerUID != string(va.UID) {
