@@ -34,13 +34,13 @@ var _ = Describe("A scale-down decided by CAPI", func() {
 			g.Expect(vas).To(HaveLen(3))
 			for _, va := range vas {
 				g.Expect(va.Status.VM.Phase).To(Equal(afv1.VMPhaseBound))
-				g.Expect(va.Status.VM.MachineRef).NotTo(BeEmpty())
-				g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentRef)).IsInstalled()).To(BeTrue())
+				g.Expect(va.Status.VM.MachineName).NotTo(BeEmpty())
+				g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName)).IsInstalled()).To(BeTrue())
 			}
 		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		sort.Slice(vas, func(i, j int) bool { return vas[i].Name < vas[j].Name })
 		victim, kept := vas[1], []afv1.VsphereAgent{vas[0], vas[2]}
-		victimMachine := key(s.ControlPlaneNamespace, victim.Status.VM.MachineRef)
+		victimMachine := key(s.ControlPlaneNamespace, victim.Status.VM.MachineName)
 
 		By("marking the middle Machine delete-machine and scaling 3 -> 2: CAPI deletes exactly that Machine")
 		markDeleteMachine(ctx, victimMachine)
@@ -50,11 +50,11 @@ var _ = Describe("A scale-down decided by CAPI", func() {
 			g.Expect(k8s.Get(ctx, victimMachine, m)).To(Succeed())
 			g.Expect(m.GetDeletionTimestamp()).NotTo(BeNil(), "CAPI deletes the marked Machine")
 			g.Expect(m.GetAnnotations()).To(HaveKey(world.AnnotationPreTerminateHook), "the provider's hook holds it")
-			g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, victim.Status.VM.AgentRef)).State).To(Equal(agents.StateReclaiming))
+			g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, victim.Status.VM.AgentName)).State).To(Equal(agents.StateReclaiming))
 		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		for _, va := range kept {
 			m := agents.New(agents.MachineGVK())
-			Expect(k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineRef), m)).To(Succeed())
+			Expect(k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineName), m)).To(Succeed())
 			Expect(m.GetDeletionTimestamp()).To(BeNil(), "CAPI deletes only the marked Machine")
 		}
 

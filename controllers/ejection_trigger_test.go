@@ -63,7 +63,7 @@ var _ = Describe("ISO ejection trigger", func() {
 			// The world and the operator write this Agent too: a conflict means "read again".
 			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				a := agents.New(agents.AgentGVK)
-				if err := k8s.Get(ctx, key(va.Namespace, va.Status.VM.AgentRef), a); err != nil {
+				if err := k8s.Get(ctx, key(va.Namespace, va.Status.VM.AgentName), a); err != nil {
 					return err
 				}
 				conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
@@ -180,8 +180,8 @@ func wrapUnlocked(va *afv1.VsphereAgent) error {
 func machineOf(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) *unstructured.Unstructured {
 	GinkgoHelper()
 	m := agents.New(agents.MachineGVK())
-	Expect(getVA(va).Status.VM.MachineRef).NotTo(BeEmpty())
-	Expect(k8s.Get(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), m)).To(Succeed())
+	Expect(getVA(va).Status.VM.MachineName).NotTo(BeEmpty())
+	Expect(k8s.Get(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineName), m)).To(Succeed())
 	return m
 }
 
@@ -227,8 +227,8 @@ const holdFinalizer = "test.agent-forge/hold"
 // after CAPI has finished its deletion, and pauses its AgentMachine, so that the Agent stays bound.
 func holdMachineDeletion(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
 	GinkgoHelper()
-	Expect(getVA(va).Status.VM.MachineRef).NotTo(BeEmpty())
-	Expect(updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), func(m *unstructured.Unstructured) bool {
+	Expect(getVA(va).Status.VM.MachineName).NotTo(BeEmpty())
+	Expect(updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineName), func(m *unstructured.Unstructured) bool {
 		return controllerutil.AddFinalizer(m, holdFinalizer)
 	})).To(Succeed())
 	// The Agent stays bound while the Machine is deleted: the provider lets a paused AgentMachine's Machine go
@@ -252,7 +252,7 @@ func holdMachineDeletion(ctx context.Context, es *ejectScenario, va *afv1.Vspher
 
 // releaseMachine lets a held Machine go (gone already is fine).
 func releaseMachine(ctx context.Context, es *ejectScenario, va *afv1.VsphereAgent) {
-	err := updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineRef), func(m *unstructured.Unstructured) bool {
+	err := updateMachine(ctx, key(es.s.ControlPlaneNamespace, getVA(va).Status.VM.MachineName), func(m *unstructured.Unstructured) bool {
 		return controllerutil.RemoveFinalizer(m, holdFinalizer)
 	})
 	Expect(client.IgnoreNotFound(err)).To(Succeed())

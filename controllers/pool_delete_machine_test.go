@@ -27,17 +27,17 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 				return ""
 			}
 			va = vas[0]
-			return va.Status.VM.MachineRef
+			return va.Status.VM.MachineName
 		}, 90*time.Second, 250*time.Millisecond).ShouldNot(BeEmpty())
 		uuid := va.Status.VM.InstanceUUID
 
 		By("holding the Machine's deletion (CAPI's own finalizer still runs: the Agent is unbound)")
 		m := agents.New(agents.MachineGVK())
-		Expect(k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineRef), m)).To(Succeed())
+		Expect(k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineName), m)).To(Succeed())
 		Expect(updateMachine(ctx, client.ObjectKeyFromObject(m), func(m *unstructured.Unstructured) bool {
 			return controllerutil.AddFinalizer(m, holdFinalizer)
 		})).To(Succeed())
-		DeferCleanup(func(ctx context.Context) { releaseHeldMachine(ctx, s.ControlPlaneNamespace, va.Status.VM.MachineRef) })
+		DeferCleanup(func(ctx context.Context) { releaseHeldMachine(ctx, s.ControlPlaneNamespace, va.Status.VM.MachineName) })
 		Expect(d.SetReplicas(ctx, s.NodePool, 0)).To(Succeed())
 		Eventually(func() bool {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
@@ -60,7 +60,7 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 			"the VM backing a Machine is never destroyed while the Machine exists")
 
 		By("the Machine goes: the VM is destroyed and the pool finishes deleting")
-		releaseHeldMachine(ctx, s.ControlPlaneNamespace, va.Status.VM.MachineRef)
+		releaseHeldMachine(ctx, s.ControlPlaneNamespace, va.Status.VM.MachineName)
 		Eventually(func() bool { return vc.VMByInstanceUUID(uuid) == nil }, 60*time.Second, 250*time.Millisecond).Should(BeTrue(),
 			"no VM with our marker is left without an owner")
 		Eventually(func() bool {

@@ -33,7 +33,7 @@ var _ = Describe("The current provider's writes", func() {
 		Expect(ams.Items).To(HaveLen(1))
 		am := agents.AgentMachineFrom(&ams.Items[0])
 		first := vsphereAgents(pool)[0]
-		labelReserved(ctx, s, first.Status.VM.AgentRef, am, am.Name)
+		labelReserved(ctx, s, first.Status.VM.AgentName, am, am.Name)
 		Eventually(func(g Gomega) {
 			p := getPool(pool)
 			g.Expect(p.Status.AvailableAgents).To(BeZero(), "a reserved Agent is not free")

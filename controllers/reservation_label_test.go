@@ -30,11 +30,11 @@ var _ = Describe("The provider's reservation label (the AgentMachine's name or U
 			Expect(ams.Items).To(HaveLen(1))
 			am := agents.AgentMachineFrom(&ams.Items[0])
 			va := vsphereAgents(pool)[0]
-			labelReserved(ctx, s, va.Status.VM.AgentRef, am, value(am))
+			labelReserved(ctx, s, va.Status.VM.AgentName, am, value(am))
 
 			Eventually(func() int32 { return getPool(pool).Status.WaitingAgentMachines }, 60*time.Second, 250*time.Millisecond).
 				Should(Equal(int32(0)), "a labelled Agent's AgentMachine no longer waits")
-			Eventually(func() string { return vsphereAgents(pool)[0].Status.VM.MachineRef }, 60*time.Second, 250*time.Millisecond).
+			Eventually(func() string { return vsphereAgents(pool)[0].Status.VM.MachineName }, 60*time.Second, 250*time.Millisecond).
 				Should(Equal(am.OwnerMachine), "the reservation's Machine, found by the label")
 			Expect(vsphereAgents(pool)).To(HaveLen(1), "no VM for demand that was already served")
 		},

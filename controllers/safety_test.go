@@ -43,7 +43,7 @@ var _ = Describe("Isolation", func() {
 			label string
 		}{{p1, s1.AgentLabels["example.com/pool"]}, {p2, "second"}} {
 			for _, va := range vsphereAgents(pair.pool) {
-				a := getAgent(ctx, pair.pool.Namespace, va.Status.VM.AgentRef)
+				a := getAgent(ctx, pair.pool.Namespace, va.Status.VM.AgentName)
 				Expect(a.GetLabels()[afv1.LabelPool]).To(Equal(pair.pool.Name))
 				Expect(a.GetLabels()["example.com/pool"]).To(Equal(pair.label))
 			}
@@ -83,7 +83,7 @@ var _ = Describe("Workers are never destroyed while their Machine exists", func(
 		vas := vsphereAgents(pool)
 
 		By("removing the pool labels from one bound Agent")
-		a := getAgent(ctx, s.Namespace, vas[0].Status.VM.AgentRef)
+		a := getAgent(ctx, s.Namespace, vas[0].Status.VM.AgentName)
 		patch := client.MergeFrom(a.DeepCopy())
 		labels := a.GetLabels()
 		delete(labels, "example.com/pool")
@@ -92,7 +92,7 @@ var _ = Describe("Workers are never destroyed while their Machine exists", func(
 		Expect(k8s.Patch(ctx, a, patch)).To(Succeed())
 
 		By("deleting the other bound Agent")
-		b := getAgent(ctx, s.Namespace, vas[1].Status.VM.AgentRef)
+		b := getAgent(ctx, s.Namespace, vas[1].Status.VM.AgentName)
 		Expect(k8s.Delete(ctx, b)).To(Succeed())
 
 		Consistently(func() int { return len(poolVMs(pool)) }, 4*time.Second, 250*time.Millisecond).Should(Equal(2))
@@ -237,7 +237,7 @@ var _ = Describe("Surplus removal racing a reservation", func() {
 		Expect(approved).To(BeTrue())
 		vas := vsphereAgents(pool)
 		Expect(vas).To(HaveLen(1))
-		Expect(vas[0].Status.VM.AgentRef).To(Equal(reserved), "the reserved Agent's VM survives")
+		Expect(vas[0].Status.VM.AgentName).To(Equal(reserved), "the reserved Agent's VM survives")
 	})
 })
 
@@ -320,7 +320,7 @@ func foreignAgent(ctx context.Context, s *world.Scenario) *unstructured.Unstruct
 func machineRefs(p *afv1.VsphereAgentPool) int {
 	n := 0
 	for _, va := range vsphereAgents(p) {
-		if va.Status.VM.MachineRef != "" {
+		if va.Status.VM.MachineName != "" {
 			n++
 		}
 	}

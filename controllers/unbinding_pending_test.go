@@ -39,11 +39,11 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 			g.Expect(vas).To(HaveLen(1))
 			va = vas[0]
 			g.Expect(va.Status.VM.Phase).To(Equal(afv1.VMPhaseBound))
-			g.Expect(va.Status.VM.MachineRef).NotTo(BeEmpty())
-			g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentRef)).IsInstalled()).To(BeTrue())
+			g.Expect(va.Status.VM.MachineName).NotTo(BeEmpty())
+			g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName)).IsInstalled()).To(BeTrue())
 		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(poolHasVMOf(pool, &va)).To(BeTrue(), "the VsphereAgent's VM exists")
-		machineKey := types.NamespacedName{Namespace: s.ControlPlaneNamespace, Name: va.Status.VM.MachineRef}
+		machineKey := types.NamespacedName{Namespace: s.ControlPlaneNamespace, Name: va.Status.VM.MachineName}
 
 		By("a finalizer of the test's keeps the Machine once CAPI has finished deleting it")
 		const hold = "test.agent-forge.containeroo.ch/hold"
@@ -59,7 +59,7 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 		By("scale-down: CAPI deletes the Machine, the provider unbinds the Agent, assisted-service leaves it at unbinding-pending-user-action")
 		Expect(d.SetReplicas(ctx, s.NodePool, 0)).To(Succeed())
 		Eventually(func(g Gomega) {
-			a := agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentRef))
+			a := agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName))
 			g.Expect(a.State).To(Equal(agents.StateUnbindingPendingUserAction))
 			m := agents.New(agents.MachineGVK())
 			g.Expect(k8s.Get(ctx, machineKey, m)).To(Succeed())
@@ -91,7 +91,7 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 		}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
 
 		By("the Machine goes: the VM is destroyed and its Agent deleted")
-		agentName := va.Status.VM.AgentRef
+		agentName := va.Status.VM.AgentName
 		Expect(updateMachine(ctx, machineKey, func(m *unstructured.Unstructured) bool {
 			return controllerutil.RemoveFinalizer(m, hold)
 		})).To(Succeed())

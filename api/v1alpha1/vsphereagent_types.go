@@ -1,11 +1,13 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // VMPhase is the lifecycle phase of one pool VM.
-// +kubebuilder:validation:Enum=Pending;Provisioning;Available;Bound;Released;Deleting;Failed
+// +kubebuilder:validation:Enum=Pending;Provisioning;Available;Bound;Released;Deleting;Failed;Orphaned
 type VMPhase string
 
 const (
@@ -23,6 +25,10 @@ const (
 	VMPhaseDeleting VMPhase = "Deleting"
 	// VMPhaseFailed means the VM could not be created or never registered; it will be replaced.
 	VMPhaseFailed VMPhase = "Failed"
+	// VMPhaseOrphaned is written only by the upstream Helm-installed operator (1.0.x/1.1.x) for a VM it
+	// no longer links to a live object; accepted so its stored objects stay valid after a migration
+	// (docs/migration.md). This operator never sets it.
+	VMPhaseOrphaned VMPhase = "Orphaned"
 )
 
 // VsphereAgentSpec names the pool a VM belongs to and the failure domain it is placed in.
@@ -59,14 +65,14 @@ type VMStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="MAC Address",xDescriptors="urn:alm:descriptor:text"
 	MACAddress string `json:"macAddress,omitempty"`
-	// AgentRef names the Agent registered by this VM (in the pool's namespace).
+	// AgentName names the Agent registered by this VM (in the pool's namespace).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Agent",xDescriptors="urn:alm:descriptor:io.kubernetes:agent-install.openshift.io:v1beta1:Agent"
-	AgentRef string `json:"agentRef,omitempty"`
-	// MachineRef names the Machine the Agent backs (in the control plane namespace).
+	AgentName string `json:"agentName,omitempty"`
+	// MachineName names the Machine the Agent backs (in the control plane namespace).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Machine",xDescriptors="urn:alm:descriptor:text"
-	MachineRef string `json:"machineRef,omitempty"`
+	MachineName string `json:"machineName,omitempty"`
 	// Phase is the VM's lifecycle phase.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors="urn:alm:descriptor:io.kubernetes.phase"
@@ -99,18 +105,46 @@ type VMStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Hardware"
 	Hardware *HardwareStatus `json:"hardware,omitempty"`
+
+	UpstreamVMRecord `json:",inline"`
+}
+
+// UpstreamVMRecord holds what the upstream Helm-installed operator (1.0.x/1.1.x) records about a VM
+// and this operator does not write: kept so that an object the upstream operator reconciled validates
+// and decodes here, and read when its VMs are taken over (docs/migration.md).
+type UpstreamVMRecord struct {
+	// UpstreamAgentRef is the upstream operator's reference to the VM's Agent. This operator records
+	// the Agent in agentName.
+	// +optional
+	UpstreamAgentRef *corev1.ObjectReference `json:"agentRef,omitempty"`
+	// UpstreamMachineRef is the upstream operator's reference to the Machine the Agent backs. This
+	// operator records the Machine in machineName.
+	// +optional
+	UpstreamMachineRef *corev1.ObjectReference `json:"machineRef,omitempty"`
+	// OwnerUID is the VsphereAgent UID the upstream operator (1.1.0 and later) wrote into the VM's
+	// Notes as its ownership marker; empty for VMs of earlier versions, which carry no marker.
+	// +optional
+	OwnerUID string `json:"ownerUID,omitempty"`
+	// Source is the upstream operator's origin of the VM: VsphereAgent (it created the VM) or
+	// DiscoveredAgent (it found an Agent it did not create; never destroyed automatically).
+	// +optional
+	Source string `json:"source,omitempty"`
 }
 
 // ISOEjectionRecord is the crash-recovery record of one CD-ROM ejection, written before the VM is
 // reconfigured and cleared only after success.
 type ISOEjectionRecord struct {
-	// InstanceUUID addresses the VM.
-	InstanceUUID string `json:"instanceUUID"`
+	// InstanceUUID addresses the VM. Always set by this operator; absent from a record the upstream
+	// operator left (which names the VM by vmName).
+	// +optional
+	InstanceUUID string `json:"instanceUUID,omitempty"`
 	// BIOSUUID is the hardware identity verified before ejecting.
 	// +optional
 	BIOSUUID string `json:"biosUUID,omitempty"`
-	// OwnerUID is the VsphereAgent UID the VM's ownership marker must name.
-	OwnerUID string `json:"ownerUID"`
+	// OwnerUID is the VsphereAgent UID the VM's ownership marker must name. Always set by this
+	// operator; optional in a record the upstream operator left.
+	// +optional
+	OwnerUID string `json:"ownerUID,omitempty"`
 	// Datacenter is the VM's datacenter.
 	Datacenter string `json:"datacenter"`
 	// DeviceKey is the CD-ROM device key.
@@ -142,6 +176,16 @@ type ISOEjectionRecord struct {
 	// RetryAfter is the earliest time of the next attempt (backoff).
 	// +optional
 	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+	// VMName is the VM name of a record the upstream operator left; this operator addresses the VM by
+	// instanceUUID and never writes it.
+	// +optional
+	VMName string `json:"vmName,omitempty"`
+	// DisconnectStarted is the upstream operator's progress mark of a record it left, kept as written
+	// (any JSON value); this operator never writes it.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	DisconnectStarted *apiextensionsv1.JSON `json:"disconnectStarted,omitempty"`
 }
 
 // VsphereAgentStatus is the observed state of one pool VM.
@@ -177,7 +221,7 @@ type VsphereAgentStatus struct {
 // +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.poolRef.name`
 // +kubebuilder:printcolumn:name="VM",type=string,JSONPath=`.status.vm.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.vm.phase`
-// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.vm.agentRef`
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.vm.agentName`
 // +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.failureDomain`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="vSphere Agent",resources={{Agent,v1beta1}}

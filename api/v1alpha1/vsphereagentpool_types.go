@@ -107,64 +107,67 @@ type VSphereSpec struct {
 
 	// Datacenter is the vSphere datacenter name or inventory path.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datacenter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Datacenter string `json:"datacenter"`
 
 	// DatastoreCluster names the datastore cluster (placed with Storage DRS recommendations) or a single
 	// datastore where VM disks are created.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datastore Cluster",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	DatastoreCluster string `json:"datastoreCluster"`
 
 	// ISODatastore names the datastore that holds the cached discovery ISOs.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ISO Datastore",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	ISODatastore string `json:"isoDatastore"`
 
 	// ResourcePool is the resource pool name or inventory path for the VMs. Empty means the
 	// datacenter's default resource pool (which must be unambiguous).
 	// +optional
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resource Pool",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	ResourcePool string `json:"resourcePool,omitempty"`
 
 	// Folder is the VM folder (created if missing). Empty means a folder named after the hosted cluster.
 	// +optional
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.vsphere.folder may not contain '..'"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Folder",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Folder string `json:"folder,omitempty"`
 
 	// Network is the port group or network name for the VM's NIC.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Network string `json:"network"`
 
-	// VMTags are vSphere tags attached to every VM, as tag names or "category/tag".
+	// VMTags are vSphere tags attached to every VM, as tag names, "category/tag" or tag IDs
+	// ("urn:vmomi:InventoryServiceTag:...").
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
-	// +kubebuilder:validation:items:MaxLength=255
+	// +kubebuilder:validation:items:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Tags"
 	VMTags []string `json:"vmTags,omitempty"`
 
-	// GuestID is the vSphere guest OS identifier.
+	// GuestID is the vSphere guest OS identifier, passed to vCenter as given (an identifier vCenter
+	// does not know fails the VM's creation).
 	// +optional
 	// +kubebuilder:default=rhel9_64Guest
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]+$`
-	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Guest OS ID",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	GuestID string `json:"guestID,omitempty"`
 
-	// SCSIType is the SCSI controller type.
+	// SCSIType is the SCSI controller type: pvscsi, lsilogic, lsilogic-sas, buslogic, or the aliases
+	// scsi (lsilogic) and virtualscsi (pvscsi). Another value is admitted (the upstream operator's pools
+	// may carry one) but fails the VM's creation.
 	// +optional
 	// +kubebuilder:default=pvscsi
-	// +kubebuilder:validation:Enum=pvscsi;lsilogic;lsilogic-sas;buslogic
+	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="SCSI Controller",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:pvscsi","urn:alm:descriptor:com.tectonic.ui:select:lsilogic","urn:alm:descriptor:com.tectonic.ui:select:lsilogic-sas","urn:alm:descriptor:com.tectonic.ui:select:buslogic","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	SCSIType string `json:"scsiType,omitempty"`
 
@@ -175,10 +178,12 @@ type VSphereSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Firmware",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:efi","urn:alm:descriptor:com.tectonic.ui:select:bios","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Firmware string `json:"firmware,omitempty"`
 
-	// NetworkAdapterType is the NIC model.
+	// NetworkAdapterType is the NIC model: vmxnet3, e1000, e1000e, or vmxnet, vmxnet2, vmxnet3vrdma,
+	// pcnet32, sriov. Another value is admitted (the upstream operator's pools may carry one) but fails
+	// the VM's creation.
 	// +optional
 	// +kubebuilder:default=vmxnet3
-	// +kubebuilder:validation:Enum=vmxnet3;e1000;e1000e
+	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Adapter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:vmxnet3","urn:alm:descriptor:com.tectonic.ui:select:e1000","urn:alm:descriptor:com.tectonic.ui:select:e1000e","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NetworkAdapterType string `json:"networkAdapterType,omitempty"`
 
@@ -204,8 +209,10 @@ type VSphereSpec struct {
 type VMTemplateSpec struct {
 	// NamePrefix prefixes VM names (VM name = <namePrefix>-<suffix>; also the Agent hostname).
 	// Empty means <hostedCluster>-<role>.
+	// The VM name must fit a DNS label, so a prefix longer than 40 characters is cut to 40 (the
+	// upstream operator admitted 58 and ignores the prefix since its 0.0.27).
 	// +optional
-	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:MaxLength=58
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Name Prefix",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NamePrefix string `json:"namePrefix,omitempty"`
@@ -213,17 +220,17 @@ type VMTemplateSpec struct {
 	// NumCPUs is the number of virtual CPUs.
 	// +optional
 	// +kubebuilder:default=4
-	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="CPUs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	NumCPUs int32 `json:"numCPUs,omitempty"`
 
-	// MemoryMiB is the memory size in MiB (a multiple of 4).
+	// MemoryMiB is the memory size in MiB. vSphere takes only multiples of 4; another value is admitted
+	// (the upstream operator's pools may carry one) but fails the VM's creation.
 	// +optional
 	// +kubebuilder:default=16384
-	// +kubebuilder:validation:Minimum=4096
+	// +kubebuilder:validation:Minimum=1024
 	// +kubebuilder:validation:Maximum=6291456
-	// +kubebuilder:validation:MultipleOf=4
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Memory (MiB)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 
@@ -264,11 +271,14 @@ func (a AgentBindingSpec) LabelSet() map[string]string {
 // +kubebuilder:validation:XValidation:rule="!has(self.labels) || !('hypershift.openshift.io/nodepool-role' in self.labels) || self.labels['hypershift.openshift.io/nodepool-role'] == (has(self.role) ? self.role : 'worker')",message="spec.agent.labels[hypershift.openshift.io/nodepool-role] must equal spec.agent.role",fieldPath=".labels"
 type AgentBindingSpec struct {
 	// Role is the HyperShift NodePool role label value (hypershift.openshift.io/nodepool-role) and the
-	// Agent spec.role. For worker pools this is "worker".
+	// Agent spec.role. For HyperShift worker pools this is "worker"; another value is admitted (the
+	// upstream operator's pools may carry one) and passed to the Agent as given.
 	// +optional
 	// +kubebuilder:default=worker
-	// +kubebuilder:validation:Enum=worker
-	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Role",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:worker","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Role",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Role string `json:"role,omitempty"`
 
 	// Labels are put on a discovered Agent so the Agent CAPI provider can bind it to an AgentMachine.
@@ -292,12 +302,12 @@ type AgentBindingSpec struct {
 // ISOSpec configures the discovery ISO cache and ejection.
 type ISOSpec struct {
 	// CheckInterval is how often the cached ISO is revalidated against the InfraEnv's URL (a conditional
-	// request where the server allows).
+	// request where the server allows). At least 10s; zero or less means 1h.
 	// +optional
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=duration
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="spec.iso.checkInterval must be between 1m and 168h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('0s') || duration(self) >= duration('10s')",message="spec.iso.checkInterval must be at least 10s (zero or less means the default)"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Check Interval",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
 
@@ -310,10 +320,10 @@ type ISOSpec struct {
 	RetainVersions int32 `json:"retainVersions,omitempty"`
 
 	// PathPrefix is the datastore folder for cached ISOs. Empty means agent-forge/<namespace>/<pool>.
+	// Leading and trailing slashes are dropped.
 	// +optional
-	// +kubebuilder:validation:MaxLength=200
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]*$`
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/')",message="spec.iso.pathPrefix may not start with '/'"
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*$`
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="spec.iso.pathPrefix may not contain '..'"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Datastore Path Prefix",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	PathPrefix string `json:"pathPrefix,omitempty"`
@@ -362,30 +372,58 @@ type OwnedVM struct {
 	// Phase is the VsphereAgent's phase.
 	// +optional
 	Phase VMPhase `json:"phase,omitempty"`
-	// AgentRef names the Agent registered by this VM.
+	// AgentName names the Agent registered by this VM.
 	// +optional
-	AgentRef string `json:"agentRef,omitempty"`
-	// MachineRef names the Machine the Agent backs, in the control plane namespace.
+	AgentName string `json:"agentName,omitempty"`
+	// MachineName names the Machine the Agent backs, in the control plane namespace.
 	// +optional
-	MachineRef string `json:"machineRef,omitempty"`
+	MachineName string `json:"machineName,omitempty"`
 	// Address is the VM's static address (pools with spec.network).
 	// +optional
 	Address string `json:"address,omitempty"`
+	// BIOSUUID is the VM's BIOS UUID. Written by the upstream operator; this operator reports it in
+	// the VsphereAgent's status.vm.
+	// +optional
+	BIOSUUID string `json:"biosUUID,omitempty"`
+	// MACAddress is the MAC of the VM's NIC. Written by the upstream operator; this operator reports it
+	// in the VsphereAgent's status.vm.
+	// +optional
+	MACAddress string `json:"macAddress,omitempty"`
+	// Reason is the machine-readable reason of the phase. Written by the upstream operator; this
+	// operator reports it in the VsphereAgent's status.vm.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// LastTransitionTime is when the phase last changed. Written by the upstream operator; this
+	// operator reports it in the VsphereAgent's status.vm.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+
+	UpstreamVMRecord `json:",inline"`
 }
 
-// PlannedAction is one action the planner decided on the last pass.
+// PlannedAction is one action the planner decided on the last pass. This operator writes action,
+// target, reason and message; an entry the upstream operator wrote has type, name and reason instead,
+// and stays valid until this operator's next pass replaces the list.
 type PlannedAction struct {
-	// Action is what was decided.
+	// Action is what was decided. Always set by this operator.
+	// +optional
 	// +kubebuilder:validation:Enum=Create;Delete;Release;Wait;Refuse
-	Action string `json:"action"`
+	Action string `json:"action,omitempty"`
 	// Target names the VsphereAgent concerned, if any.
 	// +optional
 	Target string `json:"target,omitempty"`
-	// Reason is a machine-readable reason.
-	Reason string `json:"reason"`
+	// Reason is a machine-readable reason. Always set by this operator.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// Message explains the decision.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Type is the upstream operator's action (e.g. Noop); this operator never writes it.
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Name is the object the upstream operator's action concerned; this operator never writes it.
+	// +optional
+	Name string `json:"name,omitempty"`
 }
 
 // ISOVersion is one cached ISO file.

@@ -361,7 +361,7 @@ func backoffDelay(attempts int32) time.Duration {
 
 // machineDeleting: no new ejection for a Machine already being deleted (or gone).
 func (e *Ejector) machineDeleting(ctx context.Context, p *Pass) (string, bool, error) {
-	name := p.VA.Status.VM.MachineRef
+	name := p.VA.Status.VM.MachineName
 	if name == "" {
 		return "", false, nil
 	}

@@ -31,7 +31,7 @@ func TestObserveVMs(t *testing.T) {
 	deleting.DeletionTimestamp = &gone
 	issued := va("issued", afv1.VMPhaseProvisioning)
 	withMachine := va("with-machine", afv1.VMPhaseProvisioning)
-	withMachine.Status.VM.MachineRef = "m-1"
+	withMachine.Status.VM.MachineName = "m-1"
 
 	s := &poolScope{
 		vas: []afv1.VsphereAgent{failed, registered, boundEarly, deleting, issued, withMachine},

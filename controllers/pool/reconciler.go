@@ -372,8 +372,8 @@ func (r *Reconciler) observeCapacity(ctx context.Context, s *poolScope) error {
 	sort.Slice(s.vas, func(i, j int) bool { return s.vas[i].Name < s.vas[j].Name })
 	s.ourAgents = map[string]bool{}
 	for _, va := range s.vas {
-		if va.Status.VM.AgentRef != "" {
-			s.ourAgents[va.Status.VM.AgentRef] = true
+		if va.Status.VM.AgentName != "" {
+			s.ourAgents[va.Status.VM.AgentName] = true
 		}
 	}
 	list := agents.NewList(agents.AgentGVK)

@@ -35,7 +35,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
 			return false, nil
 		}
-		inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineRef)
+		inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineName)
 		if err != nil {
 			return false, err
 		}

@@ -64,7 +64,7 @@ func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation 
 		o := planner.VMObservation{
 			Name: va.Name, Phase: va.Status.VM.Phase, Reason: va.Status.VM.Reason,
 			Deleting: !va.DeletionTimestamp.IsZero(), DeleteIssued: deleting[va.Name],
-			MachineRef: va.Status.VM.MachineRef != "", AgentBound: boundAgentOfVM[va.Name],
+			MachineRef: va.Status.VM.MachineName != "", AgentBound: boundAgentOfVM[va.Name],
 			CreatedAt: va.CreationTimestamp.Time,
 		}
 		if t := va.Status.VM.LastTransitionTime; t != nil {

@@ -64,7 +64,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	st.OwnedVMs = st.OwnedVMs[:0]
 	for _, va := range s.vas {
 		st.OwnedVMs = append(st.OwnedVMs, afv1.OwnedVM{Name: va.Name, InstanceUUID: va.Status.VM.InstanceUUID,
-			Phase: va.Status.VM.Phase, AgentRef: va.Status.VM.AgentRef, MachineRef: va.Status.VM.MachineRef, Address: staticip.AddressOf(&va)})
+			Phase: va.Status.VM.Phase, AgentName: va.Status.VM.AgentName, MachineName: va.Status.VM.MachineName, Address: staticip.AddressOf(&va)})
 	}
 	if len(st.OwnedVMs) == 0 {
 		st.OwnedVMs = nil

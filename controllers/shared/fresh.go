@@ -36,8 +36,8 @@ func FreshAgent(ctx context.Context, reader client.Reader, namespace, name strin
 // FreshAgentOfVM reads live the Agent of a VsphereAgent: by the recorded name, else by the label the
 // operator puts on the Agents it prepares (its status may not have caught up yet).
 func FreshAgentOfVM(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent) (*agents.Agent, error) {
-	if va.Status.VM.AgentRef != "" {
-		return FreshAgent(ctx, reader, va.Namespace, va.Status.VM.AgentRef)
+	if va.Status.VM.AgentName != "" {
+		return FreshAgent(ctx, reader, va.Namespace, va.Status.VM.AgentName)
 	}
 	list := agents.NewList(agents.AgentGVK)
 	if err := reader.List(ctx, list, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelVsphereAgent: va.Name}); err != nil {

@@ -38,7 +38,7 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		{&afv1.VsphereAgent{}, IndexVMMAC, func(o client.Object) []string {
 			return nonEmpty(agents.NormalizeMAC(o.(*afv1.VsphereAgent).Status.VM.MACAddress))
 		}},
-		{&afv1.VsphereAgent{}, IndexVMAgent, func(o client.Object) []string { return nonEmpty(o.(*afv1.VsphereAgent).Status.VM.AgentRef) }},
+		{&afv1.VsphereAgent{}, IndexVMAgent, func(o client.Object) []string { return nonEmpty(o.(*afv1.VsphereAgent).Status.VM.AgentName) }},
 		{&afv1.VsphereAgentPool{}, IndexNodePool, func(o client.Object) []string {
 			return nonEmpty(o.(*afv1.VsphereAgentPool).Spec.NodePoolRef.Name)
 		}},

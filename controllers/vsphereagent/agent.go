@@ -47,8 +47,8 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 		}
 	}
 	if len(found) == 0 {
-		if va.Status.VM.AgentRef != "" {
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAgentMissing, "Agent "+va.Status.VM.AgentRef+" no longer exists", va.Generation)
+		if va.Status.VM.AgentName != "" {
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAgentMissing, "Agent "+va.Status.VM.AgentName+" no longer exists", va.Generation)
 		} else {
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
 		}
@@ -59,7 +59,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 	})
 	a := found[0]
 	s.agent = &a
-	va.Status.VM.AgentRef = a.Name // shown by the AgentRegistered condition; no Event (one API write per VM)
+	va.Status.VM.AgentName = a.Name // shown by the AgentRegistered condition; no Event (one API write per VM)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, shared.ReasonAgentRegistered, "registered as Agent "+a.Name, va.Generation)
 	return true, nil
 }

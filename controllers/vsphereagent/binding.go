@@ -18,14 +18,14 @@ import (
 func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error) {
 	va, a := s.va, s.agent
 	if a == nil {
-		if va.Status.VM.AgentRef == "" {
+		if va.Status.VM.AgentName == "" {
 			r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
 			return true, nil
 		}
 		// The Agent vanished: never destroy a VM whose Machine still exists.
-		if va.Status.VM.MachineRef != "" {
+		if va.Status.VM.MachineName != "" {
 			m := agents.New(agents.MachineGVK())
-			err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: va.Status.VM.MachineRef}, m)
+			err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: va.Status.VM.MachineName}, m)
 			if err == nil {
 				r.setPhase(va, afv1.VMPhaseBound, shared.ReasonAgentMissing)
 				s.requeueAfter(time.Minute)
@@ -54,13 +54,13 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 			machine = r.reservingMachine(ctx, s)
 		}
 		if machine != "" {
-			va.Status.VM.MachineRef = machine
+			va.Status.VM.MachineName = machine
 		}
 	}
 	if reason == shared.ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
 		// Once, when the status saying so is written (a conflicting write is retried by a pass that
 		// sees the old reason again).
-		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineRef
+		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineName
 		s.afterWrite = append(s.afterWrite, func() {
 			r.Recorder.Eventf(va, "Warning", shared.ReasonUnbindingPendingUserAction, "%s", unbindingPendingUserActionMessage(name, agent, machine))
 		})

@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return done("VMRetained", "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
 	}
 
-	agent, err := shared.FreshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentRef)
+	agent, err := shared.FreshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -73,7 +73,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	if agent != nil {
 		agentName = agent.Name
 	}
-	inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineRef)
+	inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -15,7 +15,7 @@ func (r *Reconciler) reportImage(_ context.Context, s *vmScope) (bool, error) {
 	va := s.va
 	state := planner.Lifecycle(planner.VMObservation{
 		Name: va.Name, Phase: va.Status.VM.Phase, Reason: va.Status.VM.Reason, Deleting: !va.DeletionTimestamp.IsZero(),
-		MachineRef: va.Status.VM.MachineRef != "", AgentBound: s.agent != nil && s.agent.IsBound(),
+		MachineRef: va.Status.VM.MachineName != "", AgentBound: s.agent != nil && s.agent.IsBound(),
 	})
 	v := planner.DecideImage(planner.ImageCheck{
 		Enabled: poolspec.ReplaceOutdated(s.pool), Current: poolspec.Image(s.pool), Booted: poolspec.BootedImage(va), State: state,

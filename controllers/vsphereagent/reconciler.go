@@ -331,7 +331,7 @@ func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 // checkLiveness replaces a VM whose Agent has not registered within registrationTimeout.
 func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error) {
 	va := s.va
-	if s.agent != nil || va.Status.VM.AgentRef != "" || va.Status.VM.CreatedAt == nil {
+	if s.agent != nil || va.Status.VM.AgentName != "" || va.Status.VM.CreatedAt == nil {
 		return true, nil
 	}
 	timeout := 20 * time.Minute
@@ -375,7 +375,7 @@ func (r *Reconciler) setReady(s *vmScope) {
 	default:
 		msg := "VM phase " + string(va.Status.VM.Phase)
 		if va.Status.VM.Reason == shared.ReasonUnbindingPendingUserAction {
-			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentRef, va.Status.VM.MachineRef)
+			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentName, va.Status.VM.MachineName)
 		}
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)
 	}

@@ -109,8 +109,8 @@ func frame(s *harness.Snapshot, t *harness.Tracker, width int) []string {
 		if phase == "" {
 			phase = "-"
 		}
-		lines = append(lines, fmt.Sprintf("  %-22s %-13s %-10s %-24s %s", name, phase, short(va.Status.VM.AgentRef, 8),
-			dash(va.Status.VM.MachineRef), isoState(s, va)))
+		lines = append(lines, fmt.Sprintf("  %-22s %-13s %-10s %-24s %s", name, phase, short(va.Status.VM.AgentName, 8),
+			dash(va.Status.VM.MachineName), isoState(s, va)))
 	}
 	lines = append(lines, "operator events (newest last):")
 	evs := s.Events

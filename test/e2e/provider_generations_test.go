@@ -44,7 +44,7 @@ func TestProviderGenerationsAcrossARestart(t *testing.T) {
 			e.await(ctx, "2 VMs with prepared Agents, 2 AgentMachines waiting", plateauWait, func(s *harness.Snapshot) bool {
 				return len(s.VMs) == 2 && countPhase(s, afv1.VMPhaseAvailable) == 2 && s.WaitingMachines() == 2
 			})
-			agent := e.tr.Last().VAs[0].Status.VM.AgentRef
+			agent := e.tr.Last().VAs[0].Status.VM.AgentName
 
 			e.stopManager()
 			// The operator prepares an Agent before assisted-service has validated it: the provider takes it once
@@ -77,7 +77,7 @@ func TestProviderGenerationsAcrossARestart(t *testing.T) {
 
 			e.await(ctx, "scale 0 -> 2 after the restart", plateauWait, func(s *harness.Snapshot) bool { return s.ScaledUp(2) && s.Installed() == 2 })
 			e.hold(ctx, 2)
-			if got := vaOfAgent(e.tr.Last(), agent).Status.VM.MachineRef; got != machine {
+			if got := vaOfAgent(e.tr.Last(), agent).Status.VM.MachineName; got != machine {
 				e.tr.Violate("the VsphereAgent of Agent %s records Machine %q, the reservation names %q", agent, got, machine)
 			}
 			e.scale(ctx, 0)
@@ -100,7 +100,7 @@ func countPhase(s *harness.Snapshot, phase afv1.VMPhase) int {
 
 func vaOfAgent(s *harness.Snapshot, agent string) *afv1.VsphereAgent {
 	for i := range s.VAs {
-		if s.VAs[i].Status.VM.AgentRef == agent {
+		if s.VAs[i].Status.VM.AgentName == agent {
 			return &s.VAs[i]
 		}
 	}

@@ -32,7 +32,7 @@ var invalidPools = []invalidCase{
 	one("agent missing", "spec.agent", unset("spec.agent")),
 	one("agent labels missing", "spec.agent.labels", unset("spec.agent.labels")),
 	one("datacenter empty", "spec.vsphere.datacenter", set("spec.vsphere.datacenter", "")),
-	one("network too long", "spec.vsphere.network", set("spec.vsphere.network", strings.Repeat("n", 256))),
+	one("network too long", "spec.vsphere.network", set("spec.vsphere.network", strings.Repeat("n", 513))),
 
 	// References must be DNS names.
 	one("hostedClusterRef uppercase and underscore", "spec.hostedClusterRef.name", set("spec.hostedClusterRef.name", "Bad_Name")),
@@ -49,24 +49,25 @@ var invalidPools = []invalidCase{
 
 	// Enums and patterns of the VM shape.
 	one("firmware unknown", "spec.vsphere.firmware", set("spec.vsphere.firmware", "uefi")),
-	one("scsiType unknown", "spec.vsphere.scsiType", set("spec.vsphere.scsiType", "nvme")),
-	one("networkAdapterType unknown", "spec.vsphere.networkAdapterType", set("spec.vsphere.networkAdapterType", "e1000x")),
+	one("scsiType too long", "spec.vsphere.scsiType", set("spec.vsphere.scsiType", strings.Repeat("s", 513))),
+	one("networkAdapterType too long", "spec.vsphere.networkAdapterType", set("spec.vsphere.networkAdapterType", strings.Repeat("e", 513))),
 	one("cleanupPolicy unknown", "spec.cleanupPolicy", set("spec.cleanupPolicy", "Orphan")),
-	one("role master", "spec.agent.role", set("spec.agent.role", "master")),
-	one("guestID with space", "spec.vsphere.guestID", set("spec.vsphere.guestID", "rhel 9")),
+	one("role with space", "spec.agent.role", set("spec.agent.role", "my role")),
+	one("role empty", "spec.agent.role", set("spec.agent.role", "")),
+	one("role too long", "spec.agent.role", set("spec.agent.role", strings.Repeat("r", 64))),
+	one("guestID too long", "spec.vsphere.guestID", set("spec.vsphere.guestID", strings.Repeat("g", 513))),
 	one("folder with ..", "spec.vsphere.folder", set("spec.vsphere.folder", "vm/../other")),
 
 	// Sizes.
-	one("numCPUs below 2", "spec.template.numCPUs", set("spec.template.numCPUs", 1)),
+	one("numCPUs below 1", "spec.template.numCPUs", set("spec.template.numCPUs", 0)),
 	one("numCPUs above 256", "spec.template.numCPUs", set("spec.template.numCPUs", 257)),
-	one("memoryMiB below 4096", "spec.template.memoryMiB", set("spec.template.memoryMiB", 2048)),
-	one("memoryMiB not a multiple of 4", "spec.template.memoryMiB", set("spec.template.memoryMiB", 16385)),
+	one("memoryMiB below 1024", "spec.template.memoryMiB", set("spec.template.memoryMiB", 1020)),
 	one("memoryMiB above maximum", "spec.template.memoryMiB", set("spec.template.memoryMiB", 6291460)),
 	one("diskGiB below 20", "spec.template.diskGiB", set("spec.template.diskGiB", 10)),
 	one("diskGiB above maximum", "spec.template.diskGiB", set("spec.template.diskGiB", 70000)),
 	one("namePrefix uppercase", "spec.template.namePrefix", set("spec.template.namePrefix", "Worker")),
 	one("namePrefix trailing dash", "spec.template.namePrefix", set("spec.template.namePrefix", "worker-")),
-	one("namePrefix too long", "spec.template.namePrefix", set("spec.template.namePrefix", strings.Repeat("w", 41))),
+	one("namePrefix too long", "spec.template.namePrefix", set("spec.template.namePrefix", strings.Repeat("w", 59))),
 
 	// ISO cache.
 	one("retainVersions zero", "spec.iso.retainVersions", set("spec.iso.retainVersions", 0)),
@@ -74,12 +75,10 @@ var invalidPools = []invalidCase{
 	one("retainVersions above 20", "spec.iso.retainVersions", set("spec.iso.retainVersions", 21)),
 	one("pathPrefix with ..", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "agent-forge/../etc")),
 	one("pathPrefix is ..", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "..")),
-	one("pathPrefix absolute", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "/agent-forge")),
-	one("pathPrefix with space", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "agent forge")),
-	one("pathPrefix with shell character", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "iso$cache")),
-	one("pathPrefix too long", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", strings.Repeat("p", 201))),
-	one("checkInterval below 1m", "spec.iso.checkInterval", set("spec.iso.checkInterval", "30s")),
-	one("checkInterval above 168h", "spec.iso.checkInterval", set("spec.iso.checkInterval", "169h")),
+	one("pathPrefix with a newline", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "iso\ncache")),
+	one("pathPrefix with a control character", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", "iso\x01cache")),
+	one("pathPrefix too long", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", strings.Repeat("p", 513))),
+	one("checkInterval below 10s", "spec.iso.checkInterval", set("spec.iso.checkInterval", "5s")),
 	one("checkInterval not a duration", "spec.iso.checkInterval", set("spec.iso.checkInterval", "hourly")),
 
 	// Timing and limits.
@@ -114,7 +113,7 @@ var invalidPools = []invalidCase{
 	one("label reserved operator vsphereagent label", "spec.agent.labels", set("spec.agent.labels", map[string]interface{}{"agent-forge.containeroo.ch/vsphereagent": "x"})),
 
 	// vSphere tags.
-	one("vmTags more than 32", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", tags(33))),
+	one("vmTags more than 64", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", tags(65))),
 	one("vmTags empty item", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", []interface{}{"ok", ""})),
 	one("vmTags duplicate", "spec.vsphere.vmTags", set("spec.vsphere.vmTags", []interface{}{"cat/a", "cat/a"})),
 

@@ -513,7 +513,7 @@ func explainStall(ctx context.Context, c client.Client, perPool int) {
 				}
 			}
 			logf("stall:   vm %s phase=%s reason=%s agent=%s deleting=%t%s", va.Name, va.Status.VM.Phase, va.Status.VM.Reason,
-				va.Status.VM.AgentRef, !va.DeletionTimestamp.IsZero(), msg)
+				va.Status.VM.AgentName, !va.DeletionTimestamp.IsZero(), msg)
 		}
 	}
 }
