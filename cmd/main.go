@@ -87,15 +87,13 @@ func main() {
 		LeaderElectionNamespace: leaderElectionNamespace,
 		WatchNamespaces:         splitNamespaces(watchNamespaces),
 		TLSOpts:                 tlsOpts,
-		Controllers:             controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets, CRDPollInterval: crdPoll},
+		Controllers:             controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets, CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle},
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to set up the manager")
 		os.Exit(1)
 	}
 
-	// TODO(integrator, issue 26): pass trustedCABundle as controllers.Options.TrustedCABundleFile (and on
-	// to iso.Options.TrustedCABundleFile in controllers' NewISOCache); until then it is only reported.
 	setupLog.Info("starting manager", "trustedCABundle", trustedCABundle)
 	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "problem running manager")

@@ -110,7 +110,7 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	}
 	poolRecorder := mgr.GetEventRecorderFor("agent-forge-pool") //nolint:staticcheck // events.k8s.io recorder migration tracked in issue #26
 	poolEvents := make(chan event.GenericEvent, 4096)
-	isoCache, isoRunnable, err := pool.NewISOCache(opts.Clock, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
+	isoCache, isoRunnable, err := pool.NewISOCache(opts.Clock, opts.TrustedCABundleFile, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
 		p := &afv1.VsphereAgentPool{}
 		p.Namespace, p.Name = key.Namespace, key.Name
 		select { // never block a download goroutine; the pool also polls while a job runs

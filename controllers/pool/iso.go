@@ -48,9 +48,9 @@ type managedISOCache struct {
 
 // NewISOCache returns the production ISO cache; onDone is called when a background job finishes
 // (wire it to requeue the pool); crash is the crash-point seam (Options.CrashPoint, nil in production).
-func NewISOCache(c clock.PassiveClock, recorder iso.EventRecorder, log logr.Logger, onDone func(types.NamespacedName),
+func NewISOCache(c clock.PassiveClock, trustedCABundle string, recorder iso.EventRecorder, log logr.Logger, onDone func(types.NamespacedName),
 	crash func(ctx context.Context, point string, pool types.NamespacedName)) (ISOCache, manager.Runnable, error) {
-	cache, err := iso.NewCache(iso.Options{Clock: c, Log: log})
+	cache, err := iso.NewCache(iso.Options{Clock: c, Log: log, TrustedCABundleFile: trustedCABundle})
 	if err != nil {
 		return nil, nil, err
 	}

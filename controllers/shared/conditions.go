@@ -50,7 +50,7 @@ func SetCondition(conds *[]metav1.Condition, condType string, ok bool, reason, m
 		status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(conds, metav1.Condition{
-		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
+		Type: condType, Status: status, Reason: reason, Message: RedactText(message), ObservedGeneration: generation,
 	})
 }
 

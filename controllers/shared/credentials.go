@@ -62,6 +62,10 @@ func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 	if len(missing) > 0 {
 		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s lacks keys %v", ns, ref.Name, missing)}
 	}
+	if err := vsphere.ValidateServer(creds.Server); err != nil {
+		// the message never quotes the value: it may carry a password in its userinfo
+		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s: %v", ns, ref.Name, err)}
+	}
 	return creds, nil
 }
 
@@ -71,5 +75,5 @@ func VSphereReason(err error) string {
 	if ce := (*CredentialsError)(nil); errors.As(err, &ce) {
 		return ce.reason
 	}
-	return string(vsphere.ClassOf(err))
+	return vsphere.Reason(err)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/containeroo/agent-forge-operator/internal/iso"
+	"github.com/containeroo/agent-forge-operator/internal/redact"
 )
 
 // refusalEventInterval is how often the same refusal of a pool (same reason) is announced again while
@@ -63,5 +64,5 @@ var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
 // RedactText replaces every URL in a message by its redacted form (no user info, query or token-like
 // path segment): error texts of HTTP and SOAP clients may quote the URL they called.
 func RedactText(msg string) string {
-	return urlInText.ReplaceAllStringFunc(msg, iso.RedactURL)
+	return redact.String(urlInText.ReplaceAllStringFunc(msg, iso.RedactURL))
 }

@@ -20,6 +20,11 @@ type Options struct {
 	AllowCrossNamespaceSecrets bool
 	// Clock drives every time-based decision (registration timeout, debounce, ISO checks); tests inject a fake.
 	Clock clock.WithTicker
+	// TrustedCABundleFile is the cluster's injected trusted CA bundle (PEM; OpenShift fills the
+	// ConfigMap labelled config.openshift.io/inject-trusted-cabundle). It is trusted, with the system
+	// roots, for the ISO download and for vCenter, and re-read when it changes. Empty or absent: system
+	// roots only.
+	TrustedCABundleFile string
 	// Sessions hands out vSphere clients (default: a process-wide session cache).
 	Sessions vsphere.Sessions
 	// DebounceIdle and DebounceMax batch bursts of demand: creation waits until demand was stable for
@@ -73,7 +78,7 @@ func (o *Options) Defaults() {
 		o.Clock = clock.RealClock{}
 	}
 	if o.Sessions == nil {
-		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere")})
+		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere"), Clock: o.Clock, ExtraCAFile: o.TrustedCABundleFile})
 	}
 	if o.DebounceIdle == 0 {
 		o.DebounceIdle = time.Second
