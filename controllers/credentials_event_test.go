@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -51,13 +52,13 @@ var _ = Describe("Credentials missing or wrong", func() {
 		Expect(vsphereAgents(pool)).To(BeEmpty())
 	})
 
-	It("a wrong password: AuthenticationFailed Event without the password or the server's user info", func(ctx context.Context) {
+	It("a wrong password: AuthenticationFailed Event without the password", func(ctx context.Context) {
 		const wrong = "wr0ng-pa55word-never-shown"
 		_, s, _, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) {
 			p.Spec.VSphere.CredentialsSecretRef.Name = "bad-credentials"
 		})
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: "bad-credentials"}, StringData: map[string]string{
-			"server": "https://" + vcsim.Username + ":" + wrong + "@" + vc.URL.Host + "/sdk", "username": vcsim.Username, "password": wrong,
+			"server": "https://" + vc.URL.Host + "/sdk", "username": vcsim.Username, "password": wrong,
 			"caBundle": string(vc.Credentials.CABundle),
 		}}
 		Expect(k8s.Create(ctx, secret)).To(Succeed())
@@ -65,8 +66,36 @@ var _ = Describe("Credentials missing or wrong", func() {
 			g.Expect(conditionReason(getPool(pool), afv1.ConditionVSphereReachable)).To(Equal("AuthenticationFailed"))
 			g.Expect(eventCount(ctx, pool, "AuthenticationFailed")).To(BeEquivalentTo(1))
 		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
-		for _, m := range poolEventMessages(ctx, pool) {
-			Expect(m).NotTo(ContainSubstring(wrong))
-		}
+		expectNoSecretWritten(ctx, pool, wrong)
+	})
+
+	It("a server with user info: refused as CredentialsInvalid before any connection, the password in no status or Event", func(ctx context.Context) {
+		const wrong = "us3rinfo-pa55word-never-shown"
+		_, s, _, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) {
+			p.Spec.VSphere.CredentialsSecretRef.Name = "userinfo-credentials"
+		})
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: "userinfo-credentials"}, StringData: map[string]string{
+			"server": "https://" + vcsim.Username + ":" + wrong + "@" + vc.URL.Host + "/sdk", "username": vcsim.Username, "password": wrong,
+			"caBundle": string(vc.Credentials.CABundle),
+		}}
+		Expect(k8s.Create(ctx, secret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(conditionReason(getPool(pool), afv1.ConditionVSphereReachable)).To(Equal("CredentialsInvalid"))
+			g.Expect(eventCount(ctx, pool, "CredentialsInvalid")).To(BeEquivalentTo(1))
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
+		expectNoSecretWritten(ctx, pool, wrong)
+		Expect(vsphereAgents(pool)).To(BeEmpty())
 	})
 })
+
+// expectNoSecretWritten fails when the secret appears in any Event of the pool or in its written status
+// (conditions included).
+func expectNoSecretWritten(ctx context.Context, pool *afv1.VsphereAgentPool, secret string) {
+	GinkgoHelper()
+	for _, m := range poolEventMessages(ctx, pool) {
+		Expect(m).NotTo(ContainSubstring(secret))
+	}
+	status, err := json.Marshal(getPool(pool).Status)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(status)).NotTo(ContainSubstring(secret))
+}
