@@ -20,17 +20,20 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
 // The kinds gathered. Foreign kinds (HyperShift, Agent provider, Assisted Installer) are written without
 // the spec fields that may carry credentials (see sanitize).
 var (
-	poolsGVR         = schema.GroupVersionResource{Group: "agent-forge.containeroo.ch", Version: "v1alpha1", Resource: "vsphereagentpools"}
-	vsphereAgentsGVR = schema.GroupVersionResource{Group: "agent-forge.containeroo.ch", Version: "v1alpha1", Resource: "vsphereagents"}
-	nodePoolsGVR     = schema.GroupVersionResource{Group: "hypershift.openshift.io", Version: "v1beta1", Resource: "nodepools"}
-	agentMachinesGVR = schema.GroupVersionResource{Group: "capi-provider.agent-install.openshift.io", Version: "v1beta1", Resource: "agentmachines"}
-	agentsGVR        = schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "agents"}
-	infraEnvsGVR     = schema.GroupVersionResource{Group: "agent-install.openshift.io", Version: "v1beta1", Resource: "infraenvs"}
+	poolsGVR         = afv1.GroupVersion.WithResource("vsphereagentpools")
+	vsphereAgentsGVR = afv1.GroupVersion.WithResource("vsphereagents")
+	nodePoolsGVR     = agents.NodePoolGVK.GroupVersion().WithResource("nodepools")
+	agentMachinesGVR = agents.AgentMachineGVK.GroupVersion().WithResource("agentmachines")
+	agentsGVR        = agents.AgentGVK.GroupVersion().WithResource("agents")
+	infraEnvsGVR     = agents.InfraEnvGVK.GroupVersion().WithResource("infraenvs")
 	eventsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	secretsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	configMapsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
