@@ -8,9 +8,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
@@ -99,3 +102,38 @@ func expectNoSecretWritten(ctx context.Context, pool *afv1.VsphereAgentPool, sec
 	Expect(err).NotTo(HaveOccurred())
 	Expect(string(status)).NotTo(ContainSubstring(secret))
 }
+
+var _ = Describe("Credentials without certificate verification", func() {
+	It(`warns with VCenterTLSVerified=False InsecureSkipVerify and one Warning Event while insecure is "true", and clears once a thumbprint pins vCenter`, func(ctx context.Context) {
+		_, s, _, pool := startPoolScenario(operatorOptions{}, nil) // the world's Secret sets insecure: "true"
+		Eventually(func(g Gomega) {
+			p := getPool(pool)
+			g.Expect(conditionReason(p, afv1.ConditionVSphereReachable)).To(Equal(shared.ReasonConnected), "insecure still works")
+			c := meta.FindStatusCondition(p.Status.Conditions, afv1.ConditionVCenterTLSVerified)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(afv1.ReasonInsecureSkipVerify))
+			g.Expect(eventCount(ctx, pool, afv1.ReasonInsecureSkipVerify)).To(BeEquivalentTo(1))
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
+		Expect(conditionReason(getPool(pool), afv1.ConditionReady)).NotTo(Equal(afv1.ReasonInsecureSkipVerify), "a warning, not a blocker")
+		pokePool(pool)
+		Consistently(func() int32 { return eventCount(ctx, pool, afv1.ReasonInsecureSkipVerify) }, 2*time.Second, 200*time.Millisecond).Should(BeEquivalentTo(1))
+
+		By("pinning vCenter's certificate by thumbprint")
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var sec corev1.Secret
+			if err := k8s.Get(ctx, s.Secret, &sec); err != nil {
+				return err
+			}
+			delete(sec.Data, "insecure")
+			sec.Data["thumbprint"] = []byte(vc.Thumbprint)
+			return k8s.Update(ctx, &sec)
+		})).To(Succeed())
+		pokePool(pool)
+		Eventually(func(g Gomega) {
+			p := getPool(pool)
+			g.Expect(conditionReason(p, afv1.ConditionVCenterTLSVerified)).To(Equal(afv1.ReasonCertificateVerified))
+			g.Expect(conditionReason(p, afv1.ConditionVSphereReachable)).To(Equal(shared.ReasonConnected))
+		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+})

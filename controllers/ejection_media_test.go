@@ -7,6 +7,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -101,4 +104,49 @@ func eventsWith(ctx context.Context, va *afv1.VsphereAgent, prefix string) []str
 		}
 	}
 	return out
+}
+
+var _ = Describe("ISO ejection of a drive emptied outside the operator", func() {
+	It("reports NotAttached (not Ejected), counts no ejection and says so once", func(ctx context.Context) {
+		es := startEjectScenario(operatorOptions{}, world.Options{}, nil)
+		va := es.boundVAs(ctx, 1)[0]
+		Expect(wrapUnlocked(&va)).To(Succeed())
+		emptyCDROMs(ctx, &va) // someone ejected the ISO in the vSphere client
+		Expect(attachedISOs(vmOf(&va))).To(BeEmpty())
+		ejects := isoOps(metrics.ISOOpEject, metrics.ResultSuccess)
+
+		es.enable()
+		Eventually(func() string { return ejectReason(&va) }, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonISONotAttached))
+		c := ejectCondition(&va)
+		Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		Expect(c.Message).To(ContainSubstring("outside the operator"))
+		Eventually(func() []string { return eventsWith(ctx, &va, "ISONotAttached:") }, 10*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+		Eventually(func() int32 {
+			sum := getPool(es.pool).Status.ISOEjections
+			if sum == nil {
+				return -1
+			}
+			return sum.NotAttached
+		}, 30*time.Second, 250*time.Millisecond).Should(Equal(int32(1)))
+		pokePool(es.pool)
+		Consistently(func() string { return ejectReason(&va) }, 2*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonISONotAttached))
+		Expect(eventsWith(ctx, &va, "ISONotAttached:")).To(HaveLen(1))
+		Expect(eventsWith(ctx, &va, "ISOEjected:")).To(BeEmpty())
+		Expect(isoOps(metrics.ISOOpEject, metrics.ResultSuccess) - ejects).To(BeZero())
+		Expect(getPool(es.pool).Status.ISOEjections.Ejected).To(BeZero())
+	})
+})
+
+// emptyCDROMs ejects every CD-ROM's media through vCenter as a user in the vSphere client would.
+func emptyCDROMs(ctx context.Context, va *afv1.VsphereAgent) {
+	GinkgoHelper()
+	gc, err := vc.Login(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = gc.Logout(ctx) }()
+	vm := object.NewVirtualMachine(gc.Client, vc.VMByInstanceUUID(getVA(va).Status.VM.InstanceUUID).Self)
+	devices, err := vm.Device(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	for _, d := range devices.SelectByType((*types.VirtualCdrom)(nil)) {
+		Expect(vm.EditDevice(ctx, devices.EjectIso(d.(*types.VirtualCdrom)))).To(Succeed())
+	}
 }

@@ -13,6 +13,15 @@ const (
 	// ConditionCRDsCurrent is False when the served VsphereAgent CRD would prune status.isoEjection
 	// recovery fields (CRDs older than the controller): no ejection starts until it is updated.
 	ConditionCRDsCurrent = "CRDsCurrent"
+	// ConditionVCenterTLSVerified is False while the credentials Secret sets insecure: "true" (a warning:
+	// the pool works, but vCenter's certificate is not checked). It does not take part in Ready.
+	ConditionVCenterTLSVerified = "VCenterTLSVerified"
+)
+
+// Reasons for VCenterTLSVerified.
+const (
+	ReasonCertificateVerified = "CertificateVerified"
+	ReasonInsecureSkipVerify  = "InsecureSkipVerify"
 )
 
 // Condition types of VsphereAgent.
@@ -29,6 +38,9 @@ const (
 	ReasonWaitingForInstallation = "WaitingForInstallation"
 	ReasonEjectionInProgress     = "EjectionInProgress"
 	ReasonEjected                = "Ejected"
+	// ReasonISONotAttached: no CD-ROM holds the pool's ISO although this operator ejected nothing (the
+	// drive was emptied outside it, or by an attempt interrupted before it recorded its task).
+	ReasonISONotAttached = "NotAttached"
 	ReasonEjectionFailed         = "EjectionFailed"
 )
 

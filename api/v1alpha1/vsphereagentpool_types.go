@@ -500,6 +500,10 @@ type ISOEjectionSummary struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="ISOs Ejected",xDescriptors="urn:alm:descriptor:text"
 	Ejected int32 `json:"ejected"`
+	// NotAttached counts VMs whose drive was found without the pool's ISO although this operator ejected
+	// nothing (ISOEjected=True, reason NotAttached: emptied outside the operator).
+	// +optional
+	NotAttached int32 `json:"notAttached,omitempty"`
 	// InProgress counts VMs with an ejection under way (reason EjectionInProgress).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejections In Progress",xDescriptors="urn:alm:descriptor:text"

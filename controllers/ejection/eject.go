@@ -55,7 +55,7 @@ func (e *Ejector) Step(ctx context.Context, p *Pass) error {
 		return e.stepEjection(ctx, p)
 	}
 	if !p.Pool.Spec.ISO.EjectAfterInstall {
-		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
+		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || !finished(c) {
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
 		}
 		return nil
@@ -66,7 +66,7 @@ func (e *Ejector) Step(ctx context.Context, p *Pass) error {
 // startEjection checks the trigger and records the next CD-ROM to eject.
 func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
 	va := p.VA
-	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c != nil && c.Reason == afv1.ReasonEjected && c.Status == metav1.ConditionTrue {
+	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c != nil && finished(c) && c.Status == metav1.ConditionTrue {
 		return nil
 	}
 	if reason, msg := ejectionTrigger(p); reason != "" {
@@ -96,7 +96,7 @@ func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
 	}
 	ours, unrelated := e.classifyMedia(p, info)
 	if len(ours) == 0 {
-		e.markEjected(p, "no discovery ISO of this pool is attached", unrelated)
+		e.markNotAttached(p, "no CD-ROM holds this pool's discovery ISO and this operator ejected none: it was removed outside the operator (by whom is not known)", unrelated)
 		return nil
 	}
 	target := ours[0]
@@ -177,6 +177,41 @@ func (e *Ejector) markEjected(p *Pass, msg string, unrelated []string) {
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
 }
 
+// markNotAttached sets ISOEjected=True/NotAttached: the drive holds none of the pool's ISOs although this
+// operator ejected nothing. Users read Ejected as "the operator ejected it", so this says what was seen.
+func (e *Ejector) markNotAttached(p *Pass, msg string, unrelated []string) {
+	va := p.VA
+	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonISONotAttached {
+		e.Recorder.Eventf(va, "Normal", "ISONotAttached", "VM %s: %s", va.Status.VM.Name, msg)
+	}
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonISONotAttached, msg+unrelatedNote(unrelated), va.Generation)
+}
+
+// foundEmpty closes a recorded ejection whose CD-ROM was already empty with no task of ours known: no
+// ejection is counted; other CD-ROMs with the pool's ISO are still ejected.
+func (e *Ejector) foundEmpty(ctx context.Context, p *Pass, vs vsphere.Client) error {
+	va, rec := p.VA, p.VA.Status.ISOEjection
+	va.Status.ISOEjection = nil
+	info, err := vs.FindVM(ctx, rec.Datacenter, rec.InstanceUUID, rec.BIOSUUID)
+	if err != nil {
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
+			fmt.Sprintf("CD-ROM %d was found empty; checking the VM's other CD-ROMs", rec.DeviceKey), va.Generation)
+		p.requeueAfter(time.Second)
+		return nil
+	}
+	if ours, unrelated := e.classifyMedia(p, info); len(ours) == 0 {
+		e.markNotAttached(p, fmt.Sprintf("CD-ROM %d no longer held %s when the recorded ejection ran and no task of this operator emptied it: removed outside the operator, or by an attempt interrupted before it recorded its task", rec.DeviceKey, rec.ISOPath), unrelated)
+		return nil
+	}
+	p.requeueAfter(time.Millisecond) // the next pass records the next CD-ROM with our ISO
+	return nil
+}
+
+// finished reports whether an ISOEjected condition is final: ejected by us, or found not attached.
+func finished(c *metav1.Condition) bool {
+	return c.Reason == afv1.ReasonEjected || c.Reason == afv1.ReasonISONotAttached
+}
+
 // stepEjection advances a recorded ejection by one step.
 func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 	va, rec := p.VA, p.VA.Status.ISOEjection
@@ -240,6 +275,9 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 	rec.RetryAfter, rec.LastError = nil, ""
 	switch res.State {
 	case vsphere.EjectDone:
+		if res.FoundEmpty && req.TaskRef == "" && rec.QuestionID == "" {
+			return e.foundEmpty(ctx, p, vs)
+		}
 		return e.ejectionDone(ctx, p, vs)
 	case vsphere.EjectQuestionPending:
 		if rec.QuestionID != res.QuestionID {

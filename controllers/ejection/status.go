@@ -24,6 +24,8 @@ func Summary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
 		switch c.Reason {
 		case afv1.ReasonEjected:
 			sum.Ejected++
+		case afv1.ReasonISONotAttached:
+			sum.NotAttached++
 		case afv1.ReasonEjectionInProgress:
 			sum.InProgress++
 		case afv1.ReasonEjectionFailed:

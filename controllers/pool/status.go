@@ -96,6 +96,8 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 		shared.SetCondition(&st.Conditions, afv1.ConditionVSphereReachable, true, shared.ReasonConnected, "logged in to "+s.creds.Server, gen)
 	}
 
+	r.setTLSVerified(p, s)
+
 	if s.isoCond != nil {
 		shared.SetCondition(&st.Conditions, afv1.ConditionISOReady, s.isoCond.status, s.isoCond.reason, s.isoCond.message, gen)
 	}
@@ -167,4 +169,23 @@ func forgetPoolMetrics(ns, name string) {
 	metrics.PoolCapacity.DeletePartialMatch(labels)
 	metrics.VMResources.DeletePartialMatch(labels)
 	metrics.PoolHeadroom.DeletePartialMatch(labels)
+}
+
+// setTLSVerified warns while vCenter's certificate is not verified (insecure: "true"): the pool works, but
+// whoever sits on the path to vCenter can read the password. A Warning Event marks each switch to insecure.
+func (r *Reconciler) setTLSVerified(p *afv1.VsphereAgentPool, s *poolScope) {
+	st := &p.Status
+	if s.creds.Server == "" {
+		return // credentials not read: nothing known about their TLS settings
+	}
+	if !s.creds.Insecure {
+		shared.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, true, afv1.ReasonCertificateVerified,
+			"vCenter's certificate is verified (caBundle, thumbprint, or the system and cluster trust)", p.Generation)
+		return
+	}
+	const msg = `the credentials Secret sets insecure: "true": vCenter's certificate is not verified, so anyone on the path to vCenter can impersonate it and read its password; set caBundle or thumbprint instead`
+	if c := shared.FindCondition(st.Conditions, afv1.ConditionVCenterTLSVerified); c == nil || c.Reason != afv1.ReasonInsecureSkipVerify {
+		r.Recorder.Event(p, "Warning", afv1.ReasonInsecureSkipVerify, msg)
+	}
+	shared.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, false, afv1.ReasonInsecureSkipVerify, msg, p.Generation)
 }

@@ -91,7 +91,7 @@ func (c *client) ejectISO(ctx context.Context, req EjectRequest) (*EjectResult, 
 		return c.resumeEject(ctx, *ref, &vm, cd, ejected, req)
 	}
 	if ejected {
-		return &EjectResult{State: EjectDone}, false, nil
+		return &EjectResult{State: EjectDone, FoundEmpty: true}, false, nil
 	}
 	if isoPathOf(cd) != req.ExpectedISOPath {
 		return nil, false, NewError(ClassRefused, OpEject, "CD-ROM %d holds %q, not %q: media changed",

@@ -98,7 +98,9 @@ func TestEjectAnswersTheConfirmedLockQuestion(t *testing.T) {
 	// The caller checkpointed the id and confirms exactly that question.
 	req.QuestionID = pending.QuestionID
 	req.ConfirmQuestionID = pending.QuestionID
-	f.pollUntil(t, req, vsphere.EjectDone)
+	if done := f.pollUntil(t, req, vsphere.EjectDone); done.FoundEmpty {
+		t.Fatalf("the recorded task emptied the drive, yet FoundEmpty: %+v", done)
+	}
 	answers := f.vm.Answers()
 	if len(answers) != 1 || answers[0].QuestionID != pending.QuestionID || !answers[0].Yes || answers[0].Label != "button.yes" {
 		t.Fatalf("answers = %+v, want one button.yes to %s", answers, pending.QuestionID)
@@ -109,9 +111,10 @@ func TestEjectAnswersTheConfirmedLockQuestion(t *testing.T) {
 	if cd := f.cdrom(t); cd.ISOPath != "" || cd.Connected {
 		t.Fatalf("device after ejection: %+v", cd)
 	}
-	// Idempotent: a later call (even without the task) reports Done.
-	if res := f.eject(t, f.req); res.State != vsphere.EjectDone {
-		t.Fatalf("repeat = %+v", res)
+	// Idempotent: a later call (even without the task) reports Done, and says it found the drive empty
+	// (nothing it knows of emptied it), so the caller does not claim an ejection.
+	if res := f.eject(t, f.req); res.State != vsphere.EjectDone || !res.FoundEmpty {
+		t.Fatalf("repeat = %+v, want Done and FoundEmpty", res)
 	}
 }
 

@@ -155,6 +155,9 @@ type EjectResult struct {
 	// Adopted is set when a reconfigure found running on the VM (started before a crash, its task
 	// never checkpointed) was taken over instead of starting a second one.
 	Adopted bool
+	// FoundEmpty is set when the CD-ROM was already empty and the request named no task: nothing was
+	// ejected by this call (emptied outside the operator, or by an attempt that lost its task).
+	FoundEmpty bool
 }
 
 // Client is one logged-in vCenter session. Implementations are safe for concurrent use.
