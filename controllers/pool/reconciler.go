@@ -42,7 +42,7 @@ import (
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs,verbs=list;watch
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=nodepools,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler turns a NodePool's waiting AgentMachines into VsphereAgents (one per VM), and removes
 // the ones no longer needed.
