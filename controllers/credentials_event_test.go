@@ -17,14 +17,14 @@ import (
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
-// eventCount sums the counts of the pool's Events with reason (the recorder folds repeats into one Event).
+// eventCount sums the occurrences of the pool's Events with reason (the recorder folds repeats into a series).
 func eventCount(ctx context.Context, p *afv1.VsphereAgentPool, reason string) int32 {
 	GinkgoHelper()
 	var n int32
 	for _, e := range poolEvents(ctx, p) {
 		if e.Reason == reason {
 			Expect(e.Type).To(Equal(corev1.EventTypeWarning))
-			n += max(e.Count, 1)
+			n += eventOccurrences(e)
 		}
 	}
 	return n

@@ -108,7 +108,8 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	if err := shared.SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
-	poolRecorder := mgr.GetEventRecorderFor("agent-forge-pool") //nolint:staticcheck // events.k8s.io recorder migration tracked in issue #26
+	// events.k8s.io/v1 recorders; the names are the Events' reportingController.
+	poolRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-pool"))
 	poolEvents := make(chan event.GenericEvent, 4096)
 	isoCache, isoRunnable, err := pool.NewISOCache(opts.Clock, opts.TrustedCABundleFile, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
 		p := &afv1.VsphereAgentPool{}
@@ -144,7 +145,7 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		ISO: isoCache, ISOEvents: poolEvents, Guard: guard}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("pool controller: %w", err)
 	}
-	vmRecorder := mgr.GetEventRecorderFor("agent-forge-vm") //nolint:staticcheck // events.k8s.io recorder migration tracked in issue #26
+	vmRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-vm"))
 	if err := (&vsphereagent.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("vsphereagent controller: %w", err)
 	}

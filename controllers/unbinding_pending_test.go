@@ -109,7 +109,7 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 	})
 })
 
-// vaEventCount sums the counts of the VsphereAgent's Events with reason (the recorder folds repeats).
+// vaEventCount sums the occurrences of the VsphereAgent's Events with reason (the recorder folds repeats into a series).
 func vaEventCount(ctx context.Context, va *afv1.VsphereAgent, reason string) int32 {
 	GinkgoHelper()
 	var list corev1.EventList
@@ -117,7 +117,7 @@ func vaEventCount(ctx context.Context, va *afv1.VsphereAgent, reason string) int
 	var n int32
 	for _, e := range list.Items {
 		if e.InvolvedObject.Kind == "VsphereAgent" && e.InvolvedObject.Name == va.Name && e.Reason == reason {
-			n += max(e.Count, 1)
+			n += eventOccurrences(e)
 		}
 	}
 	return n

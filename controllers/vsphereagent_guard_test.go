@@ -58,7 +58,7 @@ var _ = Describe("A VsphereAgent applied by hand", func() {
 		n := 0
 		for _, e := range events.Items {
 			if e.Reason == vsphereagent.ReasonNotCreatedByPool {
-				n += int(e.Count)
+				n += int(eventOccurrences(e))
 			}
 		}
 		Expect(n).To(Equal(1), "one Warning event, not one per pass")

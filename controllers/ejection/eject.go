@@ -171,7 +171,7 @@ func (e *Ejector) markEjected(p *Pass, msg string, unrelated []string) {
 	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected)
 	first := c == nil || c.Reason != afv1.ReasonEjected
 	if first && len(unrelated) > 0 {
-		e.Recorder.Eventf(va, "Warning", "UnrelatedMediaAttached", "VM %s keeps media this pool does not own attached: %s",
+		e.Recorder.Eventf(va, nil, "Warning", "UnrelatedMediaAttached", shared.ActionEjectISO, "VM %s keeps media this pool does not own attached: %s",
 			va.Status.VM.Name, strings.Join(unrelated, ", "))
 	}
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
@@ -261,13 +261,13 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 	}
 	if res.Answered {
 		metrics.ObserveISOOperation(metrics.ISOOpAnswer, metrics.ResultSuccess)
-		e.Recorder.Eventf(va, "Normal", "CDROMLockAnswered", "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
+		e.Recorder.Eventf(va, nil, "Normal", "CDROMLockAnswered", shared.ActionEjectISO, "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
 		if err := crashpoint.Hit(ctx, CrashAfterAnswer); err != nil {
 			return err
 		}
 	}
 	if res.Adopted {
-		e.Recorder.Eventf(va, "Normal", "EjectionResumed", "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
+		e.Recorder.Eventf(va, nil, "Normal", "EjectionResumed", shared.ActionEjectISO, "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
 	}
 	if rec.LastError != "" {
 		rec.Attempts = 0 // progress again: a later failure starts its backoff afresh
@@ -283,7 +283,7 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 		if rec.QuestionID != res.QuestionID {
 			// Checkpoint the question ID first; the next pass answers exactly this question.
 			rec.QuestionID = res.QuestionID
-			e.Recorder.Eventf(va, "Normal", "CDROMLockQuestion", "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
+			e.Recorder.Eventf(va, nil, "Normal", "CDROMLockQuestion", shared.ActionEjectISO, "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
 		}
 		rec.TaskRef = res.TaskRef
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
@@ -322,7 +322,7 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client) 
 	// counting after the write counts each ejection once.
 	p.afterWrite(func() {
 		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultSuccess)
-		e.Recorder.Eventf(va, "Normal", "ISOEjected", "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
+		e.Recorder.Eventf(va, nil, "Normal", "ISOEjected", shared.ActionEjectISO, "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
 	})
 	va.Status.ISOEjection = nil
 	done := "discovery ISO " + rec.ISOPath + " ejected"
@@ -351,7 +351,7 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client) 
 func (e *Ejector) ejectStepFailed(p *Pass, err error) error {
 	va, rec := p.VA, p.VA.Status.ISOEjection
 	if vsphere.IsNotFound(err) {
-		e.Recorder.Eventf(va, "Warning", "ISOEjectionClosed", "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
+		e.Recorder.Eventf(va, nil, "Warning", "ISOEjectionClosed", shared.ActionEjectISO, "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "the VM is gone; nothing left to eject", va.Generation)
 		va.Status.ISOEjection = nil
 		return nil
@@ -381,7 +381,7 @@ func (e *Ejector) ejectionFailed(p *Pass, err error, op string) {
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed,
 		fmt.Sprintf("%s of %s failed (attempt %d): %v; retrying in %s", op, rec.ISOPath, rec.Attempts, err, delay), va.Generation)
 	if changed {
-		e.Recorder.Eventf(va, "Warning", "ISOEjectionFailed", "%s of %s: %v", op, rec.ISOPath, err)
+		e.Recorder.Eventf(va, nil, "Warning", "ISOEjectionFailed", shared.ActionEjectISO, "%s of %s: %v", op, rec.ISOPath, err)
 	}
 	p.requeueAfter(delay)
 }

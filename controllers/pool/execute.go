@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
@@ -68,7 +69,7 @@ func (r *Reconciler) replaceOutdated(ctx context.Context, s *poolScope, poolKey 
 			return err
 		}
 		if released {
-			r.Recorder.Eventf(s.pool, "Normal", afv1.ReasonOutdatedImage, "replacing VM %s: %s", rel.Name, rel.Message)
+			r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOutdatedImage, shared.ActionReplaceVM, "replacing VM %s: %s", rel.Name, rel.Message)
 		}
 	}
 	return nil
@@ -92,7 +93,7 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 	var created []string
 	defer func() {
 		if len(created) > 0 {
-			r.Recorder.Eventf(s.pool, "Normal", "VMRequested", "created %d VsphereAgent(s) for %d waiting AgentMachine(s): %s",
+			r.Recorder.Eventf(s.pool, nil, "Normal", "VMRequested", shared.ActionRequestVM, "created %d VsphereAgent(s) for %d waiting AgentMachine(s): %s",
 				len(created), s.waiting, strings.Join(created, ", "))
 		}
 	}()
@@ -112,7 +113,7 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 			return err
 		}
 		if err := r.Create(ctx, va); err != nil {
-			r.Recorder.Eventf(s.pool, "Warning", "CreateFailed", "creating VsphereAgent: %v", err)
+			r.Recorder.Eventf(s.pool, nil, "Warning", "CreateFailed", shared.ActionRequestVM, "creating VsphereAgent: %v", err)
 			return err
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {

@@ -256,7 +256,7 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 			reason = afv1.ReasonCreationsFailing
 			s.requeueAfter(f.retryAfter.Sub(now))
 			if r.refusalEvents.Allow(key+"/failing", fmt.Sprintf("%d", f.failures), now) {
-				r.Recorder.Eventf(p, "Warning", afv1.ReasonCreationsFailing, "%s; the other failure domains take the demand", msg)
+				r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonCreationsFailing, shared.ActionPlaceVM, "%s; the other failure domains take the demand", msg)
 			}
 		}
 		if s.vs != nil && s.preflightBlock == "" && !p.Spec.Paused {
@@ -290,7 +290,7 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 						reason = afv1.ReasonInsufficientCapacity
 					}
 					if len(c.short) > 0 && r.refusalEvents.Allow(key+"/capacity", afv1.ReasonInsufficientCapacity, now) {
-						r.Recorder.Eventf(p, "Warning", afv1.ReasonInsufficientCapacity, "%s; no VM is created there, retried every %s", msg, capacityCheckInterval)
+						r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInsufficientCapacity, shared.ActionPlaceVM, "%s; no VM is created there, retried every %s", msg, capacityCheckInterval)
 					}
 				} else if left > 0 {
 					r.refusalEvents.Clear(key + "/capacity")

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -43,7 +42,7 @@ import (
 // +kubebuilder:rbac:groups=agent-install.openshift.io,resources=infraenvs,verbs=list;watch
 // +kubebuilder:rbac:groups=hypershift.openshift.io,resources=nodepools,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler turns a NodePool's waiting AgentMachines into VsphereAgents (one per VM), and removes
 // the ones no longer needed.
@@ -51,7 +50,7 @@ type Reconciler struct {
 	client.Client
 	// APIReader reads uncached: Secrets, and the fresh checks before anything is released.
 	APIReader client.Reader
-	Recorder  record.EventRecorder
+	Recorder  *shared.Recorder
 	Opts      shared.Options
 	ISO       ISOCache
 	// ISOEvents requeues a pool when its ISO download finishes or the CRD guard changes its verdict.
@@ -313,7 +312,7 @@ func (r *Reconciler) checkClaim(ctx context.Context, s *poolScope) error {
 		}
 		if olderThan(other, s.pool) {
 			s.claimErr = fmt.Sprintf("NodePool %s is already served by VsphereAgentPool %s; this pool takes no action", s.pool.Spec.NodePoolRef.Name, other.Name)
-			r.Recorder.Event(s.pool, "Warning", "NodePoolAlreadyClaimed", s.claimErr)
+			r.Recorder.Eventf(s.pool, nil, "Warning", "NodePoolAlreadyClaimed", shared.ActionClaimNodePool, "%s", s.claimErr)
 			return errStop
 		}
 	}
@@ -435,7 +434,7 @@ func (r *Reconciler) credentialsRefused(s *poolScope, err error) {
 	if !r.refusalEvents.Allow(client.ObjectKeyFromObject(s.pool).String()+"/credentials", reason, r.Opts.Clock.Now()) {
 		return
 	}
-	r.Recorder.Eventf(s.pool, "Warning", reason, "vCenter not usable, no VM is created: %s", shared.RedactText(err.Error()))
+	r.Recorder.Eventf(s.pool, nil, "Warning", reason, shared.ActionPreflight, "vCenter not usable, no VM is created: %s", err)
 }
 
 // refreshISO keeps the discovery ISO cached (asynchronously: a download never blocks this worker).

@@ -3,7 +3,6 @@ package pool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,7 +31,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 	}
 	if agent != nil {
 		if agent.IsBound() {
-			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
+			r.Recorder.Eventf(s.pool, va, "Normal", "SurplusKept", shared.ActionReleaseVM, "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
 			return false, nil
 		}
 		inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineName)
@@ -40,7 +39,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 			return false, err
 		}
 		if inUse {
-			r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: Machine %s references its Agent", va.Name, machine)
+			r.Recorder.Eventf(s.pool, va, "Normal", "SurplusKept", shared.ActionReleaseVM, "VM %s kept: Machine %s references its Agent", va.Name, machine)
 			return false, nil
 		}
 		if r.Opts.BeforeUnapprove != nil {
@@ -48,7 +47,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 		}
 		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
 			if errors.Is(err, shared.ErrReservationWon) {
-				r.Recorder.Eventf(s.pool, "Normal", "SurplusKept", "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
+				r.Recorder.Eventf(s.pool, va, "Normal", "SurplusKept", shared.ActionReleaseVM, "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
 				s.requeueAfter(time.Second)
 				return false, nil
 			}
@@ -61,7 +60,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 	}
 	r.expectations.expectDelete(poolKey, va.Name)
 	metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "release").Inc()
-	r.Recorder.Eventf(s.pool, "Normal", "VMReleased", "releasing VM %s: %s", va.Name, why)
+	r.Recorder.Eventf(s.pool, va, "Normal", "VMReleased", shared.ActionReleaseVM, "releasing VM %s: %s", va.Name, why)
 	return true, nil
 }
 
@@ -92,7 +91,7 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 			continue
 		}
 		if err := r.cleanOrphan(ctx, s, vm); err != nil {
-			r.Recorder.Eventf(s.pool, "Warning", "OrphanCleanupFailed", "orphan VM %s: %v", vm.Name, err)
+			r.Recorder.Eventf(s.pool, nil, "Warning", "OrphanCleanupFailed", shared.ActionCleanUpOrphan, "orphan VM %s: %v", vm.Name, err)
 		}
 	}
 	return nil
@@ -100,7 +99,7 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 
 func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.VMInfo) error {
 	if s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
-		r.Recorder.Eventf(s.pool, "Warning", "OrphanFound", "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
+		r.Recorder.Eventf(s.pool, nil, "Warning", "OrphanFound", shared.ActionCleanUpOrphan, "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
 		return nil
 	}
 	agent, err := shared.FreshAgentByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress, vm.BIOSUUID)
@@ -113,7 +112,7 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 			return err
 		}
 		if agent.IsBound() || inUse {
-			r.Recorder.Eventf(s.pool, "Normal", "OrphanKept", "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, agent.Name)
+			r.Recorder.Eventf(s.pool, nil, "Normal", "OrphanKept", shared.ActionCleanUpOrphan, "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, agent.Name)
 			return nil
 		}
 		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
@@ -128,7 +127,7 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 			return err
 		}
 	}
-	r.Recorder.Eventf(s.pool, "Normal", "OrphanDestroyed", "destroyed orphan VM %s (no VsphereAgent)", vm.Name)
+	r.Recorder.Eventf(s.pool, nil, "Normal", "OrphanDestroyed", shared.ActionCleanUpOrphan, "destroyed orphan VM %s (no VsphereAgent)", vm.Name)
 	return nil
 }
 
@@ -137,7 +136,7 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Result, error) {
 	pool := s.pool
 	if pool.Spec.Paused {
-		r.Recorder.Event(pool, "Warning", "DeletionPaused", "pool is paused: its VMs are not cleaned up until spec.paused is false")
+		r.Recorder.Eventf(pool, nil, "Warning", "DeletionPaused", shared.ActionDeletePool, "pool is paused: its VMs are not cleaned up until spec.paused is false")
 		return ctrl.Result{}, nil
 	}
 	var vas afv1.VsphereAgentList
@@ -173,7 +172,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Re
 	if err := r.leases().ReleaseAll(ctx, s.pool); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Event(pool, "Normal", "PoolDeleted", fmt.Sprintf("cleanupPolicy %s applied to %d VM(s)", policyOf(pool), len(vas.Items)))
+	r.Recorder.Eventf(pool, nil, "Normal", "PoolDeleted", shared.ActionDeletePool, "cleanupPolicy %s applied to %d VM(s)", policyOf(pool), len(vas.Items))
 	r.expectations.forget(client.ObjectKeyFromObject(pool).String())
 	_, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, false)
 	return ctrl.Result{}, client.IgnoreNotFound(err)

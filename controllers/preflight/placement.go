@@ -163,7 +163,7 @@ func (c *Checker) checkPlacement(ctx context.Context, s *pass) error {
 	s.preflightBlock = reason
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
 	if c.Events.Allow(topic, reason, now) {
-		c.Recorder.Event(p, "Warning", reason, msg)
+		c.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionPreflight, "%s", msg)
 	}
 	return nil
 }

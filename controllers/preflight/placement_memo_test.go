@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -38,7 +38,7 @@ func TestPlacementVerdictNotInheritedByRecreatedPool(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 			fake := vspherefake.New(clk)
-			c := &Checker{Recorder: record.NewFakeRecorder(10), Clock: clk, Events: &shared.EventLimiter{}}
+			c := &Checker{Recorder: shared.NewRecorder(events.NewFakeRecorder(10)), Clock: clk, Events: &shared.EventLimiter{}}
 			pool := func(uid types.UID) *afv1.VsphereAgentPool {
 				p := &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "workers", UID: uid, Generation: 1}}
 				p.Spec.VSphere = afv1.VSphereSpec{Datacenter: "DC0", DatastoreCluster: "ds", Network: "net"}

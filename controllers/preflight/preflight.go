@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,7 +18,7 @@ type Checker struct {
 	// Reader reads the NodePool (the manager's cached client).
 	Reader client.Reader
 	// Recorder records the refusal Events on the pool.
-	Recorder record.EventRecorder
+	Recorder *shared.Recorder
 	// Clock times the rechecks (Options.Clock).
 	Clock clock.PassiveClock
 	// Events rate-limits the refusal Events (shared with the pool's other refusals).

@@ -107,7 +107,7 @@ func (c *Checker) checkPrivileges(ctx context.Context, s *pass) error {
 	s.preflightBlock = reason
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, reason, msg, p.Generation)
 	if c.Events.Allow(topic, reason, now) {
-		c.Recorder.Event(p, "Warning", reason, msg)
+		c.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionPreflight, "%s", msg)
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func (c *Checker) checkSelector(ctx context.Context, s *pass) error {
 	s.preflightBlock = reason
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, false, reason, msg, p.Generation)
 	if c.Events.Allow(topic, reason, c.Clock.Now()) {
-		c.Recorder.Event(p, "Warning", reason, msg+"; no VM is created")
+		c.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionPreflight, "%s", msg+"; no VM is created")
 	}
 	return nil
 }

@@ -158,7 +158,7 @@ func (ls *Leases) staticIPRefused(s *pass) {
 		return
 	}
 	if ls.Events.Allow(key, s.staticIP.block, ls.Clock.Now()) {
-		ls.Recorder.Event(s.pool, "Warning", s.staticIP.block, s.staticIP.blockMsg)
+		ls.Recorder.Eventf(s.pool, nil, "Warning", s.staticIP.block, shared.ActionPreflight, "%s", s.staticIP.blockMsg)
 	}
 }
 
@@ -271,7 +271,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 		if err := ls.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
 			return err
 		}
-		ls.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
+		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesReleased", shared.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
 	}
 	for _, l := range st.leases {
 		if st := l.StateOf(); st == leases.StatePending || st == leases.StateAssigned {
@@ -321,7 +321,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 			if apierrors.IsAlreadyExists(err) {
 				continue // a claim our stale read missed: it counts, try the next name
 			}
-			ls.Recorder.Eventf(s.pool, "Warning", "LeaseClaimFailed", "creating IPAddressClaim %s: %v", name, err)
+			ls.Recorder.Eventf(s.pool, nil, "Warning", "LeaseClaimFailed", shared.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
 		}
 		st.usedMACs[mac] = true
@@ -331,7 +331,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		}
 	}
 	if created > 0 {
-		ls.Recorder.Eventf(s.pool, "Normal", "LeasesClaimed", "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
+		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesClaimed", shared.ActionLeaseAddresses, "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
 	}
 	return nil
 }
@@ -373,7 +373,7 @@ func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 		}
 	}
 	if len(ready) > 0 {
-		ls.Recorder.Eventf(s.pool, "Normal", "LeasesPrepared", "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", len(ready), s.pool.Spec.InfraEnvRef.Name)
+		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesPrepared", shared.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", len(ready), s.pool.Spec.InfraEnvRef.Name)
 	}
 	return nil
 }
@@ -408,7 +408,7 @@ func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool,
 	}
 	doc, err := leases.NMState(cfg)
 	if err != nil {
-		ls.Recorder.Eventf(pool, "Warning", "LeaseInvalid", "lease %s: %v", l.Name, err)
+		ls.Recorder.Eventf(pool, nil, "Warning", "LeaseInvalid", shared.ActionLeaseAddresses, "lease %s: %v", l.Name, err)
 		return nil
 	}
 	labels := map[string]string{afv1.LabelPool: pool.Name, labelLease: l.Name}
@@ -491,7 +491,7 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 	if len(release) == 0 {
 		return nil
 	}
-	ls.Recorder.Eventf(s.pool, "Normal", "LeasesReleased", "pool deleted: released %d static address lease(s)", len(release))
+	ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesReleased", shared.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
 	return ls.removeLeases(ctx, s.pool, st, release)
 }
 

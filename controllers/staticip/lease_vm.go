@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
@@ -98,7 +99,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseAssigned); err != nil {
 			return Held{}, err
 		}
-		ls.Recorder.Eventf(va, "Normal", "LeaseHeld", "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
+		ls.Recorder.Eventf(va, nil, "Normal", "LeaseHeld", shared.ActionLeaseAddresses, "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
 	}
 	l := leaseOf(held, configOf[held.GetName()])
 	if !l.HasConfig {

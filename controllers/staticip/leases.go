@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,7 +24,7 @@ type Leases struct {
 	// APIReader reads claims, NMStateConfigs and IPAddresses live (they are not cached).
 	APIReader client.Reader
 	// Recorder records the lease Events on the pool or the VsphereAgent.
-	Recorder record.EventRecorder
+	Recorder *shared.Recorder
 	// Clock stamps releases and batches them (Options.Clock).
 	Clock clock.PassiveClock
 	// Events rate-limits the pool's refusal Events (shared with its other refusals; nil on the VM side).

@@ -62,7 +62,7 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 		// sees the old reason again).
 		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineName
 		s.afterWrite = append(s.afterWrite, func() {
-			r.Recorder.Eventf(va, "Warning", shared.ReasonUnbindingPendingUserAction, "%s", unbindingPendingUserActionMessage(name, agent, machine))
+			r.Recorder.Eventf(va, nil, "Warning", shared.ReasonUnbindingPendingUserAction, shared.ActionUnbindAgent, "%s", unbindingPendingUserActionMessage(name, agent, machine))
 		})
 	}
 	r.setPhase(va, phase, reason)

@@ -51,7 +51,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if err := r.leases().Settle(ctx, va, pool, reason == "CleanedUp"); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Event(va, "Normal", reason, msg)
+		r.Recorder.Eventf(va, nil, "Normal", reason, shared.ActionDestroyVM, "%s", msg)
 		metrics.VMResources.DeletePartialMatch(map[string]string{metrics.LabelPoolNamespace: va.Namespace, "vm": va.Name})
 		controllerutil.RemoveFinalizer(va, afv1.FinalizerVsphereAgent)
 		return ctrl.Result{}, r.Update(ctx, va)
@@ -84,7 +84,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 			return ctrl.Result{}, err
 		} else if deleting {
 			if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonWaitingForMachineDeletion {
-				r.Recorder.Eventf(va, "Normal", ReasonWaitingForMachineDeletion, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
+				r.Recorder.Eventf(va, nil, "Normal", ReasonWaitingForMachineDeletion, shared.ActionDestroyVM, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
 			}
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonWaitingForMachineDeletion,
 				"VM "+va.Status.VM.Name+" backs Machine "+machine+", which is being deleted; the VM is destroyed once it is gone", va.Generation)
@@ -109,10 +109,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	// Destroy by instance UUID = our UID: also finds a VM whose status was never persisted.
 	if err := vs.DestroyVM(ctx, dc, string(va.UID), poolspec.Ownership(va, pool)); err != nil {
 		if vsphere.ClassOf(err) == vsphere.ClassOwnership {
-			r.Recorder.Eventf(va, "Warning", "DestroyRefused", "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
+			r.Recorder.Eventf(va, nil, "Warning", "DestroyRefused", shared.ActionDestroyVM, "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
 			return done("VMNotOwned", "the VM is not ours; nothing destroyed")
 		}
-		r.Recorder.Eventf(va, "Warning", "VMDestroyFailed", "destroying VM %s: %v", va.Status.VM.Name, err)
+		r.Recorder.Eventf(va, nil, "Warning", "VMDestroyFailed", shared.ActionDestroyVM, "destroying VM %s: %v", va.Status.VM.Name, err)
 		return ctrl.Result{}, err
 	}
 	if _, err := vs.FindVM(ctx, dc, string(va.UID), ""); err == nil {
@@ -123,7 +123,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	if err := crashpoint.Hit(ctx, crashpoint.VMDestroyed); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(va, "Normal", "VMDestroyed", "destroyed VM %s", va.Status.VM.Name)
+	r.Recorder.Eventf(va, nil, "Normal", "VMDestroyed", shared.ActionDestroyVM, "destroyed VM %s", va.Status.VM.Name)
 	if agent != nil {
 		if err := shared.DeleteAgent(ctx, r.Client, agent); err != nil {
 			return ctrl.Result{}, err
@@ -131,7 +131,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if err := crashpoint.Hit(ctx, crashpoint.AgentDeleted); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(va, "Normal", "AgentDeleted", "deleted Agent %s", agent.Name)
+		r.Recorder.Eventf(va, nil, "Normal", "AgentDeleted", shared.ActionDeleteAgent, "deleted Agent %s", agent.Name)
 	}
 	return done("CleanedUp", "VM and Agent removed")
 }

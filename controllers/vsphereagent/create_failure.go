@@ -45,7 +45,7 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 		msg := fmt.Sprintf("vCenter refused to create VM %s: %v; the pool replaces this VsphereAgent under a new name", vmName, err)
 		r.refusals.remember(va.UID, refusal{reason: reason, message: msg, at: r.Opts.Clock.Now()})
 		r.refusals.reapply(r, va)
-		r.Recorder.Event(va, "Warning", reason, msg)
+		r.Recorder.Eventf(va, nil, "Warning", reason, shared.ActionCreateVM, "%s", msg)
 		s.log.Info("VM creation refused for good; VsphereAgent failed", "vm", vmName, "reason", reason)
 		return false, nil
 	}
@@ -56,7 +56,7 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 		}
 		if permanentAllowed {
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, string(vsphere.ClassOf(err)), err.Error(), va.Generation)
-			r.Recorder.Eventf(va, "Warning", afv1.ReasonVMCreateFailed, "creating VM %s: %v", vmName, err)
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMCreateFailed, shared.ActionCreateVM, "creating VM %s: %v", vmName, err)
 		}
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason,
 			fmt.Sprintf("VM %s not created yet: %v (retried until %s after this VsphereAgent's creation)", vmName, err, timeout), va.Generation)
@@ -74,7 +74,7 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
-	r.Recorder.Event(va, "Warning", shared.ReasonRegistrationTimeout, msg)
+	r.Recorder.Eventf(va, nil, "Warning", shared.ReasonRegistrationTimeout, shared.ActionAwaitAgent, "%s", msg)
 	return false, nil
 }
 

@@ -25,7 +25,7 @@ func createdByPool(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) bool {
 // ignored. No finalizer is added, no VM created; deleting the object is all it takes to clear it.
 func (r *Reconciler) refuseForeignVsphereAgent(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) {
 	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonNotCreatedByPool {
-		r.Recorder.Eventf(va, "Warning", ReasonNotCreatedByPool,
+		r.Recorder.Eventf(va, nil, "Warning", ReasonNotCreatedByPool, shared.ActionCreateVM,
 			"ignored: VsphereAgents are created by their pool (controller owner %s); apply a VsphereAgentPool instead", pool.Name)
 	}
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonNotCreatedByPool,

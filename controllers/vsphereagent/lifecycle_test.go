@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,7 +69,7 @@ type lcRow struct {
 	va    *afv1.VsphereAgent
 	fake  *vspherefake.Fake
 	clock *clocktesting.FakeClock
-	rec   *record.FakeRecorder
+	rec   *events.FakeRecorder
 	r     *Reconciler
 }
 
@@ -413,10 +413,10 @@ func (h *lcHarness) newRow(t *testing.T, row *lcRow) {
 
 	row.fake = vspherefake.New(nil)
 	row.clock = clocktesting.NewFakeClock(va.CreationTimestamp.Time)
-	row.rec = record.NewFakeRecorder(100)
+	row.rec = events.NewFakeRecorder(100)
 	opts := shared.Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake)}
 	opts.Defaults()
-	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: row.rec, Opts: opts}
+	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: shared.NewRecorder(row.rec), Opts: opts}
 	h.waitForCache(t, pool)
 }
 

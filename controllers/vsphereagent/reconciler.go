@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -36,7 +35,7 @@ import (
 type Reconciler struct {
 	client.Client
 	APIReader client.Reader
-	Recorder  record.EventRecorder
+	Recorder  *shared.Recorder
 	Opts      shared.Options
 	// Guard refuses ejections while the served CRD would prune the recovery record.
 	Guard *ejection.Guard
@@ -308,9 +307,9 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, shared.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
 	if info.Adopted {
-		r.Recorder.Eventf(va, "Normal", "VMAdopted", "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
+		r.Recorder.Eventf(va, nil, "Normal", "VMAdopted", shared.ActionCreateVM, "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
 	} else {
-		r.Recorder.Eventf(va, "Normal", "VMCreated", "created and powered on VM %s (instance UUID %s)", info.Name, info.InstanceUUID)
+		r.Recorder.Eventf(va, nil, "Normal", "VMCreated", shared.ActionCreateVM, "created and powered on VM %s (instance UUID %s)", info.Name, info.InstanceUUID)
 	}
 	return true, nil
 }
@@ -356,10 +355,10 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 		return false, err
 	}
 	if err := vs.DestroyVM(ctx, poolspec.DatacenterOf(va, s.pool), string(va.UID), poolspec.Ownership(va, s.pool)); err != nil {
-		r.Recorder.Eventf(va, "Warning", "VMDestroyFailed", "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
+		r.Recorder.Eventf(va, nil, "Warning", "VMDestroyFailed", shared.ActionDestroyVM, "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
 		return false, err
 	}
-	r.Recorder.Eventf(va, "Warning", shared.ReasonRegistrationTimeout, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
+	r.Recorder.Eventf(va, nil, "Warning", shared.ReasonRegistrationTimeout, shared.ActionAwaitAgent, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
 	r.setPhase(va, afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonRegistrationTimeout,
 		fmt.Sprintf("no Agent registered within %s", timeout), va.Generation)

@@ -31,25 +31,41 @@ const (
 	EventTypeWarning = "Warning"
 )
 
+// Event actions (events.k8s.io/v1 `action`) of the ISO cache's Events: a refresh (download, upload,
+// reuse, cleanup of temporary uploads) or a prune of old versions.
+const (
+	ActionRefreshISO = "RefreshISO"
+	ActionPruneISO   = "PruneISO"
+)
+
 // Event is one Kubernetes event for the pool. Messages are already free of URL tokens.
 type Event struct {
 	Type    string // EventTypeNormal or EventTypeWarning
 	Reason  string
+	Action  string // ActionRefreshISO or ActionPruneISO
 	Message string
 }
 
-// EventRecorder is the subset of client-go's record.EventRecorder the Manager uses (a
-// controller-runtime manager's GetEventRecorderFor satisfies it).
+// EventRecorder is client-go's events.k8s.io EventRecorder (k8s.io/client-go/tools/events), which the
+// product's redacting recorder (controllers/shared.Recorder) implements.
 type EventRecorder interface {
-	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{})
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }
 
 func normal(reason, format string, args ...any) Event {
-	return Event{Type: EventTypeNormal, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return Event{Type: EventTypeNormal, Reason: reason, Action: actionOf(reason), Message: fmt.Sprintf(format, args...)}
 }
 
 func warning(reason, format string, args ...any) Event {
-	return Event{Type: EventTypeWarning, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return Event{Type: EventTypeWarning, Reason: reason, Action: actionOf(reason), Message: fmt.Sprintf(format, args...)}
+}
+
+func actionOf(reason string) string {
+	switch reason {
+	case EventISOPruned, EventISOPruneDeferred, EventISOPruneFailed:
+		return ActionPruneISO
+	}
+	return ActionRefreshISO
 }
 
 func short(digest string) string {

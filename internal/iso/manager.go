@@ -250,7 +250,7 @@ func (m *Manager) run(ctx context.Context, cancel context.CancelFunc, key types.
 	res.Events = append(res.Events, pr.Events...)
 	if m.o.Recorder != nil && job.Object != nil {
 		for _, e := range res.Events {
-			m.o.Recorder.Eventf(job.Object, e.Type, e.Reason, "%s", e.Message)
+			m.o.Recorder.Eventf(job.Object, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
 		}
 	}
 	m.finish(key, job, res, refreshFailed)

@@ -2,6 +2,7 @@ package iso
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,10 +19,10 @@ type recordedEvents struct {
 	events []string
 }
 
-func (r *recordedEvents) Eventf(_ runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+func (r *recordedEvents) Eventf(_, _ runtime.Object, eventtype, reason, action, note string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, eventtype+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
+	r.events = append(r.events, eventtype+" "+reason+" "+action+" "+fmt.Sprintf(note, args...))
 }
 
 func waitDone(t *testing.T, done <-chan types.NamespacedName, want types.NamespacedName) {
@@ -105,6 +106,9 @@ func TestManagerRunsPoolsIndependently(t *testing.T) {
 		t.Fatalf("events %v", rec.events)
 	}
 	for _, e := range rec.events {
+		if f := strings.Fields(e); len(f) < 3 || (f[2] != ActionRefreshISO && f[2] != ActionPruneISO) {
+			t.Fatalf("event without an ISO action: %s", e)
+		}
 		if contains([]string{e}, testToken) {
 			t.Fatalf("event leaks the token: %s", e)
 		}
