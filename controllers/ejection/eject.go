@@ -182,7 +182,7 @@ func (e *Ejector) markEjected(p *Pass, msg string, unrelated []string) {
 func (e *Ejector) markNotAttached(p *Pass, msg string, unrelated []string) {
 	va := p.VA
 	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonISONotAttached {
-		e.Recorder.Eventf(va, "Normal", "ISONotAttached", "VM %s: %s", va.Status.VM.Name, msg)
+		e.Recorder.Eventf(va, nil, "Normal", "ISONotAttached", shared.ActionEjectISO, "VM %s: %s", va.Status.VM.Name, msg)
 	}
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonISONotAttached, msg+unrelatedNote(unrelated), va.Generation)
 }

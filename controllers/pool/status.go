@@ -185,7 +185,7 @@ func (r *Reconciler) setTLSVerified(p *afv1.VsphereAgentPool, s *poolScope) {
 	}
 	const msg = `the credentials Secret sets insecure: "true": vCenter's certificate is not verified, so anyone on the path to vCenter can impersonate it and read its password; set caBundle or thumbprint instead`
 	if c := shared.FindCondition(st.Conditions, afv1.ConditionVCenterTLSVerified); c == nil || c.Reason != afv1.ReasonInsecureSkipVerify {
-		r.Recorder.Event(p, "Warning", afv1.ReasonInsecureSkipVerify, msg)
+		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInsecureSkipVerify, shared.ActionPreflight, "%s", msg)
 	}
 	shared.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, false, afv1.ReasonInsecureSkipVerify, msg, p.Generation)
 }
