@@ -1,5 +1,5 @@
 // Package manager builds the operator's controller-runtime manager: the controllers, their cache and
-// client settings, leader election and the health checks. cmd/ runs it from flags; the test harness
+// client settings, leader election, the health checks and the console dashboard installer. cmd/ runs it from flags; the test harness
 // runs the same one in process, so tests exercise the manager the binary runs.
 //
 // One test seam lives here, off unless a crash campaign asks for it: with AGENT_FORGE_CRASHPOINT_SOCKET
@@ -10,11 +10,13 @@ package manager
 import (
 	"crypto/tls"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +27,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/dashboard"
 )
 
 // Options configure New.
@@ -45,6 +48,9 @@ type Options struct {
 	TLSOpts []func(*tls.Config)
 	// Controllers are the controllers' own options.
 	Controllers controllers.Options
+	// DashboardInterval is how often the console dashboard ConfigMap is checked (default
+	// dashboard.DefaultInterval); the installer runs on Controllers.Clock.
+	DashboardInterval time.Duration
 	// SkipNameValidation lets a process build a second manager with the same controller names (a test
 	// that restarts the operator in process).
 	SkipNameValidation bool
@@ -98,6 +104,15 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := controllers.Setup(mgr, ctrlOpts); err != nil {
 		return nil, fmt.Errorf("setting up the controllers: %w", err)
+	}
+	// The console dashboard: written by the leader where OpenShift's console reads it, when RBAC allows.
+	var dashClock clock.WithTicker = clock.RealClock{}
+	if ctrlOpts.Clock != nil {
+		dashClock = ctrlOpts.Clock
+	}
+	if err := mgr.Add(&dashboard.Installer{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Clock: dashClock,
+		Interval: o.DashboardInterval, Log: ctrl.Log.WithName("dashboard")}); err != nil {
+		return nil, fmt.Errorf("adding the console dashboard installer: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)

@@ -3,36 +3,35 @@ package olm
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/containeroo/agent-forge-operator/internal/dashboard"
 )
 
 // serviceMonitor and prometheusRule are the monitoring.coreos.com/v1 fields these manifests may use; the strict
-// decode below fails on any other field (a typo, a file-based field, honorLabels), so a field added to the
-// manifests must be added here on purpose.
+// decode below fails on any other field (a typo, another file-based field, honorLabels, an authorization
+// from a Secret), so a field added to the manifests must be added here on purpose.
 type serviceMonitor struct {
 	APIVersion string         `json:"apiVersion"`
 	Kind       string         `json:"kind"`
 	Metadata   map[string]any `json:"metadata"`
 	Spec       struct {
 		Endpoints []struct {
-			Path          string `json:"path"`
-			Port          string `json:"port"`
-			Scheme        string `json:"scheme"`
-			Interval      string `json:"interval"`
-			Authorization *struct {
-				Type        string `json:"type"`
-				Credentials *struct {
-					Name string `json:"name"`
-					Key  string `json:"key"`
-				} `json:"credentials"`
-			} `json:"authorization"`
-			TLSConfig *struct {
+			Path            string `json:"path"`
+			Port            string `json:"port"`
+			Scheme          string `json:"scheme"`
+			Interval        string `json:"interval"`
+			BearerTokenFile string `json:"bearerTokenFile"`
+			TLSConfig       *struct {
 				CA struct {
 					ConfigMap *struct {
 						Name string `json:"name"`
@@ -94,12 +93,13 @@ func bundleManifest(t *testing.T, name string, out any) []byte {
 
 // TestServiceMonitorVerifiesTLS: the shipped ServiceMonitor works on a default OpenShift install from
 // OperatorHub. It verifies the service-ca certificate for the name the Service gets in the suggested
-// namespace, authenticates with a token from a Secret (never a file on the Prometheus pod, which user-workload
-// monitoring refuses), and selects the metrics Service.
+// namespace (so Prometheus sends its token to our endpoint only), authenticates with platform Prometheus's
+// own ServiceAccount token (the only file it references), which the bundle allows GET /metrics and nothing
+// else, and selects the metrics Service.
 func TestServiceMonitorVerifiesTLS(t *testing.T) {
 	sm := &serviceMonitor{}
 	raw := bundleManifest(t, "agent-forge-operator-controller-manager-metrics-monitor_monitoring.coreos.com_v1_servicemonitor.yaml", sm)
-	for _, banned := range []string{"insecureSkipVerify", "bearerTokenFile", "caFile", "certFile", "keyFile", "honorLabels"} {
+	for _, banned := range []string{"insecureSkipVerify", "caFile", "certFile", "keyFile", "honorLabels", "authorization", "bearerTokenSecret"} {
 		if bytes.Contains(raw, []byte(banned)) {
 			t.Errorf("ServiceMonitor uses %s", banned)
 		}
@@ -127,24 +127,15 @@ func TestServiceMonitorVerifiesTLS(t *testing.T) {
 		t.Errorf("CA ConfigMap %s is not filled by service-ca (annotation %v, key %s)", tls.CA.ConfigMap.Name, ann, tls.CA.ConfigMap.Key)
 	}
 
-	auth := ep.Authorization
-	if auth == nil || auth.Credentials == nil || (auth.Type != "" && auth.Type != "Bearer") {
-		t.Fatalf("authorization is not a bearer token from a Secret: %+v", auth)
-	}
-	secret := map[string]any{}
-	bundleManifest(t, auth.Credentials.Name+"_v1_secret.yaml", &secret)
-	sa, _ := secret["metadata"].(map[string]any)["annotations"].(map[string]any)["kubernetes.io/service-account.name"].(string)
-	if secret["type"] != "kubernetes.io/service-account-token" || auth.Credentials.Key != "token" || sa == "" {
-		t.Fatalf("Secret %s is not a service account token (type %v, key %s, account %q)", auth.Credentials.Name, secret["type"], auth.Credentials.Key, sa)
-	}
-	// The token's account may GET /metrics and nothing else.
-	if sa != "default" {
-		t.Errorf("the scrape token belongs to %q; only the namespace's default ServiceAccount exists before OLM creates the bundle's objects", sa)
+	// Prometheus's own token: the projected ServiceAccount token of its pod.
+	if ep.BearerTokenFile != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+		t.Errorf("bearerTokenFile %q, want the scraping Prometheus's own ServiceAccount token", ep.BearerTokenFile)
 	}
 	binding := &rbacv1.ClusterRoleBinding{}
 	bundleManifest(t, "agent-forge-operator-metrics-scraper_rbac.authorization.k8s.io_v1_clusterrolebinding.yaml", binding)
-	if len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" || binding.Subjects[0].Name != sa || binding.Subjects[0].Namespace != suggestedNamespace {
-		t.Errorf("%s binds %+v, want ServiceAccount %s/%s", binding.Name, binding.Subjects, suggestedNamespace, sa)
+	want := rbacv1.Subject{Kind: "ServiceAccount", Name: "prometheus-k8s", Namespace: "openshift-monitoring"}
+	if len(binding.Subjects) != 1 || binding.Subjects[0] != want || binding.RoleRef.Kind != "ClusterRole" {
+		t.Errorf("%s binds %+v to %+v, want the ClusterRole bound to %+v", binding.Name, binding.Subjects, binding.RoleRef, want)
 	}
 	role := &rbacv1.ClusterRole{}
 	bundleManifest(t, binding.RoleRef.Name+"_rbac.authorization.k8s.io_v1_clusterrole.yaml", role)
@@ -167,48 +158,142 @@ func TestServiceMonitorVerifiesTLS(t *testing.T) {
 	}
 }
 
-// TestScrapeTokenOutlivesOLMOrdering: OLM creates bundle objects in the catalog's order, which opm sorts by
-// apiVersion and kind (a Secret before any ServiceAccount), and the token controller deletes a
-// service-account-token Secret whose account does not exist yet. The scrape token therefore names the
-// namespace's default ServiceAccount, which exists before OLM creates anything, and no bundle object creates
-// an account of that name.
-func TestScrapeTokenOutlivesOLMOrdering(t *testing.T) {
-	b := loadCurrentBundle(t)
-	for _, o := range loadCurrentCatalog(t) {
-		if o.Schema != "olm.bundle" || o.Name != b.csv.Metadata.Name {
-			continue
+// bundledObject is what TestNoLegacyTokenNorDefaultAccount reads of any bundle object.
+type bundledObject struct {
+	Kind     string `json:"kind"`
+	Type     string `json:"type"`
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Subjects []rbacv1.Subject `json:"subjects"`
+	Spec     struct {
+		Install struct {
+			Spec struct {
+				ClusterPermissions []struct {
+					ServiceAccountName string `json:"serviceAccountName"`
+				} `json:"clusterPermissions"`
+				Permissions []struct {
+					ServiceAccountName string `json:"serviceAccountName"`
+				} `json:"permissions"`
+				Deployments []struct {
+					Spec struct {
+						Template struct {
+							Spec struct {
+								ServiceAccountName string `json:"serviceAccountName"`
+							} `json:"spec"`
+						} `json:"template"`
+					} `json:"spec"`
+				} `json:"deployments"`
+			} `json:"spec"`
+		} `json:"install"`
+	} `json:"spec"`
+}
+
+// legacyIdentities lists what the bundle must not carry: a long-lived token Secret
+// (kubernetes.io/service-account-token) or any grant to, or use of, a namespace's `default` ServiceAccount.
+func legacyIdentities(o bundledObject) []string {
+	var bad []string
+	where := o.Kind + " " + o.Metadata.Name
+	if o.Kind == "Secret" && o.Type == "kubernetes.io/service-account-token" {
+		bad = append(bad, where+": a legacy ServiceAccount token Secret")
+	}
+	if o.Kind == "ServiceAccount" && o.Metadata.Name == "default" {
+		bad = append(bad, where+": creates a ServiceAccount named default")
+	}
+	for _, s := range o.Subjects {
+		if s.Kind == "ServiceAccount" && s.Name == "default" {
+			bad = append(bad, fmt.Sprintf("%s: binds the default ServiceAccount of %q", where, s.Namespace))
 		}
-		objs, err := bundleObjects(o)
+	}
+	install := o.Spec.Install.Spec
+	var accounts []string
+	for _, p := range install.ClusterPermissions {
+		accounts = append(accounts, p.ServiceAccountName)
+	}
+	for _, p := range install.Permissions {
+		accounts = append(accounts, p.ServiceAccountName)
+	}
+	for _, d := range install.Deployments {
+		accounts = append(accounts, d.Spec.Template.Spec.ServiceAccountName)
+	}
+	for _, a := range accounts {
+		if a == "default" || (a == "" && o.Kind == "ClusterServiceVersion") {
+			bad = append(bad, where+": grants to or runs as the default ServiceAccount")
+		}
+	}
+	return bad
+}
+
+// TestNoLegacyTokenNorDefaultAccount: the scrape identity is platform Prometheus's own account, so nothing
+// in the bundle (its manifests, and the same objects as the catalog serves them) is a legacy token Secret
+// or names a `default` ServiceAccount.
+func TestNoLegacyTokenNorDefaultAccount(t *testing.T) {
+	t.Run("rule", func(t *testing.T) {
+		// The check itself: each of these objects is refused.
+		for _, doc := range []string{
+			`{"kind":"Secret","type":"kubernetes.io/service-account-token","metadata":{"name":"t"}}`,
+			`{"kind":"ClusterRoleBinding","metadata":{"name":"b"},"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"x"}]}`,
+			`{"kind":"ServiceAccount","metadata":{"name":"default"}}`,
+			`{"kind":"ClusterServiceVersion","metadata":{"name":"c"},"spec":{"install":{"spec":{"deployments":[{"spec":{"template":{"spec":{}}}}]}}}}`,
+		} {
+			var o bundledObject
+			if err := json.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatal(err)
+			}
+			if len(legacyIdentities(o)) == 0 {
+				t.Errorf("not refused: %s", doc)
+			}
+		}
+	})
+	t.Run("bundle manifests", func(t *testing.T) {
+		dir, err := repoPath("bundle", "manifests")
 		if err != nil {
 			t.Fatal(err)
 		}
-		tokens := 0
-		for _, raw := range objs {
-			var obj struct {
-				Kind     string `json:"kind"`
-				Type     string `json:"type"`
-				Metadata struct {
-					Name        string            `json:"name"`
-					Annotations map[string]string `json:"annotations"`
-				} `json:"metadata"`
-			}
-			if err := json.Unmarshal(raw, &obj); err != nil {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
 				t.Fatal(err)
 			}
-			switch {
-			case obj.Kind == "ServiceAccount" && obj.Metadata.Name == "default":
-				t.Error("the bundle creates a ServiceAccount named default")
-			case obj.Kind == "Secret" && obj.Type == "kubernetes.io/service-account-token":
-				tokens++
-				if sa := obj.Metadata.Annotations["kubernetes.io/service-account.name"]; sa != "default" {
-					t.Errorf("token Secret %s names ServiceAccount %q, which OLM would create after the Secret", obj.Metadata.Name, sa)
+			var o bundledObject
+			if err := yaml.Unmarshal(data, &o); err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			for _, bad := range legacyIdentities(o) {
+				t.Errorf("%s: %s", e.Name(), bad)
+			}
+		}
+	})
+	t.Run("catalog", func(t *testing.T) {
+		b := loadCurrentBundle(t)
+		found := false
+		for _, o := range loadCurrentCatalog(t) {
+			if o.Schema != "olm.bundle" || o.Name != b.csv.Metadata.Name {
+				continue
+			}
+			found = true
+			objs, err := bundleObjects(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, raw := range objs {
+				var obj bundledObject
+				if err := json.Unmarshal(raw, &obj); err != nil {
+					t.Fatal(err)
+				}
+				for _, bad := range legacyIdentities(obj) {
+					t.Errorf("catalog %s: %s", o.Name, bad)
 				}
 			}
 		}
-		if tokens != 1 {
-			t.Errorf("catalog %s carries %d token Secrets, want 1", o.Name, tokens)
+		if !found {
+			t.Fatalf("the catalog has no bundle %s", b.csv.Metadata.Name)
 		}
-	}
+	})
 }
 
 // TestPrometheusK8sMayDiscoverTheService: platform Prometheus (openshift-monitoring/prometheus-k8s) needs to
@@ -281,9 +366,10 @@ func promRules(t *testing.T) []promRule {
 	return out
 }
 
-// TestAlertsHaveRunbooksAndTests: every alert links a section of docs/runbooks.md that exists, never groups by
-// the operator's namespace label for pool metrics, and has a firing and a quiet promtool case
-// (config/prometheus/tests, run by `make rules-test`).
+// TestAlertsHaveRunbooksAndTests: every alert links a section of docs/runbooks.md that exists, keeps the
+// labels Alertmanager routes by in every aggregation (namespace; for pool metrics pool_namespace and pool
+// too), and has a firing and a quiet promtool case (config/prometheus/tests, run by `make rules-test`) whose
+// expected alerts carry those labels.
 func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 	runbooksPath, err := repoPath("docs", "runbooks.md")
 	if err != nil {
@@ -309,8 +395,10 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 	var suite struct {
 		Tests []struct {
 			AlertRuleTest []struct {
-				Alertname string           `json:"alertname"`
-				ExpAlerts []map[string]any `json:"exp_alerts"`
+				Alertname string `json:"alertname"`
+				ExpAlerts []struct {
+					ExpLabels map[string]string `json:"exp_labels"`
+				} `json:"exp_alerts"`
 			} `json:"alert_rule_test"`
 		} `json:"tests"`
 	}
@@ -318,12 +406,16 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	fires, quiet := map[string]bool{}, map[string]bool{}
+	expLabels := map[string][]map[string]string{}
 	for _, tc := range suite.Tests {
 		for _, a := range tc.AlertRuleTest {
 			if len(a.ExpAlerts) > 0 {
 				fires[a.Alertname] = true
 			} else {
 				quiet[a.Alertname] = true
+			}
+			for _, e := range a.ExpAlerts {
+				expLabels[a.Alertname] = append(expLabels[a.Alertname], e.ExpLabels)
 			}
 		}
 	}
@@ -340,12 +432,78 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 		if r.Labels["severity"] == "" || r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
 			t.Errorf("%s: needs a severity label, a summary and a description", r.Alert)
 		}
-		expr := r.Expr
-		if strings.Contains(expr, "agent_forge_pool") && regexp.MustCompile(`\bnamespace\b`).MatchString(strings.ReplaceAll(expr, "pool_namespace", "")) {
-			t.Errorf("%s groups pool metrics by namespace (the operator's); use pool_namespace: %s", r.Alert, expr)
+		pool := strings.Contains(r.Expr, "agent_forge_pool")
+		for _, problem := range aggregationsDropping(r.Expr) {
+			t.Errorf("%s: %s", r.Alert, problem)
+		}
+		for _, labels := range expLabels[r.Alert] {
+			// absent() can name no namespace: only an alert built on it may lack one, and then names the job.
+			if labels["namespace"] == "" && (!strings.Contains(r.Expr, "absent(") || labels["job"] == "") {
+				t.Errorf("%s: a promtool case expects the alert without a namespace label: %v", r.Alert, labels)
+			}
+			if pool && (labels["pool_namespace"] == "" || labels["pool"] == "") {
+				t.Errorf("%s: a promtool case expects the alert without pool_namespace and pool: %v", r.Alert, labels)
+			}
 		}
 		if !fires[r.Alert] || !quiet[r.Alert] {
 			t.Errorf("%s: promtool tests need a firing case (%v) and a quiet case (%v)", r.Alert, fires[r.Alert], quiet[r.Alert])
+		}
+	}
+}
+
+// aggregationRE finds PromQL aggregations and their optional `by (...)` clause, written before the argument
+// (the house style: a trailing clause is reported as dropping labels; `without`, which keeps them, is not
+// used by the rules and not matched).
+var aggregationRE = regexp.MustCompile(`\b(sum|min|max|avg|count|group|stddev|stdvar|topk|bottomk|quantile|count_values)\s*(by\s*\(([^)]*)\))?\s*\(`)
+
+// aggregationsDropping lists the aggregations in expr whose `by` clause lacks namespace, or, when their
+// argument reads a per-pool metric, pool_namespace or pool.
+func aggregationsDropping(expr string) []string {
+	var problems []string
+	for _, m := range aggregationRE.FindAllStringSubmatchIndex(expr, -1) {
+		head := strings.TrimSpace(expr[m[0]:m[1]])
+		var by []string
+		if m[6] >= 0 {
+			for _, l := range strings.Split(expr[m[6]:m[7]], ",") {
+				by = append(by, strings.TrimSpace(l))
+			}
+		}
+		// The argument runs to the parenthesis that closes the one the match ends with.
+		depth, end := 1, m[1]
+		for ; end < len(expr) && depth > 0; end++ {
+			switch expr[end] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+		}
+		want := []string{"namespace"}
+		if strings.Contains(expr[m[1]:end], "agent_forge_pool") {
+			want = append(want, "pool_namespace", "pool")
+		}
+		for _, w := range want {
+			if !slices.Contains(by, w) {
+				problems = append(problems, fmt.Sprintf("%q drops %s", head, w))
+			}
+		}
+	}
+	return problems
+}
+
+// TestAggregationCheck: the check above catches an aggregation without the labels, and passes one with them.
+func TestAggregationCheck(t *testing.T) {
+	for expr, want := range map[string]int{
+		`max(agent_forge_external_crds_missing) > 0`:                             1,
+		`sum by (operation) (rate(x[5m]))`:                                       1,
+		`max by (namespace) (x) > 0`:                                             0,
+		`max by (namespace) (agent_forge_pool_waiting_agentmachines)`:            2,
+		`max by (pool_namespace, pool) (agent_forge_pool_waiting_agentmachines)`: 1,
+		`max by (namespace, pool_namespace, pool) (agent_forge_pool_x) unless on (namespace) sum by (namespace) (rate(z[5m]))`: 0,
+		`histogram_quantile(0.9, sum by (le) (rate(x[5m])))`:                                                                   1,
+	} {
+		if got := len(aggregationsDropping(expr)); got != want {
+			t.Errorf("%s: %d problems, want %d: %v", expr, got, want, aggregationsDropping(expr))
 		}
 	}
 }
@@ -357,32 +515,21 @@ func githubAnchor(heading string) string {
 	return strings.ReplaceAll(s, " ", "-")
 }
 
-// TestConsoleDashboard: the console dashboard ConfigMap holds valid dashboard JSON whose every query names
-// only metrics the operator serves and filters pools by pool_namespace.
+// TestConsoleDashboard: the dashboard the manager installs (internal/dashboard) is a ConfigMap the console
+// reads, owned by a ClusterRole the bundle ships (so uninstalling removes it), and holds valid dashboard
+// JSON whose every query names only metrics the operator serves and filters pools by pool_namespace.
 func TestConsoleDashboard(t *testing.T) {
-	path, err := repoPath("config", "prometheus", "console-dashboard.yaml")
-	if err != nil {
-		t.Fatal(err)
+	owner := &rbacv1.ClusterRole{}
+	bundleManifest(t, dashboard.OwnerClusterRole+"_rbac.authorization.k8s.io_v1_clusterrole.yaml", owner)
+	if owner.Name != dashboard.OwnerClusterRole {
+		t.Errorf("the bundle's ClusterRole is %q, the dashboard's owner %q", owner.Name, dashboard.OwnerClusterRole)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	cm := dashboard.Desired(owner)
+	if *cm.Namespace != "openshift-config-managed" || cm.Labels["console.openshift.io/dashboard"] != "true" || len(cm.Data) != 1 {
+		t.Fatalf("not a console dashboard ConfigMap: %s/%s %v", *cm.Namespace, *cm.Name, cm.Labels)
 	}
-	var cm struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name      string            `json:"name"`
-			Namespace string            `json:"namespace"`
-			Labels    map[string]string `json:"labels"`
-		} `json:"metadata"`
-		Data map[string]string `json:"data"`
-	}
-	if err := yaml.UnmarshalStrict(data, &cm); err != nil {
-		t.Fatal(err)
-	}
-	if cm.Metadata.Namespace != "openshift-config-managed" || cm.Metadata.Labels["console.openshift.io/dashboard"] != "true" || len(cm.Data) != 1 {
-		t.Fatalf("not a console dashboard ConfigMap: %+v", cm.Metadata)
+	if len(cm.OwnerReferences) != 1 || *cm.OwnerReferences[0].Kind != "ClusterRole" || *cm.OwnerReferences[0].Name != dashboard.OwnerClusterRole {
+		t.Errorf("owner references %+v, want the ClusterRole %s", cm.OwnerReferences, dashboard.OwnerClusterRole)
 	}
 	known := map[string]bool{}
 	for _, m := range []string{"agent_forge_pool_capacity", "agent_forge_pool_waiting_agentmachines", "agent_forge_pool_vm_requests_total", "agent_forge_pool_headroom_vms",

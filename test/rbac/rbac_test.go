@@ -15,13 +15,17 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/dashboard"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
@@ -41,6 +45,11 @@ const (
 // operator creates a VsphereAgent owned by its pool. The removal test still proves each is needed.
 var admissionOnly = map[access]string{
 	{"agent-forge.containeroo.ch", "vsphereagentpools/finalizers", "update"}: "VsphereAgents are created with a controller reference (blockOwnerDeletion) to their pool",
+	// The console dashboard is written with server-side apply (a PATCH): the API server authorizes the
+	// create it turns into as create, and a change of its ownerReferences as delete. internal/dashboard's
+	// envtest shows each of the two is needed.
+	{"", "configmaps", "create"}: "the dashboard's server-side apply creates it",
+	{"", "configmaps", "delete"}: "the dashboard's ownerReferences set again after its owner was re-created",
 }
 
 // errRefused ends a scenario early: the API server refused one of the operator's requests.
@@ -170,6 +179,9 @@ func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, i
 	w, err := h.StartWorldUntil(ctx, world.Options{Namespaces: s.Namespaces(), InfraEnv: &ie, StaticIP: staticIPs,
 		RegistrationDelay: 200 * time.Millisecond, ValidationDelay: 100 * time.Millisecond, InstallDelay: 500 * time.Millisecond}, 100*time.Millisecond)
 	if err != nil {
+		return rec, err
+	}
+	if err := prepareDashboard(ctx, h.Client); err != nil {
 		return rec, err
 	}
 	id, err := h.Env.OperatorIdentity(ctx, testenv.IdentityOptions{Name: idName, Permissions: &perms})
@@ -302,6 +314,22 @@ func scrapeMetrics(ctx context.Context, h *harness.Harness, ns, name, addr strin
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// prepareDashboard makes the API server look like OpenShift to the console dashboard installer (its
+// namespace and the bundle's owner ClusterRole exist) and removes the dashboard an earlier scenario wrote,
+// so every scenario's manager creates it.
+func prepareDashboard(ctx context.Context, c client.Client) error {
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dashboard.Namespace}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: dashboard.OwnerClusterRole}},
+	} {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: dashboard.Namespace, Name: dashboard.Name}}
+	return client.IgnoreNotFound(c.Delete(ctx, cm))
 }
 
 // perResource splits rules so that each names one API group and one resource.
