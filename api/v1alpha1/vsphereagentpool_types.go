@@ -354,9 +354,9 @@ type ISOSpec struct {
 	CABundleRef *CABundleReference `json:"caBundleRef,omitempty"`
 
 	// MaxSize is the largest discovery ISO the cache accepts: a larger Content-Length is refused before
-	// any byte is read, and a body that grows past it (a chunked answer, or a server announcing less
-	// than it sends) is cut off, its partial upload deleted, and ISOReady reports ISOTooLarge. A
-	// discovery ISO is about 100 MiB (minimal) to 1.2 GiB (full).
+	// any byte is read, and a body without a length (chunked) that grows past it is cut off and its
+	// partial upload deleted; ISOReady reports ISOTooLarge and no VM boots it. A discovery ISO is about
+	// 100 MiB (minimal) to 1.2 GiB (full).
 	// +optional
 	// +kubebuilder:default="8Gi"
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : quantity(self).isGreaterThan(quantity('0'))",message="spec.iso.maxSize must be a positive quantity"
