@@ -15,13 +15,16 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/test/sim"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
@@ -166,6 +169,10 @@ func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, i
 	if err != nil {
 		return rec, err
 	}
+	// The image host's CA from a ConfigMap (spec.iso.caBundleRef): watched by metadata, read uncached.
+	if err := withImageHostCA(ctx, h, pool); err != nil {
+		return rec, err
+	}
 	ie := s.InfraEnv
 	w, err := h.StartWorldUntil(ctx, world.Options{Namespaces: s.Namespaces(), InfraEnv: &ie, StaticIP: staticIPs,
 		RegistrationDelay: 200 * time.Millisecond, ValidationDelay: 100 * time.Millisecond, InstallDelay: 500 * time.Millisecond}, 100*time.Millisecond)
@@ -302,6 +309,21 @@ func scrapeMetrics(ctx context.Context, h *harness.Harness, ns, name, addr strin
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// withImageHostCA creates a ConfigMap holding a private CA in the pool's namespace and names it in
+// spec.iso.caBundleRef (the download over plain HTTP does not need it; the pool reads it every pass).
+func withImageHostCA(ctx context.Context, h *harness.Harness, pool *afv1.VsphereAgentPool) error {
+	ca, err := sim.NewPrivateCA("rbac image host CA")
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: pool.Namespace, Name: "image-host-ca"}, Data: map[string]string{afv1.DefaultCABundleKey: string(ca.PEM)}}
+	if err := h.Client.Create(ctx, cm); err != nil {
+		return err
+	}
+	pool.Spec.ISO.CABundleRef = &afv1.CABundleReference{Kind: afv1.CABundleKindConfigMap, Name: cm.Name}
+	return nil
 }
 
 // perResource splits rules so that each names one API group and one resource.
