@@ -59,6 +59,12 @@ const (
 	ReasonISONotAnISO       = "NotAnISO"
 	ReasonISOUploadFailed   = "UploadFailed"
 	ReasonInfraEnvNotReady  = "InfraEnvNotReady"
+	// ReasonISOTooLarge: the image is larger than spec.iso.maxSize (announced or received); nothing of
+	// it is kept.
+	ReasonISOTooLarge = "ISOTooLarge"
+	// ReasonCABundleNotFound: spec.iso.caBundleRef names a ConfigMap or Secret, or a key of it, that
+	// does not exist; no download is attempted until it does.
+	ReasonCABundleNotFound = "CABundleNotFound"
 )
 
 // Well-known labels and annotations.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -343,6 +344,63 @@ type ISOSpec struct {
 	// +kubebuilder:default=true
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replace VMs Booted From an Outdated Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	ReplaceOutdatedVMs *bool `json:"replaceOutdatedVMs,omitempty"`
+
+	// CABundleRef names a ConfigMap or Secret in the pool's namespace whose key holds PEM CA
+	// certificates trusted for the image host, besides the system roots and the cluster's injected
+	// trusted CA bundle (e.g. an image service signed by a private CA). It is read on every pass: a
+	// changed bundle is used by the next download without a restart. Unset: no extra CA.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Image Host CA Bundle",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
+	CABundleRef *CABundleReference `json:"caBundleRef,omitempty"`
+
+	// MaxSize is the largest discovery ISO the cache accepts: a larger Content-Length is refused before
+	// any byte is read, and a body without a length (chunked) that grows past it is cut off and its
+	// partial upload deleted; ISOReady reports ISOTooLarge and no VM boots it. A discovery ISO is about
+	// 100 MiB (minimal) to 1.2 GiB (full).
+	// +optional
+	// +kubebuilder:default="8Gi"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : quantity(self).isGreaterThan(quantity('0'))",message="spec.iso.maxSize must be a positive quantity"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum ISO Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
+}
+
+// CABundleKind is the kind of object a CABundleReference names.
+// +kubebuilder:validation:Enum=ConfigMap;Secret
+type CABundleKind string
+
+const (
+	// CABundleKindConfigMap names a ConfigMap (CA certificates are public).
+	CABundleKindConfigMap CABundleKind = "ConfigMap"
+	// CABundleKindSecret names a Secret.
+	CABundleKindSecret CABundleKind = "Secret"
+)
+
+// DefaultCABundleKey is the key read when a CABundleReference names none (the key cert-manager and
+// OpenShift's service CA write).
+const DefaultCABundleKey = "ca.crt"
+
+// CABundleReference names a key of a ConfigMap or Secret in the pool's namespace holding PEM CA
+// certificates.
+type CABundleReference struct {
+	// Kind is ConfigMap or Secret.
+	// +optional
+	// +kubebuilder:default=ConfigMap
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Kind",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:ConfigMap","urn:alm:descriptor:com.tectonic.ui:select:Secret"}
+	Kind CABundleKind `json:"kind,omitempty"`
+	// Name of the ConfigMap or Secret, in the pool's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Name",xDescriptors="urn:alm:descriptor:com.tectonic.ui:text"
+	Name string `json:"name"`
+	// Key holds the PEM certificates (default ca.crt).
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Key",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	Key string `json:"key,omitempty"`
 }
 
 // LimitsSpec caps the pool's VM count and creation rate.

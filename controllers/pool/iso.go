@@ -22,6 +22,10 @@ type ISORequest struct {
 	Pool     *afv1.VsphereAgentPool
 	InfraEnv agents.InfraEnv
 	Client   vsphere.Client
+	// CABundle is the pool's image host CA (spec.iso.caBundleRef) as read this pass, named by
+	// CABundleSource in messages.
+	CABundle       []byte
+	CABundleSource string
 }
 
 // ISOUpdate is the cache's answer for one pass: a new status.iso (nil: unchanged), the ISOReady
@@ -87,6 +91,7 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 			Datacenter: pool.Spec.VSphere.Datacenter, Datastore: pool.Spec.VSphere.ISODatastore, Prefix: iso.PathPrefix(pool),
 			Source: src, ForceToken: pool.Annotations[afv1.AnnotationForceISORefresh], Conditional: need.Conditional, Revalidate: need.Revalidate,
 			Status: status, PreviousReady: shared.FindCondition(pool.Status.Conditions, afv1.ConditionISOReady),
+			CABundle: req.CABundle, CABundleSource: req.CABundleSource, MaxSize: maxISOSize(pool),
 		},
 	}
 	es := c.manager.Ensure(key, job)
@@ -112,3 +117,11 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 
 // forget drops a deleted pool's state.
 func (c *managedISOCache) forget(key types.NamespacedName) { c.manager.Forget(key) }
+
+// maxISOSize is spec.iso.maxSize in bytes (0: the cache's default, for a pool that bypassed defaulting).
+func maxISOSize(pool *afv1.VsphereAgentPool) int64 {
+	if q := pool.Spec.ISO.MaxSize; q != nil {
+		return q.Value()
+	}
+	return 0
+}

@@ -446,10 +446,19 @@ func (r *Reconciler) refreshISO(ctx context.Context, s *poolScope) error {
 		s.isoCond = &conditionUpdate{false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr}
 		return nil
 	}
+	cb, err := r.readCABundle(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	if cb.missing != "" {
+		r.caBundleMissing(s, cb)
+		return nil
+	}
+	r.refusalEvents.Clear(client.ObjectKeyFromObject(s.pool).String() + "/cabundle")
 	if s.vs == nil {
 		return nil
 	}
-	upd := r.ISO.Reconcile(ctx, ISORequest{Pool: s.pool, InfraEnv: *s.infraEnv, Client: s.vs})
+	upd := r.ISO.Reconcile(ctx, ISORequest{Pool: s.pool, InfraEnv: *s.infraEnv, Client: s.vs, CABundle: cb.pem, CABundleSource: cb.source})
 	if upd.Status != nil {
 		s.pool.Status.ISO = upd.Status
 	}

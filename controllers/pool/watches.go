@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,6 +46,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForAgent)).
 		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexInfraEnv))).
 		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexNodePool))).
+		// A pool's image host CA ConfigMap (spec.iso.caBundleRef): metadata only (the data is read
+		// uncached when used), so a created or changed bundle starts the pool's pass at once. Secrets
+		// are not watched: no cluster-wide Secret list/watch (a Secret reference is polled while missing).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexCABundleConfigMap))).
 		Complete(r)
 }
 

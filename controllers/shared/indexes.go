@@ -14,15 +14,16 @@ import (
 
 // Field indexes let watches map external objects to pools and VMs without listing the cluster.
 const (
-	IndexPoolRef          = "spec.poolRef.name"          // VsphereAgent -> pool name
-	IndexNodePool         = "spec.nodePoolRef.name"      // pool -> NodePool name
-	IndexInfraEnv         = "spec.infraEnvRef.name"      // pool -> InfraEnv name
-	IndexVMMAC            = "status.vm.macAddress"       // VsphereAgent -> MAC
-	IndexVMAgent          = "status.vm.agentRef"         // VsphereAgent -> Agent name
-	IndexAgentMAC         = "agent.macAddresses"         // Agent -> MACs
-	IndexAgentSerial      = "agent.serial"               // Agent -> normalized BIOS UUID
-	IndexAgentMachinePool = "agentmachine.nodePool"      // AgentMachine -> "<ns>/<nodePool>"
-	IndexAgentMachineRef  = "agentmachine.agentRef.name" // AgentMachine -> Agent name
+	IndexPoolRef           = "spec.poolRef.name"              // VsphereAgent -> pool name
+	IndexNodePool          = "spec.nodePoolRef.name"          // pool -> NodePool name
+	IndexInfraEnv          = "spec.infraEnvRef.name"          // pool -> InfraEnv name
+	IndexVMMAC             = "status.vm.macAddress"           // VsphereAgent -> MAC
+	IndexVMAgent           = "status.vm.agentRef"             // VsphereAgent -> Agent name
+	IndexAgentMAC          = "agent.macAddresses"             // Agent -> MACs
+	IndexAgentSerial       = "agent.serial"                   // Agent -> normalized BIOS UUID
+	IndexAgentMachinePool  = "agentmachine.nodePool"          // AgentMachine -> "<ns>/<nodePool>"
+	IndexAgentMachineRef   = "agentmachine.agentRef.name"     // AgentMachine -> Agent name
+	IndexCABundleConfigMap = "spec.iso.caBundleRef.configMap" // pool -> ConfigMap name of its image host CA
 )
 
 // SetupIndexes registers the field indexes with the manager's cache (before the controllers start).
@@ -44,6 +45,12 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		}},
 		{&afv1.VsphereAgentPool{}, IndexInfraEnv, func(o client.Object) []string {
 			return nonEmpty(o.(*afv1.VsphereAgentPool).Spec.InfraEnvRef.Name)
+		}},
+		{&afv1.VsphereAgentPool{}, IndexCABundleConfigMap, func(o client.Object) []string {
+			if ref := o.(*afv1.VsphereAgentPool).Spec.ISO.CABundleRef; ref != nil && ref.Kind != afv1.CABundleKindSecret {
+				return nonEmpty(ref.Name)
+			}
+			return nil
 		}},
 		{agents.New(agents.AgentGVK), IndexAgentMAC, func(o client.Object) []string {
 			return agents.AgentFrom(o.(*unstructured.Unstructured)).MACs

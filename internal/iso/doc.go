@@ -18,6 +18,10 @@
 // InvalidCABundle, ProxyRefused, ProxyUnreachable (see ReasonOf). Every request has a deadline up to
 // its headers (Options.HeaderTimeout) and an idle-read timeout after.
 //
+// Size: RefreshRequest.MaxSize (spec.iso.maxSize, default 8Gi) refuses a larger Content-Length before
+// the body is read and cuts a body without a length off once it passes the limit, deleting its
+// temporary upload: ISOTooLarge.
+//
 // The ISO URL carries a bearer token (in its query or path). It never leaves this package unredacted:
 // status, events, logs, metrics and errors only see RedactURL's output and URLHash.
 package iso

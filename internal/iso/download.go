@@ -99,6 +99,12 @@ func (run *refreshRun) get(ctx context.Context, conditional bool) (*download, er
 		metricsDownloadFailed()
 		return nil, run.statusFailed("GET "+redURL, resp)
 	}
+	if resp.StatusCode == http.StatusOK && resp.ContentLength > run.req.maxSize() {
+		// Refused before a byte of the body is read: closing drops the connection.
+		dl.close()
+		metricsDownloadFailed()
+		return nil, run.tooLarge(resp.ContentLength, true)
+	}
 	return dl, nil
 }
 

@@ -84,6 +84,7 @@ var failureReasons = map[string]bool{
 	ReasonInvalidCABundle:        true,
 	ReasonProxyRefused:           true,
 	ReasonProxyUnreachable:       true,
+	afv1.ReasonISOTooLarge:       true,
 }
 
 // IsFailureReason reports whether an ISOReady reason records a failed refresh.

@@ -118,7 +118,7 @@ type isoServer struct {
 	mu       sync.Mutex
 	content  []byte
 	modified time.Time
-	mode     string // "", "404", "500", "slow", "truncate", "noValidators", "ignoreValidators", "bogus304"
+	mode     string // "", "404", "500", "slow", "truncate", "chunked", "noValidators", "ignoreValidators", "bogus304"
 	// validators: "" (ETag and Last-Modified, a generic web server), "imageService" (like
 	// assisted-image-service: no ETag, Last-Modified = the image's generation time) or
 	// "perRequest" (older image services: no ETag, Last-Modified = the time of the request).
@@ -234,6 +234,13 @@ func (s *isoServer) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-s.release:
+		}
+		return
+	case "chunked":
+		// No Content-Length: net/http sends the body chunked once the handler flushes early.
+		for off := 0; off < len(content); off += 32 << 10 {
+			_, _ = w.Write(content[off:min(off+32<<10, len(content))])
+			w.(http.Flusher).Flush()
 		}
 		return
 	case "truncate":

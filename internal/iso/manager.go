@@ -2,6 +2,7 @@ package iso
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -146,15 +147,15 @@ func (m *Manager) Stop() {
 	m.wg.Wait()
 }
 
-// fingerprint identifies "the same refresh" for backoff: a new URL, ISO generation, force token or
-// per-pool CA is retried at once.
+// fingerprint identifies "the same refresh" for backoff: a new URL, ISO generation, force token,
+// per-pool CA or size limit is retried at once.
 func fingerprint(job Job) string {
 	created := ""
 	if t := job.Refresh.Source.CreatedTime; t != nil {
 		created = t.UTC().Format(time.RFC3339)
 	}
 	return URLHash(job.Refresh.Source.URL) + "|" + created + "|" + job.Refresh.ForceToken + "|" +
-		job.Refresh.Datastore + "|" + job.Refresh.Prefix + "|" + URLHash(string(job.Refresh.CABundle))
+		job.Refresh.Datastore + "|" + job.Refresh.Prefix + "|" + URLHash(string(job.Refresh.CABundle)) + "|" + strconv.FormatInt(job.Refresh.maxSize(), 10)
 }
 
 // Ensure starts the pool's job when needed and none is running. It never blocks on the job.

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
@@ -110,6 +112,25 @@ type RefreshRequest struct {
 	// and Options.TrustedCABundleFile (a pool's own CA reference). Without a parsable certificate the
 	// refresh fails with InvalidCABundle.
 	CABundle []byte
+	// CABundleSource names where CABundle came from in messages (e.g. "ConfigMap ns/name key ca.crt");
+	// never its content. Empty: "the pool's CA".
+	CABundleSource string
+	// MaxSize is the largest image accepted, in bytes (spec.iso.maxSize); 0 or less means
+	// DefaultMaxSize. A larger Content-Length is refused before reading, a longer body is cut off, and
+	// the refresh fails with ISOTooLarge.
+	MaxSize int64
+}
+
+// DefaultMaxSize is spec.iso.maxSize's default (8Gi): far above a full discovery ISO (~1.2 GiB), far
+// below what fills a datastore by accident.
+const DefaultMaxSize int64 = 8 << 30
+
+// maxSize is the request's limit with the default applied.
+func (r RefreshRequest) maxSize() int64 {
+	if r.MaxSize > 0 {
+		return r.MaxSize
+	}
+	return DefaultMaxSize
 }
 
 // Outcome says what a refresh did.
@@ -177,7 +198,7 @@ func (run *refreshRun) do(ctx context.Context) (Outcome, error) {
 	if run.req.Source.URL == "" {
 		return OutcomeFailed, fail(afv1.ReasonInfraEnvNotReady, errors.New("the InfraEnv has no isoDownloadURL"))
 	}
-	hc, err := run.c.clientFor(run.req.CABundle)
+	hc, err := run.c.clientFor(run.req.CABundle, run.req.CABundleSource)
 	if err != nil {
 		return OutcomeFailed, fail(ReasonInvalidCABundle, err)
 	}
@@ -263,10 +284,14 @@ func currentEntry(st afv1.ISOStatus) afv1.ISOVersion {
 // hashOnly reads the whole body, hashing and validating it, without uploading.
 func (run *refreshRun) hashOnly(dl *download) (string, error) {
 	src := newSourceReader(dl.resp.Body, dl.resp.ContentLength, dl.progress)
+	src.limit = run.req.maxSize()
 	n, err := io.Copy(io.Discard, src)
 	metrics.AddISOBytes(metrics.DirectionDownload, n)
 	if err != nil {
 		metrics.ObserveISOOperation(metrics.ISOOpDownload, metrics.ResultFailure)
+		if src.tooLarge {
+			return "", run.tooLarge(src.n, false)
+		}
 		if src.notISO {
 			return "", fail(afv1.ReasonISONotAnISO, run.red.errorf("GET "+RedactURL(run.req.Source.URL)+": "+errNotAnISO.Error()))
 		}
@@ -283,6 +308,7 @@ func (run *refreshRun) streamUpload(ctx context.Context, dl *download) (Outcome,
 		return OutcomeFailed, fail(afv1.ReasonISOUploadFailed, err)
 	}
 	src := newSourceReader(dl.resp.Body, dl.resp.ContentLength, dl.progress)
+	src.limit = run.req.maxSize()
 	upErr := run.client.UploadFile(ctx, run.req.Datacenter, tmp, src, dl.resp.ContentLength)
 	var finErr error
 	if upErr == nil {
@@ -292,6 +318,8 @@ func (run *refreshRun) streamUpload(ctx context.Context, dl *download) (Outcome,
 	redURL := RedactURL(run.req.Source.URL)
 	var failure error
 	switch {
+	case src.tooLarge:
+		failure = run.tooLarge(src.n, false)
 	case src.notISO:
 		failure = fail(afv1.ReasonISONotAnISO, run.red.errorf(fmt.Sprintf("GET %s: %s after %d bytes", redURL, errNotAnISO, src.n)))
 	case src.srcErr != nil:
@@ -303,7 +331,7 @@ func (run *refreshRun) streamUpload(ctx context.Context, dl *download) (Outcome,
 	}
 	if failure != nil {
 		result := metrics.ResultFailure
-		if src.notISO || src.srcErr != nil {
+		if src.notISO || src.srcErr != nil || src.tooLarge {
 			metrics.ObserveISOOperation(metrics.ISOOpDownload, metrics.ResultFailure)
 		} else {
 			metrics.ObserveISOOperation(metrics.ISOOpDownload, metrics.ResultSuccess)
@@ -380,16 +408,37 @@ func (run *refreshRun) discardTemp(ctx context.Context, tmp string) {
 
 // clientFor returns the client for one refresh: the fixed client, or the one trusting the bundle file
 // as it is now plus extraCA.
-func (c *Cache) clientFor(extraCA []byte) (*http.Client, error) {
+func (c *Cache) clientFor(extraCA []byte, source string) (*http.Client, error) {
 	if c.trust == nil {
 		if len(bytes.TrimSpace(extraCA)) > 0 {
 			return nil, errors.New("a per-pool CA needs a Cache that builds its own HTTP clients (Options.HTTPClient is set)")
 		}
 		return c.http, nil
 	}
-	return c.trust.client(extraCA)
+	return c.trust.client(extraCA, source)
 }
 
 func metricsDownloadFailed() {
 	metrics.ObserveISOOperation(metrics.ISOOpDownload, metrics.ResultFailure)
+}
+
+// tooLarge is the ISOTooLarge failure: announced says n is the response's Content-Length, else the
+// bytes received when the body passed the limit. The message names the limit and the size, never the
+// URL's token.
+func (run *refreshRun) tooLarge(n int64, announced bool) error {
+	limit := run.req.maxSize()
+	what := fmt.Sprintf("more than %s received", formatBytes(limit))
+	if announced {
+		what = fmt.Sprintf("the server announced %s", formatBytes(n))
+	}
+	return fail(afv1.ReasonISOTooLarge, run.red.errorf(fmt.Sprintf("GET %s: discovery ISO larger than spec.iso.maxSize %s: %s; nothing of it is kept%s",
+		RedactURL(run.req.Source.URL), formatBytes(limit), what, hint(afv1.ReasonISOTooLarge))))
+}
+
+// formatBytes shows a size in bytes, and as a binary quantity too where that is exact ("8Gi").
+func formatBytes(n int64) string {
+	if q := resource.NewQuantity(n, resource.BinarySI).String(); strings.HasSuffix(q, "i") {
+		return fmt.Sprintf("%s (%d bytes)", q, n)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -110,6 +110,8 @@ type harness struct {
 	events  []Event
 	errs    []error
 	cond    *metav1.Condition
+	// maxSize is the requests' MaxSize (spec.iso.maxSize; 0: the default).
+	maxSize int64
 }
 
 func newHarness(t *testing.T, b backend, content []byte) *harness {
@@ -148,7 +150,7 @@ func (h *harness) request(need RefreshNeed) RefreshRequest {
 	}
 	return RefreshRequest{Datacenter: h.b.datacenter, Datastore: h.b.datastore, Prefix: PathPrefix(h.pool),
 		Source: h.source(), ForceToken: h.pool.Annotations[afv1.AnnotationForceISORefresh],
-		Conditional: need.Conditional, Revalidate: need.Revalidate, Status: st, PreviousReady: h.cond}
+		Conditional: need.Conditional, Revalidate: need.Revalidate, Status: st, PreviousReady: h.cond, MaxSize: h.maxSize}
 }
 
 // pass runs Decide and, when needed, one refresh and one prune, applying the results.

@@ -31,6 +31,7 @@ var scenarios = []struct {
 	{"pruning waits for VMs to detach the ISO", scenarioPruneInUse},
 	{"a failed delete is retried", scenarioPruneDeleteFails},
 	{"stale temporary uploads are cleaned up", scenarioStaleTemps},
+	{"an image above maxSize is refused, announced or chunked, and nothing of it is kept", scenarioTooLarge},
 }
 
 func TestScenariosInMemory(t *testing.T) {

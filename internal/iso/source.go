@@ -54,6 +54,7 @@ func LooksLikeISO(b []byte) bool {
 type sourceReader struct {
 	body       io.Reader
 	expected   int64 // Content-Length, -1 when unknown
+	limit      int64 // most bytes accepted (spec.iso.maxSize); 0: no limit
 	onProgress func()
 
 	hash    hash.Hash
@@ -62,6 +63,8 @@ type sourceReader struct {
 	eof     bool
 	srcErr  error // failure of the source itself (network, truncation, too long)
 	notISO  bool
+	// tooLarge: more than limit bytes arrived (a chunked body, or one longer than announced).
+	tooLarge bool
 }
 
 func newSourceReader(body io.Reader, expected int64, onProgress func()) *sourceReader {
@@ -85,6 +88,12 @@ func (s *sourceReader) Read(p []byte) (int, error) {
 		s.n += int64(n)
 		if s.onProgress != nil {
 			s.onProgress()
+		}
+		if s.limit > 0 && s.n > s.limit {
+			// Checked first: a body past the limit is refused as too large whatever it announced.
+			s.tooLarge = true
+			s.srcErr = fmt.Errorf("body larger than the limit of %d bytes", s.limit)
+			return n, s.srcErr
 		}
 		if s.expected >= 0 && s.n > s.expected {
 			s.srcErr = fmt.Errorf("body longer than its Content-Length %d", s.expected)

@@ -163,6 +163,8 @@ func hint(reason string) string {
 		return "; the HTTPS_PROXY/HTTP_PROXY proxy refused the request: allow the image host on the proxy or add it to NO_PROXY"
 	case ReasonProxyUnreachable:
 		return "; the proxy named by HTTPS_PROXY/HTTP_PROXY cannot be reached"
+	case afv1.ReasonISOTooLarge:
+		return "; raise spec.iso.maxSize if the image is meant to be this large"
 	}
 	return ""
 }
@@ -189,7 +191,7 @@ func (e *caBundleError) Error() string { return e.msg }
 // client returns the client trusting the system roots, base.CABundle, the bundle file as it is now
 // and extraPEM. The file is read on every call (a few hundred KiB, once per download) and keyed by
 // its content hash: a rewritten ConfigMap mount is picked up whatever its mtime says.
-func (s *trustStore) client(extraPEM []byte) (*http.Client, error) {
+func (s *trustStore) client(extraPEM []byte, source string) (*http.Client, error) {
 	fileBundle, err := readCABundleFile(s.file)
 	if err != nil {
 		return nil, err
@@ -197,7 +199,10 @@ func (s *trustStore) client(extraPEM []byte) (*http.Client, error) {
 	if err := checkPEM(fileBundle, "trusted CA bundle "+s.file); err != nil {
 		return nil, err
 	}
-	if err := checkPEM(extraPEM, "the pool's CA"); err != nil {
+	if source == "" {
+		source = "the pool's CA"
+	}
+	if err := checkPEM(extraPEM, source); err != nil {
 		return nil, err
 	}
 	h := sha256.New()

@@ -26,6 +26,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/dashboard"
+	"github.com/containeroo/agent-forge-operator/test/sim"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
@@ -173,6 +174,10 @@ func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, i
 	// NMStateConfigs of its leases.
 	staticIPs, err := h.EnableStaticIPs(ctx, s, pool, 1)
 	if err != nil {
+		return rec, err
+	}
+	// The image host's CA from a ConfigMap (spec.iso.caBundleRef): watched by metadata, read uncached.
+	if err := withImageHostCA(ctx, h, pool); err != nil {
 		return rec, err
 	}
 	ie := s.InfraEnv
@@ -330,6 +335,21 @@ func prepareDashboard(ctx context.Context, c client.Client) error {
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: dashboard.Namespace, Name: dashboard.Name}}
 	return client.IgnoreNotFound(c.Delete(ctx, cm))
+}
+
+// withImageHostCA creates a ConfigMap holding a private CA in the pool's namespace and names it in
+// spec.iso.caBundleRef (the download over plain HTTP does not need it; the pool reads it every pass).
+func withImageHostCA(ctx context.Context, h *harness.Harness, pool *afv1.VsphereAgentPool) error {
+	ca, err := sim.NewPrivateCA("rbac image host CA")
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: pool.Namespace, Name: "image-host-ca"}, Data: map[string]string{afv1.DefaultCABundleKey: string(ca.PEM)}}
+	if err := h.Client.Create(ctx, cm); err != nil {
+		return err
+	}
+	pool.Spec.ISO.CABundleRef = &afv1.CABundleReference{Kind: afv1.CABundleKindConfigMap, Name: cm.Name}
+	return nil
 }
 
 // perResource splits rules so that each names one API group and one resource.

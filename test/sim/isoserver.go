@@ -2,6 +2,7 @@ package sim
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
 	"encoding/hex"
@@ -74,8 +75,10 @@ type ISOServerOptions struct {
 	ETag bool
 	// LastModified is kept for existing callers: Last-Modified is on unless Validators says otherwise.
 	LastModified bool
-	// TLS serves HTTPS with httptest's self-signed certificate (see CertificatePEM).
-	TLS bool
+	// TLS serves HTTPS with httptest's self-signed certificate (see CertificatePEM), or with
+	// ServerCertificate when set (e.g. one a PrivateCA issued).
+	TLS               bool
+	ServerCertificate *tls.Certificate
 	// SlowDelay is the pause per 64 KiB chunk in ISOSlow mode (default 50ms).
 	SlowDelay time.Duration
 }
@@ -119,6 +122,9 @@ func NewISOServer(opts ISOServerOptions) *ISOServer {
 	s := &ISOServer{opts: opts, modified: generatedAt(time.Time{})}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	if opts.TLS {
+		if opts.ServerCertificate != nil {
+			s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{*opts.ServerCertificate}, MinVersion: tls.VersionTLS12}
+		}
 		s.srv.StartTLS()
 	} else {
 		s.srv.Start()

@@ -97,6 +97,7 @@ var schemaDefaults = map[string]interface{}{
 	"iso.retainVersions":         int64(2),
 	"iso.ejectAfterInstall":      false,
 	"iso.replaceOutdatedVMs":     true, // opt-out: outdated unbound VMs are replaced unless a pool says false
+	"iso.maxSize":                "8Gi",
 	"cleanupPolicy":              "Delete",
 	"registrationTimeout":        "20m",
 	"paused":                     false,

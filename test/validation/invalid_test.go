@@ -80,6 +80,17 @@ var invalidPools = []invalidCase{
 	one("pathPrefix too long", "spec.iso.pathPrefix", set("spec.iso.pathPrefix", strings.Repeat("p", 513))),
 	one("checkInterval below 10s", "spec.iso.checkInterval", set("spec.iso.checkInterval", "5s")),
 	one("checkInterval not a duration", "spec.iso.checkInterval", set("spec.iso.checkInterval", "hourly")),
+	one("maxSize zero", "spec.iso.maxSize", set("spec.iso.maxSize", "0")),
+	one("maxSize zero as a number", "spec.iso.maxSize", set("spec.iso.maxSize", 0)),
+	one("maxSize negative", "spec.iso.maxSize", set("spec.iso.maxSize", "-1Gi")),
+	one("maxSize negative number", "spec.iso.maxSize", set("spec.iso.maxSize", -5)),
+	one("maxSize not a quantity", "spec.iso.maxSize", set("spec.iso.maxSize", "big")),
+	one("caBundleRef without name", "spec.iso.caBundleRef.name", set("spec.iso.caBundleRef", map[string]interface{}{"kind": "ConfigMap"})),
+	one("caBundleRef name empty", "spec.iso.caBundleRef.name", set("spec.iso.caBundleRef", map[string]interface{}{"name": ""})),
+	one("caBundleRef name uppercase", "spec.iso.caBundleRef.name", set("spec.iso.caBundleRef", map[string]interface{}{"name": "Image-CA"})),
+	one("caBundleRef kind unknown", "spec.iso.caBundleRef.kind", set("spec.iso.caBundleRef", map[string]interface{}{"name": "ca", "kind": "Namespace"})),
+	one("caBundleRef key with a slash", "spec.iso.caBundleRef.key", set("spec.iso.caBundleRef", map[string]interface{}{"name": "ca", "key": "certs/ca.crt"})),
+	one("caBundleRef key empty", "spec.iso.caBundleRef.key", set("spec.iso.caBundleRef", map[string]interface{}{"name": "ca", "key": ""})),
 
 	// Timing and limits.
 	one("registrationTimeout below 1m", "spec.registrationTimeout", set("spec.registrationTimeout", "30s")),
