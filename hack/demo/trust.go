@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,7 +113,7 @@ func (d *demo) injectTrustBundle(ctx context.Context, namespace string, ca *sim.
 	case <-ready:
 		return path, nil
 	case <-time.After(trustReadyTimeout):
-		return "", fmt.Errorf("the trust bundle was not projected to %s within %s (last error: %v)", path, trustReadyTimeout, c.lastErr())
+		return "", fmt.Errorf("the trust bundle was not projected to %s within %s (last error: %w)", path, trustReadyTimeout, c.lastErr())
 	case <-ctx.Done():
 		return "", errStopped
 	}
@@ -192,8 +193,12 @@ func (c *cluster) setErr(err error) {
 	c.err = err
 }
 
+// lastErr is the latest pass's error; before any pass finished, that none did.
 func (c *cluster) lastErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.err == nil {
+		return errors.New("no pass finished yet")
+	}
 	return c.err
 }
