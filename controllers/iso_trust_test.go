@@ -22,9 +22,9 @@ var _ = Describe("The pool's image host CA and ISO size limit (spec.iso.caBundle
 		Expect(err).NotTo(HaveOccurred())
 		other, err := sim.NewPrivateCA("another CA")
 		Expect(err).NotTo(HaveOccurred())
-		cert, err := ca.ServerCertificate()
+		serverTLS, err := ca.ServerTLSConfig()
 		Expect(err).NotTo(HaveOccurred())
-		srv := sim.NewISOServer(sim.ISOServerOptions{Seed: 31, Size: 96 * 1024, Token: "ca-spec-token", TLS: true, ServerCertificate: &cert})
+		srv := sim.NewISOServer(sim.ISOServerOptions{Seed: 31, Size: 96 * 1024, Token: "ca-spec-token", TLSConfig: serverTLS})
 		DeferCleanup(srv.Close)
 
 		pool, s, d := startPoolOn(srv.URL(), func(p *afv1.VsphereAgentPool) {
@@ -43,7 +43,7 @@ var _ = Describe("The pool's image host CA and ISO size limit (spec.iso.caBundle
 		Consistently(func() int { return len(vsphereAgents(pool)) + len(poolVMs(pool)) + int(srv.Requests()) }, 2*time.Second, 250*time.Millisecond).Should(BeZero())
 
 		By("the ConfigMap created with another CA: the host stays untrusted")
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: "image-ca"}, Data: map[string]string{"ca.crt": string(other.PEM)}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: "image-ca"}, Data: map[string]string{"ca.crt": string(other.PEM())}}
 		Expect(k8s.Create(ctx, cm)).To(Succeed())
 		Eventually(func() string { return conditionOf(getPool(pool).Status.Conditions, afv1.ConditionISOReady) }, 60*time.Second, 200*time.Millisecond).
 			Should(Equal("False/" + iso.ReasonCertificateUntrusted))
@@ -51,7 +51,7 @@ var _ = Describe("The pool's image host CA and ISO size limit (spec.iso.caBundle
 		Expect(vsphereAgents(pool)).To(BeEmpty())
 
 		By("the ConfigMap fixed in place: the next pass (started by the watch) trusts the host, caches the ISO and creates the VM")
-		cm.Data["ca.crt"] = string(ca.PEM)
+		cm.Data["ca.crt"] = string(ca.PEM())
 		Expect(k8s.Update(ctx, cm)).To(Succeed())
 		Eventually(func(g Gomega) {
 			p := getPool(pool)

@@ -1,11 +1,15 @@
 // Command demo runs the whole operator loop on loopback: an embedded kube-apiserver + etcd, the real
 // Cluster API core controllers (v1.14.2, their own process: they make and delete the Machines), the
-// vCenter simulator, a discovery-ISO server, a world driver playing HyperShift, the Agent CAPI provider
+// vCenter simulator, a discovery-ISO server over HTTPS signed by a private CA (trusted by the manager only
+// through the injected trust bundle, which the demo fills and projects as OpenShift's Cluster Network
+// Operator and the kubelet would), a world driver playing HyperShift, the Agent CAPI provider
 // and assisted-service, and the real manager binary. It plays the autoscaler (NodePool 0 → 3 → 5 → 2 by default), shows a live
 // table, checks invariants and ends with one summary line; exit code 1 when an invariant failed.
 //
 // Env: DEMO_SCALE=<peak replicas> (default 5), DEMO_KEEP=1 (keep running until Ctrl-C and print a
-// kubeconfig), DEMO_REQUIRE_EJECT=1 (missing ISO ejection is a violation even if no VM started ejecting),
+// kubeconfig), DEMO_REQUIRE_EJECT=0|1 (default: follow the sample's spec.iso.ejectAfterInstall; when
+// required, a run where ejection did not start and finish on every worker is a violation; 0 tolerates a
+// build that never ejects, 1 requires ejection even from a pool that did not opt in),
 // DEMO_ZONES=<n> (2..8: the simulator gets n clusters, the pool one failure domain per cluster; the summary
 // adds how the VMs spread and the zone labels are an invariant),
 // DEMO_STATIC_IPS=1 (the same scenario on a static-IP pool: no DHCP, addresses leased from an IPAM pool).
@@ -26,6 +30,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/containeroo/agent-forge-operator/test/sim"
 	"github.com/containeroo/agent-forge-operator/test/sim/capicore"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
@@ -57,8 +62,11 @@ func run() int {
 	if runErr != nil && !interrupted {
 		t.Violate("scenario failed: %v", runErr)
 	}
+	if d.stopCluster != nil {
+		d.stopCluster()
+	}
 	if d.h != nil {
-		v.println("stopping: manager process, world driver, ISO server, vCenter simulator, Cluster API core, kube-apiserver + etcd")
+		v.println("stopping: the CNO and kubelet stand-ins, manager process, world driver, ISO server, vCenter simulator, Cluster API core, kube-apiserver + etcd")
 		if err := d.h.Close(); err != nil {
 			v.println("cleanup: %v", err)
 		}
@@ -82,7 +90,10 @@ func run() int {
 
 type config struct {
 	peak, first, final int
-	keep, requireEject bool
+	keep               bool
+	// requireEject is DEMO_REQUIRE_EJECT: "" follows the pool's spec.iso.ejectAfterInstall, "1" requires
+	// ejection, "0" tolerates a build that never ejects.
+	requireEject string
 	// zones is the number of failure domains (simulated clusters); 0 without.
 	zones     int
 	staticIPs bool
@@ -110,7 +121,11 @@ func configFromEnv() (config, error) {
 		c.zones = n
 	}
 	c.keep = os.Getenv("DEMO_KEEP") == "1"
-	c.requireEject = os.Getenv("DEMO_REQUIRE_EJECT") == "1"
+	switch c.requireEject = os.Getenv("DEMO_REQUIRE_EJECT"); c.requireEject {
+	case "", "0", "1":
+	default:
+		return c, fmt.Errorf("DEMO_REQUIRE_EJECT=%q: want 0, 1 or unset (follow the sample's spec.iso.ejectAfterInstall)", c.requireEject)
+	}
 	c.staticIPs = os.Getenv("DEMO_STATIC_IPS") == "1"
 	return c, nil
 }
@@ -128,6 +143,11 @@ type demo struct {
 	staticSeen map[string]bool
 	// backingSeen are the Machines already reported for a destroyed backing VM (each once).
 	backingSeen map[string]bool
+	// ejectRequired: a run where not every worker's ISO ejection started and finished is a violation.
+	ejectRequired bool
+	// ca signs the ISO server's certificate; stopCluster ends the demo's CNO and kubelet stand-ins.
+	ca          *sim.PrivateCA
+	stopCluster context.CancelFunc
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -142,8 +162,13 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ca, isoTLS, err := newISOTrust()
+	if err != nil {
+		return err
+	}
+	d.ca = ca
 	d.h, err = harness.Start(ctx, harness.Options{Progress: func(msg string) { d.v.println("==> %s", msg) },
-		VCSim: vcsim.Options{Clusters: d.cfg.zones}})
+		VCSim: vcsim.Options{Clusters: d.cfg.zones}, ISOTLS: isoTLS})
 	if err != nil {
 		return err
 	}

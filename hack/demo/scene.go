@@ -61,7 +61,7 @@ func setupScene(ctx context.Context, d *demo, outDir, managerBin string) (*scene
 		d.v.println("    adjusted: spec.controlPlaneNamespace %q -> %q (HyperShift's <namespace>-<hostedcluster>)", pool.Spec.ControlPlaneNamespace, s.ControlPlaneNamespace)
 		pool.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
 	}
-	d.v.println("==> hub: namespaces %v, HostedCluster %s, NodePool %s (replicas 0, agentLabelSelector %v), InfraEnv %s (ISO URL on loopback)",
+	d.v.println("==> hub: namespaces %v, HostedCluster %s, NodePool %s (replicas 0, agentLabelSelector %v), InfraEnv %s (ISO URL: HTTPS on loopback)",
 		s.Namespaces(), s.HostedCluster.Name, s.NodePool.Name, s.AgentLabels, s.InfraEnv.Name)
 	d.v.println("    Secret %s points at the simulator (server %s, insecure \"true\": acceptable for a loopback simulator only; use caBundle/thumbprint for a real vCenter)",
 		s.Secret, d.h.VC.URL.Host)
@@ -83,20 +83,42 @@ func setupScene(ctx context.Context, d *demo, outDir, managerBin string) (*scene
 	d.v.println("==> world driver running: plays HyperShift (NodePool replicas -> MachineDeployment, AgentMachineTemplate, Cluster), the Agent CAPI provider (reserves Agents, pre-terminate hook, unbinds on deletion), assisted-service (Agents register %s after a VM boots the ISO, install %s after binding) and the workers' kubelets (Nodes); it never creates or deletes a Machine",
 		registrationDelay, installDelay)
 
+	bundle, err := d.trustBundle(ctx)
+	if err != nil {
+		return nil, err
+	}
 	d.v.println("==> starting the real manager binary (logs: %s)", filepath.Join(outDir, "manager.log"))
 	m, err := d.h.StartManagerProcess(ctx, harness.ProcessOptions{
 		Binary: managerBin, LogPath: filepath.Join(outDir, "manager.log"), KubeconfigPath: filepath.Join(d.h.TempDir(), "manager.kubeconfig"),
+		ExtraArgs: []string{"--trusted-ca-bundle=" + bundle},
 	})
 	if err != nil {
 		return nil, err
 	}
-	d.v.println("    manager pid %d is ready (/readyz), leader election off, kubeconfig for the embedded API server", m.PID)
+	d.v.println("    manager pid %d is ready (/readyz), leader election off, kubeconfig for the embedded API server, --trusted-ca-bundle=%s", m.PID, bundle)
 
 	if err := d.h.Client.Create(ctx, pool); err != nil {
 		return nil, fmt.Errorf("creating the pool: %w", err)
 	}
 	d.v.println("==> created VsphereAgentPool %s/%s (cleanupPolicy %s, iso.ejectAfterInstall %t)", pool.Namespace, pool.Name, pool.Spec.CleanupPolicy, pool.Spec.ISO.EjectAfterInstall)
+	d.resolveEject(pool.Spec.ISO.EjectAfterInstall)
 	return &scene{pool: types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, nodePool: s.NodePool, world: w, manager: m, started: time.Now()}, nil
+}
+
+// resolveEject decides whether missing ejection is a violation: by default when the pool opts in.
+func (d *demo) resolveEject(optedIn bool) {
+	switch d.cfg.requireEject {
+	case "1":
+		d.ejectRequired = true
+		d.v.println("    DEMO_REQUIRE_EJECT=1: every worker's ISO must be ejected")
+	case "0":
+		d.v.println("    DEMO_REQUIRE_EJECT=0: a build that never starts ejecting is reported as 0 ejected, not a violation")
+	default:
+		d.ejectRequired = optedIn
+		if optedIn {
+			d.v.println("    the pool opts in to ejection: every worker's ISO must be ejected (DEMO_REQUIRE_EJECT=0 tolerates a build that never ejects)")
+		}
+	}
 }
 
 // waitFor observes and redraws until cond holds on a snapshot, ctx ends or timeout passes.

@@ -35,6 +35,8 @@ type e2e struct {
 	nodePool types.NamespacedName
 	// backingSeen are the Machines already reported for a destroyed backing VM (each once).
 	backingSeen map[string]bool
+	// ejectOptIn is the pool's spec.iso.ejectAfterInstall: then every installed worker's ISO must be ejected.
+	ejectOptIn bool
 }
 
 func TestScaleUpInstallEjectScaleDown(t *testing.T) {
@@ -107,7 +109,7 @@ func startE2E(ctx context.Context, t *testing.T, o e2eOptions) *e2e {
 		t.Fatal(err)
 	}
 	e := &e2e{t: t, h: h, tr: harness.NewTracker(), w: w, s: s, pool: types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, nodePool: s.NodePool,
-		backingSeen: map[string]bool{}}
+		backingSeen: map[string]bool{}, ejectOptIn: pool.Spec.ISO.EjectAfterInstall}
 	e.startManager()
 	if err := h.Client.Create(ctx, pool); err != nil {
 		t.Fatal(err)
@@ -227,11 +229,13 @@ func (e *e2e) hold(ctx context.Context, n int) {
 	}
 }
 
-// checkEjection applies the demo's rule: ejection is required once the build shows it ejects
-// (some VM reached EjectionInProgress/Ejected); a build without ejection is not failed for it.
+// checkEjection requires, when the pool opts in (spec.iso.ejectAfterInstall), that ejection started and
+// finished on all n workers within ejectDeadline: a build that never ejects fails. Without the opt-in,
+// ejection is required only once some VM shows it started (EjectionInProgress/Ejected).
 func (e *e2e) checkEjection(ctx context.Context, n int) {
 	e.t.Helper()
-	deadline, extended := time.Now().Add(ejectGrace), false
+	required := func() bool { return e.ejectOptIn || e.tr.EjectStarted() }
+	start := time.Now()
 	for {
 		s, err := e.observe(ctx)
 		if err != nil {
@@ -240,14 +244,18 @@ func (e *e2e) checkEjection(ctx context.Context, n int) {
 		if s.EjectedNow() == n {
 			break
 		}
-		if e.tr.EjectStarted() && !extended { // the build ejects: give it the full deadline
-			deadline, extended = time.Now().Add(ejectDeadline), true
+		wait := ejectGrace
+		if required() {
+			wait = ejectDeadline
 		}
-		if time.Now().After(deadline) {
-			if e.tr.EjectStarted() {
-				e.tr.Violate("ISO ejection missing: %d of %d VMs ejected (%s)", s.EjectedNow(), n, s.EjectionReasons())
-			} else {
-				e.t.Logf("no VM started ejecting (%s): this build does not eject yet; not a failure", s.EjectionReasons())
+		if time.Since(start) > wait {
+			switch {
+			case !required():
+				e.t.Logf("no VM started ejecting (%s) and the pool did not opt in: not a failure", s.EjectionReasons())
+			case !e.tr.EjectStarted():
+				e.tr.Violate("ISO ejection never started although the pool opts in (spec.iso.ejectAfterInstall): 0 of %d VMs ejected within %s (%s)", n, ejectDeadline, s.EjectionReasons())
+			default:
+				e.tr.Violate("ISO ejection missing: %d of %d VMs ejected within %s (%s)", s.EjectedNow(), n, ejectDeadline, s.EjectionReasons())
 			}
 			break
 		}

@@ -344,7 +344,7 @@ func withImageHostCA(ctx context.Context, h *harness.Harness, pool *afv1.Vsphere
 	if err != nil {
 		return err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: pool.Namespace, Name: "image-host-ca"}, Data: map[string]string{afv1.DefaultCABundleKey: string(ca.PEM)}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: pool.Namespace, Name: "image-host-ca"}, Data: map[string]string{afv1.DefaultCABundleKey: string(ca.PEM())}}
 	if err := h.Client.Create(ctx, cm); err != nil {
 		return err
 	}

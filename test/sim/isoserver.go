@@ -9,10 +9,13 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,10 +78,11 @@ type ISOServerOptions struct {
 	ETag bool
 	// LastModified is kept for existing callers: Last-Modified is on unless Validators says otherwise.
 	LastModified bool
-	// TLS serves HTTPS with httptest's self-signed certificate (see CertificatePEM), or with
-	// ServerCertificate when set (e.g. one a PrivateCA issued).
-	TLS               bool
-	ServerCertificate *tls.Certificate
+	// TLS serves HTTPS with httptest's self-signed certificate (see CertificatePEM).
+	TLS bool
+	// TLSConfig serves HTTPS with this configuration instead (its certificate, e.g. signed by a
+	// PrivateCA, its minimum version); it implies TLS.
+	TLSConfig *tls.Config
 	// SlowDelay is the pause per 64 KiB chunk in ISOSlow mode (default 50ms).
 	SlowDelay time.Duration
 }
@@ -100,6 +104,13 @@ type ISOServer struct {
 	heads        atomic.Int64
 	unauthorized atomic.Int64
 	bytesServed  atomic.Int64
+	// Transport counters: what reached the handler over TLS or not, and the handshakes around it.
+	tlsDownloads    atomic.Int64
+	plainRequests   atomic.Int64
+	handshakes      atomic.Int64
+	conns           sync.Map // net.Conn -> true: TLS connections already counted in handshakes
+	handshakeErrors atomic.Int64
+	minTLSVersion   atomic.Uint32
 }
 
 // NewISOServer starts a server on 127.0.0.1. Close it when done.
@@ -121,15 +132,43 @@ func NewISOServer(opts ISOServerOptions) *ISOServer {
 	}
 	s := &ISOServer{opts: opts, modified: generatedAt(time.Time{})}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	if opts.TLS {
-		if opts.ServerCertificate != nil {
-			s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{*opts.ServerCertificate}, MinVersion: tls.VersionTLS12}
-		}
+	switch {
+	case opts.TLSConfig != nil:
+		s.opts.TLS = true
+		s.srv.TLS = opts.TLSConfig.Clone()
+		s.srv.Config.ConnState = s.countHandshakes
+		// net/http logs every failed handshake (an untrusted certificate, plain HTTP on this port).
+		s.srv.Config.ErrorLog = log.New(handshakeErrorCounter{s}, "", 0)
 		s.srv.StartTLS()
-	} else {
+	case opts.TLS:
+		s.srv.StartTLS()
+	default:
 		s.srv.Start()
 	}
 	return s
+}
+
+// countHandshakes counts each TLS connection once, when it carries its first request: the handshake
+// completed and the client accepted the certificate (a client that rejects it never sends one).
+func (s *ISOServer) countHandshakes(c net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateActive:
+		if _, seen := s.conns.LoadOrStore(c, true); !seen {
+			s.handshakes.Add(1)
+		}
+	case http.StateClosed, http.StateHijacked:
+		s.conns.Delete(c)
+	}
+}
+
+// handshakeErrorCounter counts net/http's "TLS handshake error" log lines and drops all output.
+type handshakeErrorCounter struct{ s *ISOServer }
+
+func (c handshakeErrorCounter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), "TLS handshake error") {
+		c.s.handshakeErrors.Add(1)
+	}
+	return len(p), nil
 }
 
 // Close stops the server and closes open connections.
@@ -268,8 +307,49 @@ func (s *ISOServer) Unauthorized() int64 { return s.unauthorized.Load() }
 // BytesServed counts body bytes written.
 func (s *ISOServer) BytesServed() int64 { return s.bytesServed.Load() }
 
+// TLSDownloads counts the Downloads whose request came over TLS.
+func (s *ISOServer) TLSDownloads() int64 { return s.tlsDownloads.Load() }
+
+// PlainRequests counts requests that reached the handler without TLS (any method, any answer).
+func (s *ISOServer) PlainRequests() int64 { return s.plainRequests.Load() }
+
+// TLSHandshakes counts TLS connections with TLSConfig that carried a request (0 otherwise).
+func (s *ISOServer) TLSHandshakes() int64 { return s.handshakes.Load() }
+
+// TLSHandshakeErrors counts failed handshakes with TLSConfig: a client that does not trust the
+// certificate, one that speaks plain HTTP to this port, one that hangs up mid-handshake.
+func (s *ISOServer) TLSHandshakeErrors() int64 { return s.handshakeErrors.Load() }
+
+// MinTLSVersion is the lowest TLS version of a request that reached the handler (0: none over TLS);
+// compare with tls.VersionTLS12 and friends.
+func (s *ISOServer) MinTLSVersion() uint16 { return uint16(s.minTLSVersion.Load()) }
+
+// countTransport records how a request reached the handler.
+func (s *ISOServer) countTransport(r *http.Request) {
+	if r.TLS == nil {
+		s.plainRequests.Add(1)
+		return
+	}
+	v := uint32(r.TLS.Version)
+	for {
+		cur := s.minTLSVersion.Load()
+		if (cur != 0 && cur <= v) || s.minTLSVersion.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// countDownload records a GET answered with the body.
+func (s *ISOServer) countDownload(r *http.Request) {
+	s.downloads.Add(1)
+	if r.TLS != nil {
+		s.tlsDownloads.Add(1)
+	}
+}
+
 func (s *ISOServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	s.countTransport(r)
 	if r.Method == http.MethodHead {
 		s.heads.Add(1)
 	}
@@ -305,7 +385,7 @@ func (s *ISOServer) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Length", fmt.Sprint(opts.Size))
 			return
 		}
-		s.downloads.Add(1)
+		s.countDownload(r)
 		w.Header().Set("Content-Length", fmt.Sprint(opts.Size))
 		w.WriteHeader(http.StatusOK)
 		n, _ := io.Copy(w, io.NewSectionReader(img, 0, opts.Size/2))
@@ -326,7 +406,7 @@ func (s *ISOServer) serve(w http.ResponseWriter, r *http.Request) {
 	if mode == ISOSlow {
 		out = &slowWriter{w: w, delay: opts.SlowDelay, done: r.Context().Done()}
 	}
-	cw := &countingWriter{ResponseWriter: w, out: out, s: s, get: r.Method == http.MethodGet}
+	cw := &countingWriter{ResponseWriter: w, out: out, s: s, r: r}
 	http.ServeContent(cw, r, "discovery.iso", lastMod, body)
 }
 
@@ -335,7 +415,7 @@ type countingWriter struct {
 	http.ResponseWriter
 	out         io.Writer
 	s           *ISOServer
-	get         bool
+	r           *http.Request
 	wroteHeader bool
 }
 
@@ -344,8 +424,8 @@ func (c *countingWriter) WriteHeader(code int) {
 		return
 	}
 	c.wroteHeader = true
-	if c.get && (code == http.StatusOK || code == http.StatusPartialContent) {
-		c.s.downloads.Add(1)
+	if c.r.Method == http.MethodGet && (code == http.StatusOK || code == http.StatusPartialContent) {
+		c.s.countDownload(c.r)
 	}
 	c.ResponseWriter.WriteHeader(code)
 }

@@ -13,6 +13,7 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -42,6 +43,8 @@ type Options struct {
 	ISOSize int64
 	// VCSim tunes the simulator (latency injection for benchmarks).
 	VCSim vcsim.Options
+	// ISOTLS serves the discovery ISO over HTTPS with this configuration (e.g. sim.PrivateCA's); nil: HTTP.
+	ISOTLS *tls.Config
 	// LegacyAgentProvider installs the AgentMachine CRD of older Agent CAPI providers (for a world with
 	// Provider: world.ProviderUIDLabel); see testenv.Options.LegacyAgentProvider.
 	LegacyAgentProvider bool
@@ -149,7 +152,7 @@ func Start(ctx context.Context, o Options) (_ *Harness, err error) {
 	if size == 0 {
 		size = 256 << 10
 	}
-	h.ISO = sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: size, ETag: true, LastModified: true})
+	h.ISO = sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: size, ETag: true, LastModified: true, TLSConfig: o.ISOTLS})
 	h.onClose("ISO server", func() error { h.ISO.Close(); return nil })
 	h.progress("serving a generated discovery ISO on " + h.ISO.BaseURL())
 	return h, nil

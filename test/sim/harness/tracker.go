@@ -28,6 +28,8 @@ type Tracker struct {
 	vmZone map[string]string
 	// staticIPs are the addresses ever leased to a created VM (nil: a DHCP scenario, not in Summary).
 	staticIPs map[string]bool
+	// isoTransport says how the ISO was fetched (SetISOTransport; empty: not in Summary).
+	isoTransport string
 }
 
 // NewTracker returns an empty Tracker.
@@ -101,9 +103,17 @@ func (t *Tracker) CleanedUp() int {
 
 // Summary is the one-line result, e.g. "demo: 5 VMs created, ... 0 invariant violations".
 func (t *Tracker) Summary(prefix string) string {
-	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up%s, %s%d invariant violations",
-		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), t.spread(), t.staticIPSummary(), len(t.violations))
+	iso := ""
+	if t.isoTransport != "" {
+		iso = t.isoTransport + ", "
+	}
+	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up%s, %s%s%d invariant violations",
+		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), t.spread(), t.staticIPSummary(), iso, len(t.violations))
 }
+
+// SetISOTransport records how the ISO was fetched, e.g. "ISO over HTTPS (private CA via injected
+// bundle)": Summary adds it before the violation count.
+func (t *Tracker) SetISOTransport(s string) { t.isoTransport = s }
 
 // SetZones names the pool's failure domains: Summary then reports how the created VMs spread over them.
 func (t *Tracker) SetZones(zones []string) { t.zones = zones }
