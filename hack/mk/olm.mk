@@ -15,8 +15,9 @@ BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:latest
 BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 OLM_PACKAGE := agent-forge-operator
-# OpenShift releases the bundle is offered on (com.redhat.openshift.versions): 4.16 and later.
-OPENSHIFT_VERSIONS ?= v4.16
+# OpenShift releases the bundle is offered on (com.redhat.openshift.versions): 4.18 and later, the OpenShift of
+# the CSV's minKubeVersion 1.31 (the Kubernetes floor that test-k8s-floor proves; docs/install.md).
+OPENSHIFT_VERSIONS ?= v4.18
 CATALOG_DIR := catalog/$(OLM_PACKAGE)
 # The bundle directory `make catalog` renders; older catalog entries are kept as committed history.
 CATALOG_BUNDLE_DIR ?= ./bundle
@@ -58,7 +59,7 @@ bundle-finish:
 		sed -i 's|^  version: \(.*\)$$|  relatedImages:\n  - image: $(MANAGER_REF)\n    name: $(OLM_PACKAGE)\n  - image: $(MUST_GATHER_REF)\n    name: must-gather\n  version: \1|' $(BUNDLE_CSV)
 	@grep -q '^  - image: $(MUST_GATHER_REF)$$' $(BUNDLE_CSV) || { echo "bundle-finish: relatedImages not written"; exit 1; }
 	@grep -q 'com.redhat.openshift.versions' bundle/metadata/annotations.yaml || \
-		printf '\n  # OpenShift versions the bundle is offered on ("v4.16" = 4.16 and later; minKubeVersion 1.29).\n  com.redhat.openshift.versions: %s\n' '$(OPENSHIFT_VERSIONS)' >> bundle/metadata/annotations.yaml
+		printf '\n  # OpenShift versions the bundle is offered on ("v4.18" = 4.18 and later; minKubeVersion 1.31).\n  com.redhat.openshift.versions: %s\n' '$(OPENSHIFT_VERSIONS)' >> bundle/metadata/annotations.yaml
 	@grep -q 'com.redhat.openshift.versions' bundle.Dockerfile || \
 		sed -i 's|^# Copy files to locations specified by labels.$$|# OpenShift versions the bundle is offered on.\nLABEL com.redhat.openshift.versions=$(OPENSHIFT_VERSIONS)\n\n&|' bundle.Dockerfile
 
