@@ -16,7 +16,7 @@ LABEL operators.operatorframework.io.test.mediatype.v1=scorecard+v1
 LABEL operators.operatorframework.io.test.config.v1=tests/scorecard/
 
 # OpenShift versions the bundle is offered on.
-LABEL com.redhat.openshift.versions=v4.16
+LABEL com.redhat.openshift.versions=v4.18
 
 # Copy files to locations specified by labels.
 COPY bundle/manifests /manifests/

@@ -8,10 +8,15 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-1.37.2}"
 STAGING_VERSION="${STAGING_VERSION:-0.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
+# Build tags of kube-apiserver. The Kubernetes floor (1.29) sets providerless: its in-tree cloud providers
+# need k8s.io/legacy-cloud-providers, which the module proxy does not serve at v0.29.x; envtest uses none.
+K8S_BUILD_TAGS="${K8S_BUILD_TAGS:-}"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 assets="${ENVTEST_ASSETS_DIR:-$root/bin/envtest/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}}"
-work="$root/bin/envtest/src"
+# One source folder per version set, so building a second set (the Kubernetes floor) never rewrites
+# the go.mod another build is using.
+work="$root/bin/envtest/src/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 
 log() { printf 'envtest-assets: %s\n' "$*" >&2; }
 
@@ -22,13 +27,6 @@ fi
 
 mkdir -p "$assets" "$work/apiserver" "$work/etcd"
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
-
-# Staging modules that k8s.io/kubernetes requires at v0.0.0 (from its require block).
-staging=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
-  cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
-  cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms
-  kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
-  mount-utils pod-security-admission sample-apiserver streaming)
 
 progress_pid=""
 start_progress() {
@@ -66,6 +64,13 @@ fi
 if [[ ! -x "$assets/kube-apiserver" ]]; then
   log "building kube-apiserver v${K8S_VERSION} from source (one-time)"
   cd "$work/apiserver"
+  # The staging modules that k8s.io/kubernetes requires at v0.0.0, read from its own go.mod: the set changes
+  # between releases (1.29 still has legacy-cloud-providers, 1.32 adds externaljwt), so the floor build
+  # (K8S_VERSION of minKubeVersion) and the default one each get theirs.
+  gomod="$(cd / && go mod download -json "k8s.io/kubernetes@v${K8S_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+  [[ -f "$gomod" ]] || { log "no go.mod for k8s.io/kubernetes v${K8S_VERSION} from the module proxy"; exit 1; }
+  mapfile -t staging < <(sed -n 's|^[[:space:]]*k8s\.io/\([A-Za-z0-9._-]*\) v0\.0\.0$|\1|p' "$gomod" | sort -u)
+  ((${#staging[@]})) || { log "k8s.io/kubernetes v${K8S_VERSION} requires no staging module at v0.0.0"; exit 1; }
   {
     echo "module envtest.local/apiserver"
     echo
@@ -90,7 +95,7 @@ import _ "k8s.io/kubernetes/cmd/kube-apiserver"
 GO
   start_progress kube-apiserver
   go mod tidy >&2 2>&1 || true
-  go build -trimpath -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v${K8S_VERSION}" \
+  go build -trimpath -tags "${K8S_BUILD_TAGS}" -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v${K8S_VERSION}" \
     -o "$assets/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver >&2
   stop_progress
   mv "$assets/kube-apiserver.tmp" "$assets/kube-apiserver"

@@ -4,8 +4,8 @@
 # golangci-lint) then find it cached.
 
 .PHONY: prebuild-test prebuild-demo
-prebuild-test: ## Build envtest assets, CAPI core and golangci-lint side by side (cached under bin/).
-	@GOLANGCI_LINT_VERSION=$(GOLANGCI_LINT_VERSION) hack/prebuild.sh envtest peers lint
+prebuild-test: ## Build envtest assets (default and floor), CAPI core and golangci-lint side by side (cached under bin/).
+	@GOLANGCI_LINT_VERSION=$(GOLANGCI_LINT_VERSION) hack/prebuild.sh envtest floor peers lint
 
 prebuild-demo: ## Build envtest assets and CAPI core side by side (cached under bin/).
 	@hack/prebuild.sh envtest peers

@@ -346,9 +346,7 @@ func TestCSVAsksForClusterMonitoring(t *testing.T) {
 	if ns.Kind != "Namespace" || ns.APIVersion != "v1" || ns.Metadata.Name != suggestedNamespace || ns.Metadata.Labels["openshift.io/cluster-monitoring"] != "true" {
 		t.Errorf("suggested-namespace-template %+v: want Namespace %s labelled openshift.io/cluster-monitoring=true", ns, suggestedNamespace)
 	}
-	if ann["features.operators.openshift.io/disconnected"] != "true" {
-		t.Error("the operator only talks to the API server, vCenter and the InfraEnv's image service: disconnected should be true")
-	}
+	// features.operators.openshift.io/disconnected is checked against the images' digests in images_test.go.
 }
 
 // promRules is the PrometheusRule shipped in the bundle.

@@ -34,6 +34,10 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 		}
 	}()
+	if err := checkFloor(env.Config); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	k8s, err = client.New(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
