@@ -41,7 +41,7 @@ const (
 	// ReasonISONotAttached: no CD-ROM holds the pool's ISO although this operator ejected nothing (the
 	// drive was emptied outside it, or by an attempt interrupted before it recorded its task).
 	ReasonISONotAttached = "NotAttached"
-	ReasonEjectionFailed         = "EjectionFailed"
+	ReasonEjectionFailed = "EjectionFailed"
 )
 
 // Reasons for CRDsCurrent.
