@@ -63,12 +63,17 @@ bundle-finish:
 	@grep -q 'com.redhat.openshift.versions' bundle.Dockerfile || \
 		sed -i 's|^# Copy files to locations specified by labels.$$|# OpenShift versions the bundle is offered on.\nLABEL com.redhat.openshift.versions=$(OPENSHIFT_VERSIONS)\n\n&|' bundle.Dockerfile
 
+# The alpha-deprecated-apis check flags every RBAC rule on `events` as "removed in v1.25": RBAC rules carry
+# no version, and only events.k8s.io/v1beta1 was removed (events.k8s.io/v1 is what the recorder uses;
+# operator-framework/operator-sdk#6702). Exactly that warning, naming events and no other API, is accepted.
+EVENTS_FALSE_POSITIVE := deprecated and removed in v1\.25\..*Migrate the API\(s\) for events: \(\[[^,]*\]\)"?[[:space:]]*$$
+
 .PHONY: bundle-validate
 bundle-validate: $(OPERATOR_SDK) ## Validate bundle/ with the operatorframework suite and good-practices; fails on any error or warning.
 	@rc=0; out="$$($(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework 2>&1 && \
 		$(OPERATOR_SDK) bundle validate ./bundle --select-optional name=good-practices 2>&1)" || rc=$$?; \
 	echo "$$out"; \
-	rest="$$(grep -iE 'level=(warn|error)|WARN|ERRO' <<<"$$out" || :)"; \
+	rest="$$(grep -iE 'level=(warn|error)|WARN|ERRO' <<<"$$out" | grep -vE '$(EVENTS_FALSE_POSITIVE)' || :)"; \
 	if [ $$rc -ne 0 ] || [ -n "$$rest" ]; then echo "bundle-validate: errors or warnings found:"; echo "$$rest"; exit 1; fi; \
 	echo "bundle-validate: 0 errors, 0 warnings (operatorframework suite and good-practices)"
 
