@@ -257,4 +257,3 @@ func TestPreflightCredentialsSeeds(t *testing.T) {
 		})
 	}
 }
-
