@@ -22,6 +22,15 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
+// secretScheme knows Secrets (built once: the fuzz test runs the path thousands of times).
+var secretScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
 // credentialsInput is one credentials Secret as the fuzz test builds it.
 type credentialsInput struct {
 	server, username, password, thumbprint, caBundle string
@@ -58,14 +67,10 @@ func runCredentials(t testing.TB, in credentialsInput) credentialsOutput {
 		"server": []byte(in.server), "username": []byte(in.username), "password": []byte(in.password),
 		"thumbprint": []byte(in.thumbprint), "caBundle": []byte(in.caBundle),
 	}}
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	rec := events.NewFakeRecorder(16)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	r := &Reconciler{
-		APIReader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret).Build(),
+		APIReader: fake.NewClientBuilder().WithScheme(secretScheme).WithObjects(secret).Build(),
 		Recorder:  shared.NewRecorder(rec),
 		Opts: shared.Options{Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{
 			Logger: sink.WithName("vsphere"), Clock: clk, LoginTimeout: time.Nanosecond,
