@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -71,7 +72,8 @@ func TestControllers(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// Every manager log line also goes to managerLog, so specs can assert what the manager logged.
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, &managerLog)), zap.UseDevMode(true)))
 	var err error
 	env, err = testenv.Start(testenv.Options{})
 	Expect(err).NotTo(HaveOccurred())
@@ -179,7 +181,7 @@ func startOperator(o operatorOptions) *operator {
 	}
 	Expect(controllers.Setup(mgr, controllers.Options{
 		// VMWorkers: the production default (16); the simulator's own races stay in its process.
-		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
+		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere")}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
 		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
 	})).To(Succeed())

@@ -3,6 +3,8 @@ package pool
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
@@ -90,11 +92,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	}
 
 	// vSphere.
-	if s.vsErr != nil {
-		shared.SetCondition(&st.Conditions, afv1.ConditionVSphereReachable, false, shared.VSphereReason(s.vsErr), s.vsErr.Error(), gen)
-	} else {
-		shared.SetCondition(&st.Conditions, afv1.ConditionVSphereReachable, true, shared.ReasonConnected, "logged in to "+s.creds.Server, gen)
-	}
+	setVSphereReachable(&st.Conditions, s.vsErr, s.creds.Server, gen)
 
 	r.setTLSVerified(p, s)
 
@@ -188,4 +186,14 @@ func (r *Reconciler) setTLSVerified(p *afv1.VsphereAgentPool, s *poolScope) {
 		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInsecureSkipVerify, shared.ActionPreflight, "%s", msg)
 	}
 	shared.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, false, afv1.ReasonInsecureSkipVerify, msg, p.Generation)
+}
+
+// setVSphereReachable sets VSphereReachable from the pass's credentials or login error (nil: logged in
+// to server). Pure, so the preflight fuzz test drives it with random Secrets.
+func setVSphereReachable(conds *[]metav1.Condition, vsErr error, server string, gen int64) {
+	if vsErr != nil {
+		shared.SetCondition(conds, afv1.ConditionVSphereReachable, false, shared.VSphereReason(vsErr), vsErr.Error(), gen)
+		return
+	}
+	shared.SetCondition(conds, afv1.ConditionVSphereReachable, true, shared.ReasonConnected, "logged in to "+server, gen)
 }
