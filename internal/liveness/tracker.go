@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultGraceFactor: a pass is stuck once it has run GraceFactor times its deadline.
+// DefaultGraceFactor is how many times its deadline a pass may run before it counts as stuck.
 const DefaultGraceFactor = 2
 
 // Tracker remembers the passes running now. The zero value is not usable; use NewTracker. A nil
