@@ -133,5 +133,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the ready check: %w", err)
 	}
+	if err := mgr.AddReadyzCheck(CachesCheck, cachesSynced(mgr.GetCache())); err != nil {
+		return nil, fmt.Errorf("adding the caches ready check: %w", err)
+	}
 	return mgr, nil
 }
