@@ -29,6 +29,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/liveness"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim"
 	"github.com/containeroo/agent-forge-operator/test/sim/capicore"
@@ -132,6 +133,9 @@ type operatorOptions struct {
 	schemaCheckInterval time.Duration
 	// vmPassTimeout is controllers.Options.VMPassTimeout.
 	vmPassTimeout time.Duration
+	// poolPassTimeout and liveness are controllers.Options.PoolPassTimeout and Liveness.
+	poolPassTimeout time.Duration
+	liveness        *liveness.Tracker
 }
 
 // laggingCache is the operator's cached client with Agents hidden while hide is set.
@@ -184,6 +188,7 @@ func startOperator(o operatorOptions) *operator {
 		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere")}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
 		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
+		PoolPassTimeout: o.poolPassTimeout, Liveness: o.liveness,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

@@ -169,6 +169,7 @@ func (s *poolScope) requeueAfter(d time.Duration) {
 
 // Reconcile runs the pool's phases on an in-memory copy and patches status once, only if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	defer r.Opts.Liveness.Start(ControllerName, req.NamespacedName, r.Opts.PoolPassTimeout)()
 	ctx = r.Opts.WithCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	log := ctrl.LoggerFrom(ctx)
@@ -210,17 +211,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.own.Wrote(replaced, pool)
 	}
 
+	// The pass's work ends at PoolPassTimeout (a vCenter that never answers); its status is written
+	// with ctx, so a cut pass still reports why.
+	work, cancel := context.WithTimeout(ctx, r.Opts.PoolPassTimeout)
+	defer cancel()
 	var errs []error
-	for _, phase := range []func(context.Context, *poolScope) error{
-		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.connectVSphere, r.runPreflight, r.refreshISO, r.observeDomains, r.observeLeases, r.planAndAct, r.prepareLeases,
+	var cut error
+	for _, phase := range []struct {
+		name string
+		run  func(context.Context, *poolScope) error
+	}{
+		{"checking the NodePool claim", r.checkClaim}, {"observing capacity", r.observeCapacity}, {"observing demand", r.observeDemand},
+		{"reading the InfraEnv", r.observeInfraEnv}, {"logging in to vCenter", r.connectVSphere}, {"running the preflight checks", r.runPreflight},
+		{"refreshing the ISO", r.refreshISO}, {"observing failure domains", r.observeDomains}, {"observing leases", r.observeLeases},
+		{"planning and acting", r.planAndAct}, {"preparing leases", r.prepareLeases},
 	} {
-		if err := phase(ctx, s); err != nil {
+		err := phase.run(work, s)
+		if errors.Is(work.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			// The phase's own error is the deadline's echo: the cut is the one error reported.
+			cut = r.passCut(s, phase.name)
+			errs = append(errs, cut)
+			break
+		}
+		if err != nil {
 			if errors.Is(err, errStop) {
 				break
 			}
 			errs = append(errs, err)
 			break
 		}
+	}
+	if cut == nil {
+		r.passFinished(s)
 	}
 	r.setStatus(s, len(errs) == 0)
 	shared.StampTransitions(before.Conditions, pool.Status.Conditions, r.Opts.Clock.Now())

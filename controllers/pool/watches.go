@@ -37,7 +37,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.Channel(r.ISOEvents, &handler.EnqueueRequestForObject{}))
 	}
 	return b.
-		Named("vsphereagentpool").
+		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.PoolWorkers}).
 		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, shared.DeletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).

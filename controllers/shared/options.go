@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/liveness"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -46,6 +47,14 @@ type Options struct {
 	// call that hangs does not hold a VM worker for good (default 10m); the pass's status is still
 	// written, and the retry adopts a VM a cut-off create left behind (by its instance UUID).
 	VMPassTimeout time.Duration
+	// PoolPassTimeout bounds one pool pass's work (vCenter login and calls, preflight, ISO, creates)
+	// so a vCenter that accepts connections and never answers holds a pool worker for that long at
+	// most (default 2m); the pass's status is still written, with VSphereReachable=False/VCenterTimeout,
+	// and the pool is retried with backoff.
+	PoolPassTimeout time.Duration
+	// Liveness, when set, is told when each pool and VsphereAgent pass starts and ends; the manager's
+	// healthz check "reconcilers" fails while a pass runs beyond twice its pass timeout.
+	Liveness *liveness.Tracker
 	// StatusBatchInterval and StatusBatchMax batch pool status writes that only move counters, the VM
 	// list or messages: such a change is written once the status stood still for StatusBatchInterval,
 	// or StatusBatchMax after the first unwritten change (defaults 2s / 30s; a negative interval
@@ -103,6 +112,9 @@ func (o *Options) Defaults() {
 	}
 	if o.VMPassTimeout == 0 {
 		o.VMPassTimeout = 10 * time.Minute
+	}
+	if o.PoolPassTimeout == 0 {
+		o.PoolPassTimeout = 2 * time.Minute
 	}
 	if o.StatusBatchInterval == 0 {
 		o.StatusBatchInterval = 2 * time.Second

@@ -73,6 +73,7 @@ func (s *vmScope) requeueAfter(d time.Duration) {
 
 // Reconcile runs the VM's phases and patches status once, only if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	defer r.Opts.Liveness.Start(ControllerName, req.NamespacedName, r.Opts.VMPassTimeout)()
 	ctx = r.Opts.WithCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	va := &afv1.VsphereAgent{}

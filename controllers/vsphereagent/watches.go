@@ -25,7 +25,7 @@ import (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.own = shared.NewOwnWrites[*afv1.VsphereAgent]()
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("vsphereagent").
+		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers, RateLimiter: newVMRateLimiter()}).
 		For(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgent)).

@@ -28,7 +28,11 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/dashboard"
+	"github.com/containeroo/agent-forge-operator/internal/liveness"
 )
+
+// ReconcilersCheck names the healthz check that fails while a reconcile is stuck (see internal/liveness).
+const ReconcilersCheck = "reconcilers"
 
 // Options configure New.
 type Options struct {
@@ -98,6 +102,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	ctrlOpts := o.Controllers
+	if ctrlOpts.Liveness == nil {
+		// The real clock: pass deadlines are real time, whatever clock the controllers decide on.
+		ctrlOpts.Liveness = liveness.NewTracker(clock.RealClock{}, liveness.DefaultGraceFactor)
+	}
 	if ctrlOpts.CrashPoint == nil {
 		// Only with AGENT_FORGE_CRASHPOINT_SOCKET set (a crash campaign): nil otherwise.
 		ctrlOpts.CrashPoint = crashSeamFromEnv()
@@ -117,8 +125,16 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
+	// Liveness also fails while a pool or VsphereAgent pass runs beyond twice its pass timeout: its
+	// worker is stuck where no deadline reaches, and only a restart frees it.
+	if err := mgr.AddHealthzCheck(ReconcilersCheck, ctrlOpts.Liveness.Check); err != nil {
+		return nil, fmt.Errorf("adding the reconcilers health check: %w", err)
+	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the ready check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck(CachesCheck, cachesSynced(mgr.GetCache())); err != nil {
+		return nil, fmt.Errorf("adding the caches ready check: %w", err)
 	}
 	return mgr, nil
 }
