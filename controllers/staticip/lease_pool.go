@@ -50,8 +50,8 @@ const (
 
 // State is what one pool pass observed about its leases (nil for DHCP pools).
 type State struct {
-	leases   []leases.Lease
-	claims   map[string]*unstructured.Unstructured
+	leases []leases.Lease
+	claims map[string]*unstructured.Unstructured
 	// configs are the pool's NMStateConfigs by lease name.
 	configs map[string]*unstructured.Unstructured
 	// addresses are the validated addresses of leases whose NMStateConfig is still to be written.

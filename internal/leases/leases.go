@@ -184,8 +184,8 @@ type Lease struct {
 	// a config it does not select is not in any image generated from now on.
 	Selected bool
 	// Invalid says why the leased address was refused (ValidateAddress); "" when it was not.
-	Invalid string
-	Deleting      bool
+	Invalid  string
+	Deleting bool
 	// ReleasedAt is when the holder's VM was confirmed destroyed (zero if unknown or not released).
 	ReleasedAt time.Time
 }
