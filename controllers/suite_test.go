@@ -130,6 +130,9 @@ type operatorOptions struct {
 	schemaCheckInterval time.Duration
 	// vmPassTimeout is controllers.Options.VMPassTimeout.
 	vmPassTimeout time.Duration
+	// namespace and managerCheck are controllers.Options.Namespace and ManagerCheckInterval.
+	namespace    string
+	managerCheck time.Duration
 }
 
 // laggingCache is the operator's cached client with Agents hidden while hide is set.
@@ -182,6 +185,7 @@ func startOperator(o operatorOptions) *operator {
 		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
 		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
+		Namespace: o.namespace, ManagerCheckInterval: o.managerCheck,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

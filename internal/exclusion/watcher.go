@@ -16,6 +16,10 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 )
 
+// Leases are not secret (holder pod names, timestamps); list is cluster-wide because upstream's Lease may
+// be in any namespace a user installed it to. See docs/rbac.md.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=list
+
 // callTimeout bounds each read or write of a Lease.
 const callTimeout = 10 * time.Second
 
