@@ -53,7 +53,7 @@ type Watcher struct {
 	err     error
 }
 
-// NeedLeaderElection: only the leader acts, so only the leader needs to stand down (and it alone may
+// NeedLeaderElection is true: only the leader acts, so only the leader needs to stand down (and it alone may
 // mark the Lease it holds). Without leader election the watcher runs at once.
 func (w *Watcher) NeedLeaderElection() bool { return true }
 
