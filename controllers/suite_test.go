@@ -136,6 +136,9 @@ type operatorOptions struct {
 	// poolPassTimeout and liveness are controllers.Options.PoolPassTimeout and Liveness.
 	poolPassTimeout time.Duration
 	liveness        *liveness.Tracker
+	// namespace and managerCheck are controllers.Options.Namespace and ManagerCheckInterval.
+	namespace    string
+	managerCheck time.Duration
 }
 
 // laggingCache is the operator's cached client with Agents hidden while hide is set.
@@ -189,6 +192,7 @@ func startOperator(o operatorOptions) *operator {
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
 		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
 		PoolPassTimeout: o.poolPassTimeout, Liveness: o.liveness,
+		Namespace: o.namespace, ManagerCheckInterval: o.managerCheck,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

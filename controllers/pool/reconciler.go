@@ -25,6 +25,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -64,6 +65,8 @@ type Reconciler struct {
 	own *shared.OwnWrites[*afv1.VsphereAgentPool]
 	// Guard reports whether the served CRDs keep the ejection recovery record (condition CRDsCurrent).
 	Guard *ejection.Guard
+	// Exclusion closes the pool's pass while another agent-forge manager is active (nil: never).
+	Exclusion *exclusion.Watcher
 	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
 	refusalEvents shared.EventLimiter
 	// checks runs the preflight (selector, placement, privileges; built on first use, see preflight).
@@ -201,6 +204,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		metrics.ReconcileDuration.WithLabelValues("vsphereagentpool", result).Observe(r.Opts.Clock.Since(start).Seconds())
 	}()
 
+	// The one gate of the pool's pass: before its finalizer, its deletion and every phase that writes.
+	if blocked, msg := r.Exclusion.Blocked(ctx); blocked {
+		return r.standDown(ctx, s, before, msg)
+	}
 	if !pool.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}

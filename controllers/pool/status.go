@@ -21,6 +21,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	if success {
 		st.ObservedGeneration = gen
 	}
+	r.noOtherManager(p)
 
 	if s.claimErr != "" {
 		shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, shared.ReasonNodePoolClaimed, s.claimErr, gen)

@@ -65,6 +65,14 @@ type Options struct {
 	// SchemaCheckInterval is how often the served VsphereAgent CRD is checked for the ejection recovery
 	// fields (default 1m; also checked at start).
 	SchemaCheckInterval time.Duration
+	// Namespace is the manager's own namespace (where its leader-election Lease lives); a Lease of the
+	// same name in any other namespace is another manager's (internal/exclusion).
+	Namespace string
+	// LeaderElection is true when the manager elects a leader (then its own Lease is marked and its age
+	// decides between two installs of this operator).
+	LeaderElection bool
+	// ManagerCheckInterval is how often the other managers' Leases are read (default 30s).
+	ManagerCheckInterval time.Duration
 	// CrashPoint is a test seam called at every crash point (internal/crashpoint: VsphereAgent created,
 	// VM create task started, ..., pool status written) with the object the pass works on (the pool or
 	// the VsphereAgent); a seam that waits until ctx ends simulates the operator dying there. Nil (the
@@ -124,6 +132,9 @@ func (o *Options) Defaults() {
 	}
 	if o.CRDPollInterval == 0 {
 		o.CRDPollInterval = 30 * time.Second
+	}
+	if o.ManagerCheckInterval == 0 {
+		o.ManagerCheckInterval = 30 * time.Second
 	}
 	if o.SchemaCheckInterval == 0 {
 		o.SchemaCheckInterval = time.Minute

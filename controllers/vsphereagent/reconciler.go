@@ -21,6 +21,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -39,6 +40,8 @@ type Reconciler struct {
 	Opts      shared.Options
 	// Guard refuses ejections while the served CRD would prune the recovery record.
 	Guard *ejection.Guard
+	// Exclusion closes every pass while another agent-forge manager is active (nil: never).
+	Exclusion *exclusion.Watcher
 	// refusals remembers VsphereAgents failed by a permanent create refusal until the cache shows it.
 	refusals refusalMemory
 	// own lets a pass see this controller's last write of its VsphereAgent while the cache still lags
@@ -119,6 +122,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			}
 		}
 	}()
+
+	// The one gate of a VM's pass: before its finalizer, its VM, its Agent and its cleanup.
+	if blocked, msg := r.Exclusion.Blocked(ctx); blocked {
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonOtherManagerRunning, msg, va.Generation)
+		s.requeueAfter(r.Exclusion.RecheckAfter())
+		return ctrl.Result{}, nil
+	}
 
 	pool := &afv1.VsphereAgentPool{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, pool); err != nil {

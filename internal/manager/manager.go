@@ -10,6 +10,8 @@ package manager
 import (
 	"crypto/tls"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -110,6 +112,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// Only with AGENT_FORGE_CRASHPOINT_SOCKET set (a crash campaign): nil otherwise.
 		ctrlOpts.CrashPoint = crashSeamFromEnv()
 	}
+	ctrlOpts.LeaderElection = o.LeaderElection
+	if ctrlOpts.Namespace == "" {
+		ctrlOpts.Namespace = ownNamespace(o.LeaderElectionNamespace)
+	}
 	if err := controllers.Setup(mgr, ctrlOpts); err != nil {
 		return nil, fmt.Errorf("setting up the controllers: %w", err)
 	}
@@ -137,4 +143,21 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("adding the caches ready check: %w", err)
 	}
 	return mgr, nil
+}
+
+// serviceAccountNamespaceFile is where a pod's namespace is mounted (controller-runtime's leader election
+// reads the same file when no namespace is given).
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the namespace of the manager's own Lease: the flag's, else the pod's (empty outside a
+// pod: every Lease then counts as another manager's).
+func ownNamespace(leaderElectionNamespace string) string {
+	if leaderElectionNamespace != "" {
+		return leaderElectionNamespace
+	}
+	b, err := os.ReadFile(serviceAccountNamespaceFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
