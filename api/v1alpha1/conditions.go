@@ -30,6 +30,9 @@ const (
 	ConditionAgentRegistered = "AgentRegistered"
 	ConditionAgentPrepared   = "AgentPrepared"
 	ConditionISOEjected      = "ISOEjected"
+	// ConditionVMHealthy reports what vCenter shows of the VM now: it exists, runs, and where it is
+	// (someone else may delete, power off, rename or move it).
+	ConditionVMHealthy = "VMHealthy"
 )
 
 // Reasons for ISOEjected.
@@ -41,7 +44,7 @@ const (
 	// ReasonISONotAttached: no CD-ROM holds the pool's ISO although this operator ejected nothing (the
 	// drive was emptied outside it, or by an attempt interrupted before it recorded its task).
 	ReasonISONotAttached = "NotAttached"
-	ReasonEjectionFailed         = "EjectionFailed"
+	ReasonEjectionFailed = "EjectionFailed"
 )
 
 // Reasons for CRDsCurrent.

@@ -29,6 +29,7 @@ const (
 	CreateVM        Method = "CreateVM"
 	FindVM          Method = "FindVM"
 	DestroyVM       Method = "DestroyVM"
+	PowerOnVM       Method = "PowerOnVM"
 	ListPoolVMs     Method = "ListPoolVMs"
 	NICMACs         Method = "NICMACs"
 	UploadISO       Method = "UploadISO"
@@ -292,6 +293,24 @@ func (f *Fake) DestroyVM(_ context.Context, datacenter, instanceUUID string, own
 		return err
 	}
 	delete(f.vms, instanceUUID)
+	return nil
+}
+
+// PowerOnVM powers an owned VM on; absent is a NotFound error.
+func (f *Fake) PowerOnVM(_ context.Context, datacenter, instanceUUID string, owner vsphere.Ownership) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(PowerOnVM); err != nil {
+		return err
+	}
+	vm, ok := f.vms[instanceUUID]
+	if !ok || vm.Datacenter != datacenter {
+		return vsphere.NewError(vsphere.ClassNotFound, "PowerOnVM", "no VM with instance UUID %q", instanceUUID)
+	}
+	if err := verifyOwnership("PowerOnVM", vm, owner); err != nil {
+		return err
+	}
+	vm.PoweredOn = true
 	return nil
 }
 
