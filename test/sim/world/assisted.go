@@ -347,3 +347,12 @@ func (d *Driver) updateAgentStatus(ctx context.Context) error {
 		return nil
 	})
 }
+
+// HostPoweredOn reports whether the last registration pass saw the VM with that BIOS UUID powered on:
+// a test that powers a VM off waits for it before the host's next power-on counts as a boot.
+func (d *Driver) HostPoweredOn(biosUUID string) bool {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	_, on := d.vms[strings.ToLower(biosUUID)]
+	return on && d.vmsListed
+}
