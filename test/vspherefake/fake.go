@@ -543,7 +543,7 @@ func infoOf(vm *VM) *vsphere.VMInfo {
 	return &vsphere.VMInfo{
 		Name: vm.Name, InstanceUUID: vm.InstanceUUID, BIOSUUID: vm.BIOSUUID, MACAddress: vm.MACAddress,
 		PoweredOn: vm.PoweredOn, Ownership: vm.Ownership, CDROMs: append([]vsphere.CDROM(nil), vm.CDROMs...),
-		NumCPUs: spec.NumCPUs, MemoryMiB: spec.MemoryMiB, DiskGiB: spec.DiskGiB,
+		NumCPUs: spec.NumCPUs, MemoryMiB: spec.MemoryMiB, DiskGiB: spec.DiskGiB, Folder: strings.Trim(spec.Folder, "/"),
 	}
 }
 
