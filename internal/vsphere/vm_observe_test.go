@@ -38,7 +38,9 @@ func TestFindVMFollowsARenamedMovedVMAndPowerOnVMChecksOwnership(t *testing.T) {
 	}
 	for _, step := range []func() (*object.Task, error){
 		func() (*object.Task, error) { return vm.Rename(ctx, "renamed") },
-		func() (*object.Task, error) { return folder.MoveInto(ctx, []types.ManagedObjectReference{vm.Reference()}) },
+		func() (*object.Task, error) {
+			return folder.MoveInto(ctx, []types.ManagedObjectReference{vm.Reference()})
+		},
 		func() (*object.Task, error) { return vm.PowerOff(ctx) },
 	} {
 		task, err := step()
