@@ -62,9 +62,13 @@ var _ = Describe("External interruptions of the hub's objects", func() {
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
 		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseAvailable) }, 60*time.Second, 250*time.Millisecond).Should(Equal(1))
 		va := vsphereAgents(pool)[0]
+		op.clock.Step(25 * time.Minute) // the VM is older than registrationTimeout: the wait counts from the loss
 		Expect(k8s.Delete(ctx, getAgent(ctx, s.Namespace, va.Status.VM.AgentName))).To(Succeed())
 		Eventually(func() string { return vaPhaseReason(ctx, &va) }, 30*time.Second, 250*time.Millisecond).
 			Should(Equal(string(afv1.VMPhaseProvisioning) + "/AgentMissing"))
+		pokeVsphereAgents(pool)
+		Consistently(func() bool { return vc.VMByInstanceUUID(va.Status.VM.InstanceUUID) != nil }, 2*time.Second, 250*time.Millisecond).
+			Should(BeTrue(), "not destroyed before registrationTimeout from the loss")
 
 		op.clock.Step(21 * time.Minute)
 		pokeVsphereAgents(pool)

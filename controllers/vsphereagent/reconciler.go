@@ -385,11 +385,16 @@ func registrationWaitStart(va *afv1.VsphereAgent) (time.Time, bool) {
 	if vm.Phase != afv1.VMPhaseProvisioning || vm.Reason != shared.ReasonAgentMissing {
 		return time.Time{}, false
 	}
-	c := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionAgentRegistered)
-	if c == nil || c.Reason != shared.ReasonAgentMissing || c.LastTransitionTime.IsZero() {
-		return vm.CreatedAt.Time, true
+	// The latest of: creation, the move back to Provisioning (stamped with the injected clock in the
+	// pass that saw the loss), and the AgentRegistered condition's transition (stamped at the end of it).
+	since := vm.CreatedAt.Time
+	if t := vm.LastTransitionTime; t != nil && t.After(since) {
+		since = t.Time
 	}
-	return c.LastTransitionTime.Time, true
+	if c := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Reason == shared.ReasonAgentMissing && c.LastTransitionTime.After(since) {
+		since = c.LastTransitionTime.Time
+	}
+	return since, true
 }
 
 // setReady rolls the VM's state up into Ready.
