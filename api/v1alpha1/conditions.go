@@ -41,6 +41,9 @@ const (
 	ConditionAgentRegistered = "AgentRegistered"
 	ConditionAgentPrepared   = "AgentPrepared"
 	ConditionISOEjected      = "ISOEjected"
+	// ConditionVMHealthy reports what vCenter shows of the VM now: it exists, runs, and where it is
+	// (someone else may delete, power off, rename or move it).
+	ConditionVMHealthy = "VMHealthy"
 )
 
 // Reasons for ISOEjected.

@@ -3,6 +3,7 @@ package pool
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -83,8 +84,17 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	}
 
 	// InfraEnv.
+	prevInfraEnv := meta.FindStatusCondition(st.Conditions, afv1.ConditionInfraEnvAvailable)
+	wasMissing := prevInfraEnv != nil && prevInfraEnv.Reason == shared.ReasonInfraEnvMissing
+	if wasMissing && s.infraEnv != nil {
+		r.Recorder.Eventf(p, nil, "Normal", "InfraEnvFound", shared.ActionRefreshISO, "InfraEnv %s exists again; the pool resumes once it publishes a discovery ISO URL", s.infraEnv.Name)
+	}
 	switch {
 	case s.infraEnv == nil && s.infraEnvErr != "":
+		if !wasMissing {
+			// Deleted (or never there): bound VMs are kept, no VM is created until it is back.
+			r.Recorder.Eventf(p, nil, "Warning", shared.ReasonInfraEnvMissing, shared.ActionRefreshISO, "%s: no VM is created until it exists; existing VMs are kept", s.infraEnvErr)
+		}
 		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, shared.ReasonInfraEnvMissing, s.infraEnvErr, gen)
 	case s.infraEnvErr != "":
 		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr, gen)

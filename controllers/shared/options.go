@@ -62,6 +62,9 @@ type Options struct {
 	StatusBatchInterval, StatusBatchMax time.Duration
 	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its Unapprove patch.
 	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
+	// VMCheckInterval is how often a VsphereAgent looks its VM up in vCenter (by instance UUID) to see
+	// whether someone else deleted, powered off, renamed or moved it (default 2m).
+	VMCheckInterval time.Duration
 	// SchemaCheckInterval is how often the served VsphereAgent CRD is checked for the ejection recovery
 	// fields (default 1m; also checked at start).
 	SchemaCheckInterval time.Duration
@@ -138,6 +141,9 @@ func (o *Options) Defaults() {
 	}
 	if o.SchemaCheckInterval == 0 {
 		o.SchemaCheckInterval = time.Minute
+	}
+	if o.VMCheckInterval == 0 {
+		o.VMCheckInterval = 2 * time.Minute
 	}
 }
 

@@ -414,7 +414,9 @@ func (h *lcHarness) newRow(t *testing.T, row *lcRow) {
 	row.fake = vspherefake.New(nil)
 	row.clock = clocktesting.NewFakeClock(va.CreationTimestamp.Time)
 	row.rec = events.NewFakeRecorder(100)
-	opts := shared.Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake)}
+	// VM look-ups (observeVM) are paced past every row's horizon: these rows follow one lifecycle; what
+	// someone else does to a VM is specified against the simulator (controllers/external_interruptions_test.go).
+	opts := shared.Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake), VMCheckInterval: 24 * time.Hour}
 	opts.Defaults()
 	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: shared.NewRecorder(row.rec), Opts: opts}
 	h.waitForCache(t, pool)

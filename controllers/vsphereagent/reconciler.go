@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,6 +54,8 @@ type Reconciler struct {
 	// staticIP holds and settles the VM's static-IP lease (built on first use, see leases).
 	staticIP     *staticip.Leases
 	staticIPOnce sync.Once
+	// checks paces observeVM's look-ups of each VM.
+	checks vmChecks
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -169,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	for _, phase := range []func(context.Context, *vmScope) (bool, error){
-		r.ensureVM, r.matchAgent, r.prepareAgent, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
+		r.ensureVM, r.matchAgent, r.observeVM, r.prepareAgent, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
 	} {
 		cont, err := phase(work, s)
 		if err != nil {
@@ -315,6 +318,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	if va.Status.VM.CreatedAt == nil {
 		va.Status.VM.CreatedAt = &now
 	}
+	r.checks.done(va.UID, now.Time) // just created: the next look-up is one VMCheckInterval away
 	r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, shared.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
 	if info.Adopted {
@@ -341,14 +345,15 @@ func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 // checkLiveness replaces a VM whose Agent has not registered within registrationTimeout.
 func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error) {
 	va := s.va
-	if s.agent != nil || va.Status.VM.AgentName != "" || va.Status.VM.CreatedAt == nil {
+	since, waiting := registrationWaitStart(va)
+	if s.agent != nil || !waiting {
 		return true, nil
 	}
 	timeout := 20 * time.Minute
 	if s.pool.Spec.RegistrationTimeout != nil {
 		timeout = s.pool.Spec.RegistrationTimeout.Duration
 	}
-	left := va.Status.VM.CreatedAt.Add(timeout).Sub(r.Opts.Clock.Now())
+	left := since.Add(timeout).Sub(r.Opts.Clock.Now())
 	if left > 0 {
 		s.requeueAfter(left)
 		return true, nil
@@ -374,6 +379,33 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonRegistrationTimeout,
 		fmt.Sprintf("no Agent registered within %s", timeout), va.Generation)
 	return false, nil
+}
+
+// registrationWaitStart is when the VM began waiting for an Agent: its creation, or, for a VM that never
+// joined a cluster and whose Agent was deleted by hand, the moment the loss was seen (its host
+// registers again only after a reboot; otherwise this deadline replaces it). ok is false when the VM
+// does not wait for a registration.
+func registrationWaitStart(va *afv1.VsphereAgent) (time.Time, bool) {
+	vm := va.Status.VM
+	if vm.CreatedAt == nil {
+		return time.Time{}, false
+	}
+	if vm.AgentName == "" {
+		return vm.CreatedAt.Time, true
+	}
+	if vm.Phase != afv1.VMPhaseProvisioning || vm.Reason != shared.ReasonAgentMissing {
+		return time.Time{}, false
+	}
+	// The latest of: creation, the move back to Provisioning (stamped with the injected clock in the
+	// pass that saw the loss), and the AgentRegistered condition's transition (stamped at the end of it).
+	since := vm.CreatedAt.Time
+	if t := vm.LastTransitionTime; t != nil && t.After(since) {
+		since = t.Time
+	}
+	if c := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Reason == shared.ReasonAgentMissing && c.LastTransitionTime.After(since) {
+		since = c.LastTransitionTime.Time
+	}
+	return since, true
 }
 
 // setReady rolls the VM's state up into Ready.

@@ -77,6 +77,8 @@ type VMInfo struct {
 	DiskGiB  int32
 	Disks    []Disk
 	Question *Question
+	// Folder is the VM's folder relative to the datacenter's VM folder ("a/b"); set by FindVM only.
+	Folder string
 	// StoragePolicyID is the SPBM profile ID set on the VM's disks when CreateVM created it (empty when
 	// the spec names no policy, or the VM was adopted).
 	StoragePolicyID string
@@ -167,6 +169,9 @@ type Client interface {
 	CreateVM(ctx context.Context, spec VMSpec) (*VMInfo, error)
 	// FindVM looks a VM up by instance UUID, then BIOS UUID. Returns an error classified NotFound when absent.
 	FindVM(ctx context.Context, datacenter, instanceUUID, biosUUID string) (*VMInfo, error)
+	// PowerOnVM powers an owned VM on after verifying its ownership marker; already on is success, absent
+	// is a NotFound error.
+	PowerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
 	// DestroyVM powers off and destroys the VM after verifying its ownership marker; absent is success.
 	DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
 	// ListPoolVMs lists VMs in the datacenter whose ownership marker names poolUID.

@@ -23,7 +23,7 @@ const (
 // vmProps are the properties read for a VMInfo, in one retrieval.
 var vmProps = []string{
 	"name", "config.uuid", "config.instanceUuid", "config.extraConfig", "config.hardware.device",
-	"config.hardware.numCPU", "config.hardware.memoryMB", "runtime.powerState", "runtime.question",
+	"config.hardware.numCPU", "config.hardware.memoryMB", "runtime.powerState", "runtime.question", "parent",
 }
 
 // readVM reads a VM's identity, marker, devices and pending question with one property retrieval.
@@ -168,7 +168,33 @@ func (c *client) findVM(ctx context.Context, datacenter, instanceUUID, biosUUID 
 	if err != nil {
 		return nil, err
 	}
-	return toVMInfo(vm), nil
+	info := toVMInfo(vm)
+	if info.Folder, err = c.folderPath(ctx, d, vm.Parent); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// maxFolderDepth bounds the walk up a VM's folders (vCenter nests folders far less deeply).
+const maxFolderDepth = 32
+
+// folderPath is the path of the VM folder parent relative to the datacenter's VM folder ("a/b"), read by
+// walking up the inventory: someone may have moved the VM, and only vCenter knows where to.
+func (c *client) folderPath(ctx context.Context, d *dcCache, parent *types.ManagedObjectReference) (string, error) {
+	root, err := d.folder(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for ref := parent; ref != nil && ref.Type == "Folder" && *ref != root.Reference() && len(names) < maxFolderDepth; {
+		var f mo.Folder
+		if err := c.pc().RetrieveOne(ctx, *ref, []string{"name", "parent"}, &f); err != nil {
+			return "", err
+		}
+		names = append([]string{f.Name}, names...)
+		ref = f.Parent
+	}
+	return strings.Join(names, "/"), nil
 }
 
 // DestroyVM powers the VM off and destroys it after verifying its marker. Absent is success.
@@ -214,6 +240,48 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 		c.log.Info("destroyed VM", "vm", vm.Name, "instanceUUID", instanceUUID)
 	}
 	return ignoreNotFound(err)
+}
+
+// PowerOnVM powers an owned VM on after verifying its marker; already on is success.
+func (c *client) PowerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
+	return observe("power_on", c.powerOnVM(ctx, datacenter, instanceUUID, owner))
+}
+
+func (c *client) powerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
+	d, err := c.datacenter(ctx, datacenter)
+	if err != nil {
+		return err
+	}
+	ref, err := c.findRef(ctx, d, instanceUUID, true)
+	if err != nil {
+		return err
+	}
+	if ref == nil {
+		return NewError(ClassNotFound, "PowerOnVM", "no VM with instance UUID %q", instanceUUID)
+	}
+	var vm mo.VirtualMachine
+	if err := c.pc().RetrieveOne(ctx, *ref, []string{"name", "config.extraConfig", "runtime.powerState"}, &vm); err != nil {
+		return err
+	}
+	var extra []types.BaseOptionValue
+	if vm.Config != nil {
+		extra = vm.Config.ExtraConfig
+	}
+	if err := verifyOwnership("PowerOnVM", vm.Name, ownershipOf(extra), owner); err != nil {
+		return err
+	}
+	if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+		return nil
+	}
+	t, err := object.NewVirtualMachine(c.vim, *ref).PowerOn(ctx)
+	if err == nil {
+		_, err = c.waitTaskOf(ctx, "PowerOn", t.Reference())
+	}
+	if err != nil && !isFault(err, &types.InvalidPowerState{}) {
+		return err
+	}
+	c.log.Info("powered on VM", "vm", vm.Name, "instanceUUID", instanceUUID)
+	return nil
 }
 
 // ignoreNotFound treats a VM that vanished meanwhile as gone, which is what the caller wanted.
