@@ -32,6 +32,7 @@ const (
 	ActionDestroyVM      = "DestroyVM"          // VMDestroyed, VMDestroyFailed, DestroyRefused, cleanup outcomes
 	ActionDeleteAgent    = "DeleteAgent"        // AgentDeleted
 	ActionEjectISO       = "EjectISO"           // every ISO ejection Event
+	ActionAdoptVM        = "AdoptVM"            // AdoptionSucceeded, AdoptionEvidenceMismatch, upstream VsphereAgents left alone
 )
 
 // noteLimit is the events.k8s.io/v1 API's limit on a note in bytes; a longer one is refused by the
