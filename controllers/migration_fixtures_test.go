@@ -11,6 +11,8 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
@@ -167,11 +169,13 @@ func readVMConfig(ctx context.Context, vmName string) vmConfig {
 	gc, err := vc.Login(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = gc.Logout(context.WithoutCancel(ctx)) }()
-	f := find.NewFinder(gc.Client, false)
-	vm, err := f.VirtualMachine(ctx, "/"+vcsim.Datacenter+"/vm/.../"+vmName)
+	v, err := view.NewManager(gc.Client).CreateContainerView(ctx, gc.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
 	Expect(err).NotTo(HaveOccurred())
-	var props mo.VirtualMachine
-	Expect(vm.Properties(ctx, vm.Reference(), []string{"config"}, &props)).To(Succeed())
+	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
+	var vms []mo.VirtualMachine
+	Expect(v.RetrieveWithFilter(ctx, []string{"VirtualMachine"}, []string{"name", "config"}, &vms, property.Match{"name": vmName})).To(Succeed())
+	Expect(vms).To(HaveLen(1), "VMs named %s", vmName)
+	props := vms[0]
 	out := vmConfig{InstanceUUID: props.Config.InstanceUuid, Notes: props.Config.Annotation, ExtraConfig: map[string]string{}}
 	for _, o := range props.Config.ExtraConfig {
 		v := o.GetOptionValue()
