@@ -5,6 +5,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// AdoptionPolicy says whether a pool takes over the VMs the upstream operator made for it.
+// +kubebuilder:validation:Enum=Disabled;Enabled
+type AdoptionPolicy string
+
+const (
+	// AdoptionDisabled reports upstream VsphereAgents and leaves them alone.
+	AdoptionDisabled AdoptionPolicy = "Disabled"
+	// AdoptionEnabled adopts upstream VMs whose evidence agrees.
+	AdoptionEnabled AdoptionPolicy = "Enabled"
+)
+
 // CleanupPolicy says what happens to a pool's VMs and Agents when they are no longer needed.
 // +kubebuilder:validation:Enum=Delete;Retain
 type CleanupPolicy string
@@ -89,6 +100,15 @@ type VsphereAgentPoolSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Static IP Network"
 	Network *NetworkSpec `json:"network,omitempty"`
+
+	// Adoption lets the pool take over the VMs the upstream Helm-installed operator (1.0.x/1.1.x) made
+	// for it, each only when every piece of evidence agrees (name, BIOS UUID, MAC, folder, CD-ROM, the
+	// upstream Notes marker); see docs/migration.md. Disabled: upstream VsphereAgents are reported and
+	// never acted on.
+	// +optional
+	// +kubebuilder:default=Disabled
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Adopt Upstream VMs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Disabled","urn:alm:descriptor:com.tectonic.ui:select:Enabled"}
+	Adoption AdoptionPolicy `json:"adoption,omitempty"`
 
 	// Paused stops every action of the pool (creates, deletes, Agent changes, ISO refresh); status is
 	// still reported.

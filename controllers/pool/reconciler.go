@@ -16,6 +16,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -218,6 +219,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.own.Wrote(replaced, pool)
 	}
 
+	// Upstream's finalizer goes once ours is in place, and only when the pool opted in to the move.
+	if pool.Spec.Adoption == afv1.AdoptionEnabled && controllerutil.ContainsFinalizer(pool, afv1.FinalizerPool) {
+		replaced := pool.ResourceVersion
+		if wrote, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerUpstreamPool, false); err != nil {
+			return ctrl.Result{}, err
+		} else if wrote {
+			r.own.Wrote(replaced, pool)
+		}
+	}
+
 	// The pass's work ends at PoolPassTimeout (a vCenter that never answers); its status is written
 	// with ctx, so a cut pass still reports why.
 	work, cancel := context.WithTimeout(ctx, r.Opts.PoolPassTimeout)
@@ -396,7 +407,13 @@ func (r *Reconciler) observeCapacity(ctx context.Context, s *poolScope) error {
 	if err := r.List(ctx, &vas, client.InNamespace(s.pool.Namespace), client.MatchingFields{shared.IndexPoolRef: s.pool.Name}); err != nil {
 		return err
 	}
-	s.vas = vas.Items
+	// An upstream VsphereAgent not adopted yet is not the pool's to count, release or replace.
+	s.vas = s.vas[:0]
+	for i := range vas.Items {
+		if !shared.UpstreamPending(&vas.Items[i]) {
+			s.vas = append(s.vas, vas.Items[i])
+		}
+	}
 	sort.Slice(s.vas, func(i, j int) bool { return s.vas[i].Name < s.vas[j].Name })
 	s.ourAgents = map[string]bool{}
 	for _, va := range s.vas {

@@ -34,6 +34,7 @@ const (
 	ActionDeleteAgent    = "DeleteAgent"        // AgentDeleted
 	ActionEjectISO       = "EjectISO"           // every ISO ejection Event
 	ActionStandDown      = "StandDown"          // OtherManagerRunning: another agent-forge manager is active
+	ActionAdoptVM        = "AdoptVM"            // AdoptionSucceeded, AdoptionEvidenceMismatch, upstream VsphereAgents left alone
 )
 
 // noteLimit is the events.k8s.io/v1 API's limit on a note in bytes; a longer one is refused by the

@@ -145,6 +145,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// The pass's work ends at VMPassTimeout (a hung vCenter call); its status is written with ctx.
 	work, cancel := context.WithTimeout(ctx, r.Opts.VMPassTimeout)
 	defer cancel()
+	if shared.UpstreamPending(va) { // the upstream operator's: only adoption may make it ours
+		if done, err := r.reconcileUpstream(work, s); done || err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if !va.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(work, s)
 	}

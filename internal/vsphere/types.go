@@ -209,6 +209,13 @@ type Client interface {
 	// the space of the datastore (or datastore cluster members) of spec; see HeadroomFor.
 	ReadCapacity(ctx context.Context, spec CapacitySpec) (*Capacity, error)
 
+	// AdoptionCandidates lists, read-only, every VM of the datacenter named name, with its folder and
+	// Notes: what adopting an upstream operator's VM compares.
+	AdoptionCandidates(ctx context.Context, datacenter, name string) ([]AdoptionCandidate, error)
+	// AdoptVM sets the instance UUID and the ownership marker of VM ref (from AdoptionCandidates) to
+	// owner's, after re-checking its BIOS UUID and that it carries no other owner's marker.
+	AdoptVM(ctx context.Context, datacenter, ref, biosUUID string, owner Ownership) (*VMInfo, error)
+
 	// EjectISO disconnects and ejects one CD-ROM of an owned VM (see EjectRequest). It never blocks on a
 	// task a guest holds: it returns EjectInProgress/EjectQuestionPending and is called again later.
 	EjectISO(ctx context.Context, req EjectRequest) (*EjectResult, error)
