@@ -169,32 +169,23 @@ func (c *client) findVM(ctx context.Context, datacenter, instanceUUID, biosUUID 
 		return nil, err
 	}
 	info := toVMInfo(vm)
-	if info.Folder, err = c.folderPath(ctx, d, vm.Parent); err != nil {
+	if info.Folder, err = c.vmFolderPath(ctx, d, vm.Parent); err != nil {
 		return nil, err
 	}
 	return info, nil
 }
 
-// maxFolderDepth bounds the walk up a VM's folders (vCenter nests folders far less deeply).
-const maxFolderDepth = 32
-
-// folderPath is the path of the VM folder parent relative to the datacenter's VM folder ("a/b"), read by
+// vmFolderPath is the path of the VM folder parent relative to the datacenter's VM folder ("a/b"), read by
 // walking up the inventory: someone may have moved the VM, and only vCenter knows where to.
-func (c *client) folderPath(ctx context.Context, d *dcCache, parent *types.ManagedObjectReference) (string, error) {
+func (c *client) vmFolderPath(ctx context.Context, d *dcCache, parent *types.ManagedObjectReference) (string, error) {
+	if parent == nil {
+		return "", nil
+	}
 	root, err := d.folder(ctx, "")
 	if err != nil {
 		return "", err
 	}
-	var names []string
-	for ref := parent; ref != nil && ref.Type == "Folder" && *ref != root.Reference() && len(names) < maxFolderDepth; {
-		var f mo.Folder
-		if err := c.pc().RetrieveOne(ctx, *ref, []string{"name", "parent"}, &f); err != nil {
-			return "", err
-		}
-		names = append([]string{f.Name}, names...)
-		ref = f.Parent
-	}
-	return strings.Join(names, "/"), nil
+	return c.folderPath(ctx, *parent, root.Reference())
 }
 
 // DestroyVM powers the VM off and destroys it after verifying its marker. Absent is success.
