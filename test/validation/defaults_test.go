@@ -101,6 +101,7 @@ var schemaDefaults = map[string]interface{}{
 	"cleanupPolicy":              "Delete",
 	"registrationTimeout":        "20m",
 	"paused":                     false,
+	"adoption":                   "Disabled", // upstream VMs are adopted only when a pool opts in (docs/migration.md)
 }
 
 func TestPublishedPoolIsAcceptedUnchangedWithDefaults(t *testing.T) {
