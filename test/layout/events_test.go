@@ -4,8 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,25 +51,7 @@ func TestNoCoreEventsRecorder(t *testing.T) {
 	}
 	files := 0
 	var found []violation
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			switch filepath.ToSlash(rel) {
-			case "bin", ".git", "hack/peers", "hack/crdgen", "hack/tools": // build output, other modules
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	err = walkModuleGoFiles(root, func(rel string, src []byte) error {
 		v, err := checkEvents(rel, src)
 		if err != nil {
 			return err

@@ -71,25 +71,7 @@ func TestProductNeverImportsTheTestWorld(t *testing.T) {
 	}
 	files, productFiles := 0, 0
 	var found []violation
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			switch filepath.ToSlash(rel) {
-			case "bin", ".git", "hack/peers", "hack/crdgen", "hack/tools": // build output, other modules
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	err = walkModuleGoFiles(root, func(rel string, src []byte) error {
 		v, err := checkFile(rel, src)
 		if err != nil {
 			return err
@@ -136,4 +118,30 @@ func TestCheckFile(t *testing.T) {
 			t.Errorf("%s: %d violations %v, want %d", tc.name, len(got), got, tc.want)
 		}
 	}
+}
+
+// walkModuleGoFiles calls visit with every Go file of the module (its path relative to root), skipping
+// build output and the other modules under hack/.
+func walkModuleGoFiles(root string, visit func(rel string, src []byte) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch filepath.ToSlash(rel) {
+			case "bin", ".git", "hack/peers", "hack/crdgen", "hack/tools": // build output, other modules
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return visit(rel, src)
+	})
 }
