@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"time"
 
@@ -161,10 +162,21 @@ type vmConfig struct {
 	InstanceUUID, Notes string
 	ExtraConfig         map[string]string
 	ISO                 string
+	PowerState          string
+	// Folder is the managed object ID of the VM's folder (tells same-named VMs apart).
+	Folder string
 }
 
 // readVMConfig reads vmName's configuration (the one VM of that name).
 func readVMConfig(ctx context.Context, vmName string) vmConfig {
+	GinkgoHelper()
+	cfgs := readVMConfigs(ctx, vmName)
+	Expect(cfgs).To(HaveLen(1), "VMs named %s", vmName)
+	return cfgs[0]
+}
+
+// readVMConfigs reads the configuration of every VM named vmName, ordered by folder.
+func readVMConfigs(ctx context.Context, vmName string) []vmConfig {
 	GinkgoHelper()
 	gc, err := vc.Login(ctx)
 	Expect(err).NotTo(HaveOccurred())
@@ -173,22 +185,29 @@ func readVMConfig(ctx context.Context, vmName string) vmConfig {
 	Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
 	var vms []mo.VirtualMachine
-	Expect(v.RetrieveWithFilter(ctx, []string{"VirtualMachine"}, []string{"name", "config"}, &vms, property.Match{"name": vmName})).To(Succeed())
-	Expect(vms).To(HaveLen(1), "VMs named %s", vmName)
-	props := vms[0]
-	out := vmConfig{InstanceUUID: props.Config.InstanceUuid, Notes: props.Config.Annotation, ExtraConfig: map[string]string{}}
-	for _, o := range props.Config.ExtraConfig {
-		v := o.GetOptionValue()
-		s, _ := v.Value.(string)
-		out.ExtraConfig[v.Key] = s
-	}
-	for _, d := range props.Config.Hardware.Device {
-		if cd, ok := d.(*types.VirtualCdrom); ok {
-			if b, ok := cd.Backing.(*types.VirtualCdromIsoBackingInfo); ok {
-				out.ISO = b.FileName
+	Expect(v.RetrieveWithFilter(ctx, []string{"VirtualMachine"}, []string{"name", "config", "parent", "runtime.powerState"}, &vms, property.Match{"name": vmName})).To(Succeed())
+	out := make([]vmConfig, 0, len(vms))
+	for _, props := range vms {
+		cfg := vmConfig{InstanceUUID: props.Config.InstanceUuid, Notes: props.Config.Annotation, ExtraConfig: map[string]string{},
+			PowerState: string(props.Runtime.PowerState)}
+		if props.Parent != nil {
+			cfg.Folder = props.Parent.Value
+		}
+		for _, o := range props.Config.ExtraConfig {
+			v := o.GetOptionValue()
+			s, _ := v.Value.(string)
+			cfg.ExtraConfig[v.Key] = s
+		}
+		for _, d := range props.Config.Hardware.Device {
+			if cd, ok := d.(*types.VirtualCdrom); ok {
+				if b, ok := cd.Backing.(*types.VirtualCdromIsoBackingInfo); ok {
+					cfg.ISO = b.FileName
+				}
 			}
 		}
+		out = append(out, cfg)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Folder < out[j].Folder })
 	return out
 }
 

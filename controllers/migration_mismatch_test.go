@@ -8,10 +8,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vmware/govmomi/vim25/types"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
@@ -26,23 +30,49 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 		otherISO := "[" + vcsim.Datastore + "] other-images/rescue.iso"
 		Expect(vs.UploadFile(ctx, vcsim.Datacenter, otherISO, bytes.NewReader([]byte("rescue")), 6)).To(Succeed())
 
+		// Each fixture is one kind of disagreeing evidence upstream's VMs can show.
 		type fixture struct {
 			vm       upstreamVM
-			evidence string // the word the Adopted message must name
-			agent    bool   // the world registers an Agent (only VMs in the scenario's folder boot into it)
-			mutate   func(*string)
+			evidence string   // the word the Adopted message must name
+			names    []string // further text the message must hold (both VMs of a duplicate name)
+			agent    bool     // the world registers an Agent (only VMs in the scenario's folder boot into it)
+			notes    string   // the VM's Notes when not this VsphereAgent's marker ("-": none)
+			twin     *upstreamVM
+			mutate   func(*afv1.VMStatus)
 		}
+		dupFolder := "agent-forge/" + s.Namespace + "-dup"
+		otherUID := "9d0c1f7e-5b8a-4c1e-a0f2-3e4d5c6b7a89" // another VsphereAgent's UID
 		fixtures := map[string]fixture{
-			"np-bios":   {vm: upstreamVM{folder: folder, iso: iso}, evidence: "biosUUID", agent: true, mutate: flipLastHexDigit},
+			"np-bios":   {vm: upstreamVM{folder: folder, iso: iso}, evidence: "biosUUID", agent: true, mutate: func(v *afv1.VMStatus) { flipLastHexDigit(&v.BIOSUUID) }},
 			"np-folder": {vm: upstreamVM{folder: "agent-forge/" + s.Namespace + "-foreign", iso: iso}, evidence: "folder"},
 			"np-iso":    {vm: upstreamVM{folder: folder, iso: otherISO}, evidence: "cdrom", agent: true},
+			"np-mac":    {vm: upstreamVM{folder: folder, iso: iso}, evidence: "macAddress", agent: true, mutate: func(v *afv1.VMStatus) { flipLastHexDigit(&v.MACAddress) }},
+			"np-notes": {vm: upstreamVM{folder: folder, iso: iso}, evidence: "notes", agent: true, notes: afv1.UpstreamNotesMarkerPrefix + otherUID,
+				names: []string{otherUID}},
+			// Two VMs carry the name (vCenter allows it in two folders): both carry the marker, or only one.
+			"np-dup": {vm: upstreamVM{folder: folder, iso: iso}, evidence: "name", agent: true, twin: &upstreamVM{folder: dupFolder, iso: iso},
+				names: []string{"2 VMs are named np-dup", `folder "` + folder + `"`, `folder "` + dupFolder + `"`}},
+			"np-dup-unmarked": {vm: upstreamVM{folder: folder, iso: iso}, evidence: "name", agent: true, twin: &upstreamVM{folder: dupFolder, iso: iso, notes: "-"},
+				names: []string{"2 VMs are named np-dup-unmarked", `folder "` + dupFolder + `", BIOS UUID`, "no upstream marker"}},
 		}
 		vas := map[string]*afv1.VsphereAgent{}
 		agentsBefore := map[string]*unstructured.Unstructured{}
 		for name, f := range fixtures {
 			va := createUpstreamVA(ctx, pool, name, nil)
-			f.vm.name, f.vm.notes = name, afv1.UpstreamNotesMarkerPrefix+string(va.UID)
+			marker := afv1.UpstreamNotesMarkerPrefix + string(va.UID)
+			f.vm.name, f.vm.notes = name, marker
+			if f.notes != "" {
+				f.vm.notes = f.notes
+			}
 			bios, mac := createUpstreamVM(ctx, f.vm)
+			if t := f.twin; t != nil {
+				twin := *t
+				twin.name, twin.notes = name, marker
+				if t.notes == "-" {
+					twin.notes = ""
+				}
+				createUpstreamVM(ctx, twin)
+			}
 			recorded := afv1.VMStatus{BIOSUUID: bios, MACAddress: mac, Phase: afv1.VMPhaseAvailable}
 			if f.agent {
 				a := agentOfVM(ctx, s.Namespace, mac, bios)
@@ -51,15 +81,19 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 				agentsBefore[name] = getAgent(ctx, s.Namespace, a.Name)
 			}
 			if f.mutate != nil {
-				f.mutate(&recorded.BIOSUUID)
+				f.mutate(&recorded)
 			}
 			setUpstreamStatus(ctx, va, upstream110, recorded)
 			vas[name] = va
 		}
 		discovered := createUpstreamVA(ctx, pool, "np-found", map[string]string{afv1.LabelUpstreamCreatedFor: afv1.UpstreamCreatedForAdopted})
-		before := map[string]vmConfig{}
-		for name := range fixtures {
-			before[name] = readVMConfig(ctx, name)
+		before := map[string][]vmConfig{}
+		for name, f := range fixtures {
+			before[name] = readVMConfigs(ctx, name)
+			Expect(before[name]).To(HaveLen(map[bool]int{false: 1, true: 2}[f.twin != nil]), name)
+			for _, cfg := range before[name] {
+				Expect(cfg.PowerState).To(BeEquivalentTo(types.VirtualMachinePowerStatePoweredOn), name)
+			}
 		}
 
 		op := startOperator(operatorOptions{})
@@ -83,7 +117,10 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 				g.Expect(c.Status).To(BeEquivalentTo("False"))
 				g.Expect(c.Reason).To(Equal(afv1.ReasonAdoptionEvidenceMismatch), name)
 				g.Expect(c.Message).To(ContainSubstring(f.evidence+":"), name)
-				g.Expect(eventsWith(ctx, vas[name], afv1.ReasonAdoptionEvidenceMismatch)).NotTo(BeEmpty())
+				for _, want := range f.names {
+					g.Expect(c.Message).To(ContainSubstring(want), name)
+				}
+				g.Expect(warningsWith(ctx, vas[name], afv1.ReasonAdoptionEvidenceMismatch)).To(ContainElement(ContainSubstring(f.evidence+":")), name)
 			}
 			c := adoptedCondition(getVA(discovered))
 			g.Expect(c).NotTo(BeNil())
@@ -91,10 +128,17 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(adoptedCondition(getVA(vas["np-bios"])).Message).NotTo(ContainSubstring("folder:"), "only the disagreeing evidence is named")
 		Expect(adoptedCondition(getVA(vas["np-folder"])).Message).NotTo(ContainSubstring("biosUUID:"))
+		Expect(adoptedCondition(getVA(vas["np-mac"])).Message).NotTo(ContainSubstring("biosUUID:"))
+		Expect(adoptedCondition(getVA(vas["np-notes"])).Message).NotTo(ContainSubstring("macAddress:"))
+		for _, name := range []string{"np-dup", "np-dup-unmarked"} {
+			msg := adoptedCondition(getVA(vas[name])).Message
+			Expect(msg).NotTo(ContainSubstring("folder:"), "%s: the VM in the pool's folder is not picked and judged on its own", name)
+			Expect(warningsWith(ctx, vas[name], afv1.ReasonAdoptionEvidenceMismatch)).To(ContainElement(ContainSubstring(dupFolder)), name)
+		}
 
 		Consistently(func(g Gomega) {
 			for name := range fixtures {
-				g.Expect(readVMConfig(ctx, name)).To(Equal(before[name]), "VM %s was changed", name)
+				g.Expect(readVMConfigs(ctx, name)).To(Equal(before[name]), "VM %s was changed (config, power state or folder)", name)
 				g.Expect(getVA(vas[name]).Finalizers).To(Equal([]string{afv1.FinalizerUpstreamVsphereAgent}))
 			}
 			for name, a := range agentsBefore {
@@ -115,6 +159,20 @@ func flipLastHexDigit(u *string) {
 		repl = "1"
 	}
 	*u = (*u)[:len(*u)-1] + repl
+}
+
+// warningsWith are the messages of the VsphereAgent's Warning Events with reason.
+func warningsWith(ctx context.Context, va *afv1.VsphereAgent, reason string) []string {
+	GinkgoHelper()
+	var list corev1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(va.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "VsphereAgent" && e.InvolvedObject.Name == va.Name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			out = append(out, e.Message)
+		}
+	}
+	return out
 }
 
 func valuesOf(m map[string]*afv1.VsphereAgent) []*afv1.VsphereAgent {

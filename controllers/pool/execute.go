@@ -88,7 +88,7 @@ func (s *poolScope) vsphereAgent(name string) *afv1.VsphereAgent {
 // createVsphereAgents creates one VsphereAgent named <namePrefix>-<random> per entry of domains, placed
 // in that failure domain ("" without failure domains).
 func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, domains []string) error {
-	prefix := namePrefix(s.pool)
+	prefix := poolspec.NamePrefix(s.pool)
 	// One Event per batch naming every VsphereAgent, not one per VsphereAgent (each is an API write).
 	var created []string
 	defer func() {
@@ -125,20 +125,4 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 		metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "create").Inc()
 	}
 	return nil
-}
-
-// namePrefix is spec.template.namePrefix or <hostedCluster>-<role>, cut to fit a DNS label.
-func namePrefix(pool *afv1.VsphereAgentPool) string {
-	p := pool.Spec.Template.NamePrefix
-	if p == "" {
-		role := pool.Spec.Agent.Role
-		if role == "" {
-			role = "worker"
-		}
-		p = pool.Spec.HostedClusterRef.Name + "-" + role
-	}
-	if len(p) > 40 {
-		p = p[:40]
-	}
-	return strings.TrimRight(p, "-.")
 }

@@ -3,6 +3,7 @@ package vsphereagent
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -37,7 +38,9 @@ func (r *Reconciler) adoptionEvidence(ctx context.Context, vs vsphere.Client, s 
 		return nil, nil, append(bad, fmt.Sprintf("name: no VM named %s in datacenter %s", vmName, dc)), nil
 	case 1:
 	default:
-		return nil, nil, append(bad, fmt.Sprintf("name: %d VMs are named %s; which one is upstream's is not provable", len(cands), vmName)), nil
+		// Never the first one found: either could be upstream's, so both are reported and neither adopted.
+		return nil, nil, append(bad, fmt.Sprintf("name: %d VMs are named %s (%s); which one is upstream's is not provable, none adopted",
+			len(cands), vmName, describeCandidates(cands))), nil
 	}
 	cand := &cands[0]
 	want := va.Status.VM
@@ -72,12 +75,13 @@ func (r *Reconciler) adoptionEvidence(ctx context.Context, vs vsphere.Client, s 
 // of ours may only name this VsphereAgent (an adoption whose status write was lost).
 func markerMismatches(va *afv1.VsphereAgent, cand *vsphere.AdoptionCandidate) []string {
 	var bad []string
-	wantNotes := afv1.UpstreamNotesMarkerPrefix + string(va.UID)
-	hasMarker := strings.Contains(cand.Notes, afv1.UpstreamNotesMarkerPrefix)
-	switch {
-	case hasMarker && strings.TrimSpace(cand.Notes) != wantNotes:
-		bad = append(bad, fmt.Sprintf("notes: the VM's upstream marker is %q, not %q", strings.TrimSpace(cand.Notes), wantNotes))
-	case !hasMarker && va.Status.VM.OwnerUID != "":
+	uids := notesMarkerUIDs(cand.Notes)
+	for _, uid := range uids {
+		if uid != string(va.UID) {
+			bad = append(bad, fmt.Sprintf("notes: the VM's upstream marker names VsphereAgent UID %s, not this VsphereAgent's %s", uid, va.UID))
+		}
+	}
+	if len(uids) == 0 && va.Status.VM.OwnerUID != "" {
 		bad = append(bad, fmt.Sprintf("notes: status.vm.ownerUID %s is recorded but the VM carries no upstream marker", va.Status.VM.OwnerUID))
 	}
 	if o := va.Status.VM.OwnerUID; o != "" && o != string(va.UID) {
@@ -118,4 +122,32 @@ func (r *Reconciler) adoptionAgent(ctx context.Context, va *afv1.VsphereAgent, c
 		bad = append(bad, fmt.Sprintf("agent: Agent %s's serial number %q is not the VM's BIOS UUID %s", agent.Name, agent.Serial, cand.BIOSUUID))
 	}
 	return agent, bad, nil
+}
+
+// notesMarkerUIDs are the VsphereAgent UIDs that upstream markers in the VM's Notes name, one per line
+// carrying the marker (upstream writes exactly one; text a user added around it is not evidence).
+func notesMarkerUIDs(notes string) []string {
+	var uids []string
+	for _, line := range strings.Split(notes, "\n") {
+		if _, uid, ok := strings.Cut(strings.TrimSpace(line), afv1.UpstreamNotesMarkerPrefix); ok {
+			uids = append(uids, strings.TrimSpace(uid))
+		}
+	}
+	return uids
+}
+
+// describeCandidates names each same-named VM by folder, BIOS UUID and markers, sorted so that the
+// report (and its Event) stays the same from pass to pass.
+func describeCandidates(cands []vsphere.AdoptionCandidate) string {
+	out := make([]string, 0, len(cands))
+	for i := range cands {
+		c := &cands[i]
+		marker := "no upstream marker"
+		if uids := notesMarkerUIDs(c.Notes); len(uids) > 0 {
+			marker = "upstream marker " + strings.Join(uids, ",")
+		}
+		out = append(out, fmt.Sprintf("folder %q, BIOS UUID %s, %s", c.Folder, c.BIOSUUID, marker))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " and ")
 }
