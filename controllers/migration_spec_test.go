@@ -33,6 +33,7 @@ var _ = Describe("Moving from the upstream operator: spec values admitted but no
 		Eventually(func(g Gomega) {
 			p := getPool(pool)
 			g.Expect(conditionOf(p.Status.Conditions, afv1.ConditionSpecHonoured)).To(Equal("False/" + afv1.ReasonGuestIDInvalid))
+			g.Expect(conditionOf(p.Status.Conditions, afv1.ConditionReady)).To(Equal("False/" + afv1.ReasonGuestIDInvalid))
 			g.Expect(p.Status.WaitingAgentMachines).To(BeEquivalentTo(1), "the demand is seen")
 			g.Expect(warningPoolEvents(ctx, pool, afv1.ReasonGuestIDInvalid)).NotTo(BeEmpty())
 		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
@@ -41,7 +42,6 @@ var _ = Describe("Moving from the upstream operator: spec values admitted but no
 			Expect(msg).To(ContainSubstring(want))
 		}
 		Expect(warningPoolEvents(ctx, pool, afv1.ReasonGuestIDInvalid)[0]).To(And(ContainSubstring("memoryMiB 8190"), ContainSubstring("no VM is created")))
-		Expect(conditionOf(getPool(pool).Status.Conditions, afv1.ConditionReady)).To(HavePrefix("False/"))
 		Consistently(func(g Gomega) {
 			g.Expect(vsphereAgents(pool)).To(BeEmpty(), "a VsphereAgent was created")
 			g.Expect(poolVMs(pool)).To(BeEmpty(), "a VM was created")

@@ -140,7 +140,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	// Ready rolls up what the pool needs to act.
 	ready, reason, msg := true, shared.ReasonReady, "the pool can serve its NodePool"
 	for _, t := range []string{afv1.ConditionInfraEnvAvailable, afv1.ConditionVSphereReachable, afv1.ConditionAgentLabelsMatch,
-		afv1.ConditionPlacementValid, afv1.ConditionPrivilegesSufficient, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
+		afv1.ConditionSpecHonoured, afv1.ConditionPlacementValid, afv1.ConditionPrivilegesSufficient, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
 		if c := shared.FindCondition(st.Conditions, t); c != nil && c.Status != "True" {
 			ready, reason, msg = false, c.Reason, c.Message
 			break
