@@ -127,8 +127,12 @@ func computeCapacity(in capacityInput) capacity {
 			if deficit == 0 {
 				reason = ReasonStandbyFilling
 			}
+			standby := ""
+			if in.Standby > 0 {
+				standby = fmt.Sprintf(", standby %d", in.Standby)
+			}
 			p.Actions = append(p.Actions, Action{Kind: ActionCreate, Reason: reason,
-				Message: fmt.Sprintf("%d AgentMachine(s) wait, %d Agent(s) free, %d VM(s) in flight, standby %d: creating %d", in.Waiting, p.Available+in.ForeignAvailable, inFlight, in.Standby, create)})
+				Message: fmt.Sprintf("%d AgentMachine(s) wait, %d Agent(s) free, %d VM(s) in flight%s: creating %d", in.Waiting, p.Available+in.ForeignAvailable, inFlight, standby, create)})
 		}
 		return p
 	}
