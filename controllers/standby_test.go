@@ -158,3 +158,38 @@ var _ = Describe("Warm standby", func() {
 		Expect(boundAgentsOf(pool)).To(Equal(5))
 	})
 })
+
+var _ = Describe("Warm standby at limits.maxVMs", func() {
+	It("says StandbyLimited with one Warning Event when the standby's Agents are bound and maxVMs leaves no room, and fills again once it is raised", func(ctx context.Context) {
+		_, s, d, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) {
+			p.Spec.Standby = 2
+			p.Spec.Limits = &afv1.LimitsSpec{MaxVMs: ptr.To[int32](2)}
+		})
+		Eventually(func(g Gomega) {
+			p := getPool(pool)
+			g.Expect(p.Status.Standby).NotTo(BeNil())
+			g.Expect(p.Status.Standby.Ready).To(BeEquivalentTo(2))
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
+
+		By("2 AgentMachines take both standby Agents: no room left for a replacement")
+		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
+		Eventually(func() int { return boundAgentsOf(pool) }, 60*time.Second, 250*time.Millisecond).Should(Equal(2))
+		Eventually(func(g Gomega) {
+			p := getPool(pool)
+			g.Expect(conditionReason(p, afv1.ConditionStandbyReady)).To(Equal(afv1.ReasonStandbyLimited))
+			g.Expect(p.Status.Standby.Ready).To(BeZero())
+		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		Eventually(func() int32 { return eventCount(ctx, pool, afv1.ReasonStandbyLimited) }, 10*time.Second, 250*time.Millisecond).Should(BeEquivalentTo(1))
+		Consistently(func() int { return len(vsphereAgents(pool)) }, 2*time.Second, 250*time.Millisecond).Should(Equal(2))
+		Expect(eventCount(ctx, pool, afv1.ReasonStandbyLimited)).To(BeEquivalentTo(1), "one Event when the limit starts to bite, not one per pass")
+
+		By("raising maxVMs: the standby fills again")
+		setPool(pool, func(p *afv1.VsphereAgentPool) { p.Spec.Limits.MaxVMs = ptr.To[int32](4) })
+		Eventually(func(g Gomega) {
+			p := getPool(pool)
+			g.Expect(conditionReason(p, afv1.ConditionStandbyReady)).To(Equal(afv1.ReasonStandbyFull))
+			g.Expect(p.Status.Standby.Ready).To(BeEquivalentTo(2))
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
+		Expect(boundAgentsOf(pool)).To(Equal(2))
+	})
+})
