@@ -60,6 +60,8 @@ type Reconciler struct {
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
+	// latency measures demand→bound per AgentMachine (agent_forge_demand_to_bound_seconds).
+	latency *boundLatency
 	// statusWrites batches inventory-only status changes (see statusBatch).
 	statusWrites *debouncer
 	// own lets a pass see this controller's last write of its pool while the cache still lags.
@@ -190,6 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.domains.forgetPool(req.String())
 			r.own.Forget(req.NamespacedName)
 			r.statusWrites.forget(req.String())
+			r.latency.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -378,13 +381,16 @@ func (r *Reconciler) observeDemand(ctx context.Context, s *poolScope) error {
 	// Agent.ReservedBy is the one reading of that label.
 	s.agentMachines = s.agentMachines[:0]
 	s.waiting = 0
+	waiting := map[types.UID]bool{}
 	for i := range list.Items {
 		am := agents.AgentMachineFrom(&list.Items[i])
 		s.agentMachines = append(s.agentMachines, am)
 		if am.WaitsForAgent() && !agents.AnyReservedBy(s.matching, am) && r.ownerMachineActive(ctx, am) {
 			s.waiting++
+			waiting[am.UID] = true
 		}
 	}
+	r.latency.observe(client.ObjectKeyFromObject(s.pool), s.agentMachines, waiting, r.Opts.Clock.Now())
 	return nil
 }
 

@@ -154,6 +154,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	}
 	shared.SetCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
 
+	r.setStandby(s)
 	recordPoolMetrics(p, s)
 }
 
@@ -178,6 +179,9 @@ func forgetPoolMetrics(ns, name string) {
 	metrics.PoolCapacity.DeletePartialMatch(labels)
 	metrics.VMResources.DeletePartialMatch(labels)
 	metrics.PoolHeadroom.DeletePartialMatch(labels)
+	metrics.PoolStandbyDesired.DeletePartialMatch(labels)
+	metrics.PoolStandbyReady.DeletePartialMatch(labels)
+	metrics.DemandToBound.DeletePartialMatch(labels)
 }
 
 // setTLSVerified warns while vCenter's certificate is not verified (insecure: "true"): the pool works, but

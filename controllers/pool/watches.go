@@ -30,6 +30,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
 	r.orphanScans = newLastRun()
+	r.latency = newBoundLatency()
 	r.statusWrites = newDebouncer(clock.RealClock{}, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
 	r.own = shared.NewOwnWrites[*afv1.VsphereAgentPool]()
 	b := ctrl.NewControllerManagedBy(mgr)

@@ -12,6 +12,7 @@ func All() []prometheus.Collector {
 		PoolCapacity, PoolWaiting, PoolHeadroom, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
 		VsphereVMOperations, VsphereCallDuration, VCenterCircuitOpen,
 		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated, OtherManagerActive,
+		PoolStandbyDesired, PoolStandbyReady, DemandToBound,
 	}
 }
 
