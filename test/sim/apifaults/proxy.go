@@ -38,6 +38,9 @@ const (
 	Slow         = "slow"          // a response held back 200-1500 ms
 )
 
+// Kinds lists the fault kinds in the order a report names them.
+var Kinds = []string{LostResponse, Throttled, Unavailable, WatchCut, Slow}
+
 // Options set the probability of each fault per request (0: never).
 type Options struct {
 	Seed uint64
