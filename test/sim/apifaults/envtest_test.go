@@ -2,26 +2,31 @@ package apifaults
 
 import (
 	"context"
-	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
-// TestDisabledProxyIsTransparentToTheOperator runs what the manager does at start through a disabled
-// proxy against a real API server, as the operator's ServiceAccount: aggregated discovery must list the
-// external CRD groups, controller-runtime's REST mapper (the manager's CRD guard) must map every external
-// kind, and a watch must deliver an event while it is open (streamed, not buffered).
+// TestDisabledProxyIsTransparentToTheOperator runs what the manager binary does at start through a
+// disabled proxy against a real API server: its config is loaded from the kubeconfig WriteKubeconfig
+// writes (as --kubeconfig does) and must authenticate as the operator's ServiceAccount; aggregated
+// discovery must list the external CRD groups, controller-runtime's REST mapper (the manager's CRD guard)
+// must map every external kind, and a watch must deliver an event while it is open (streamed, not
+// buffered). Before the proxy spoke TLS, clientcmd dropped the kubeconfig's token for its plain-HTTP
+// server: the manager was anonymous and saw every external CRD missing.
 func TestDisabledProxyIsTransparentToTheOperator(t *testing.T) {
 	env, err := testenv.Start(testenv.Options{})
 	if err != nil {
@@ -39,8 +44,29 @@ func TestDisabledProxyIsTransparentToTheOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	// What the binary gets from the proxy's kubeconfig: plain HTTP to loopback and the bearer token.
-	cfg := &rest.Config{Host: p.URL.String(), BearerToken: id.Config.BearerToken, Timeout: 30 * time.Second}
+	kc := filepath.Join(t.TempDir(), "proxy.kubeconfig")
+	if err := p.WriteKubeconfig(kc, id.Config.BearerToken); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BearerToken != id.Config.BearerToken {
+		t.Fatalf("the proxy's kubeconfig loads without the ServiceAccount token (server %s): the manager would be anonymous", cfg.Host)
+	}
+	cfg.Timeout = 30 * time.Second
+	review, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := review.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("who am I through the proxy: %v", err)
+	}
+	if want := "system:serviceaccount:" + id.Namespace + ":" + id.ServiceAccount; who.Status.UserInfo.Username != want {
+		t.Fatalf("through the proxy the API server sees %q, want %q", who.Status.UserInfo.Username, want)
+	}
 
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -108,8 +134,9 @@ func TestDisabledProxyIsTransparentToTheOperator(t *testing.T) {
 	if p.Total() != 0 {
 		t.Fatalf("faults injected while disabled: %s", p)
 	}
-	// The operator's own request path is plain HTTP/1.1 to loopback; the check above ran over it.
-	if _, err := http.Get(p.URL.String() + "/healthz"); err != nil {
+	resp, err := p.HTTPClient().Get(p.URL.String() + "/readyz")
+	if err != nil {
 		t.Fatalf("proxy not serving: %v", err)
 	}
+	_ = resp.Body.Close()
 }

@@ -35,7 +35,7 @@ func do(t *testing.T, p *Proxy, method string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, p.URL.String()+"/api/v1/namespaces/x/configmaps", strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer tok")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
