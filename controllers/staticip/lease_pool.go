@@ -471,6 +471,9 @@ func (ls *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool,
 		if claim == nil {
 			continue
 		}
+		if err := crashpoint.Hit(ctx, crashpoint.LeaseConfigRemoved); err != nil {
+			return err
+		}
 		uid := claim.GetUID()
 		if err := ls.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting IPAddressClaim %s: %w", name, err)

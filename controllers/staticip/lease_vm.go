@@ -183,5 +183,8 @@ func (ls *Leases) Settle(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.
 			return err
 		}
 	}
+	if destroyed && len(claims.Items) > 0 {
+		return crashpoint.Hit(ctx, crashpoint.LeaseReleased)
+	}
 	return nil
 }
