@@ -160,6 +160,9 @@ type EjectResult struct {
 	// FoundEmpty is set when the CD-ROM was already empty and the request named no task: nothing was
 	// ejected by this call (emptied outside the operator, or by an attempt that lost its task).
 	FoundEmpty bool
+	// VM is the VM as this call read it when the state is EjectDone (nil otherwise): its CD-ROMs show
+	// whether another one still holds the pool's ISO without reading the VM again.
+	VM *VMInfo
 }
 
 // Client is one logged-in vCenter session. Implementations are safe for concurrent use.

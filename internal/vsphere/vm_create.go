@@ -45,6 +45,7 @@ func (c *client) createVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
 		}
 		return nil, err
 	}
+	d.refs.put(spec.Ownership.OwnerUID, *ref) // the task's result: later look-ups skip the search
 	c.log.Info("created VM", "vm", spec.Name, "instanceUUID", spec.Ownership.OwnerUID)
 	info, err := c.powerOnAndRead(ctx, *ref)
 	if info != nil {
