@@ -1,0 +1,119 @@
+package vsphere_test
+
+import (
+	"testing"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
+)
+
+// callsOf runs f and returns the SOAP requests it made, by method.
+func (h *harness) callsOf(f func()) map[string]int {
+	_, before := h.calls.snapshot()
+	f()
+	_, after := h.calls.snapshot()
+	out := map[string]int{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func total(calls map[string]int) int {
+	n := 0
+	for _, v := range calls {
+		n += v
+	}
+	return n
+}
+
+// TestKnownVMCostsOneRetrieval: once the session created (or found) a VM, looking it up costs one
+// property retrieval with its folder path (no FindByUuid, no walk up the folders), and an ejection costs
+// one retrieval and the reconfigure to start, one retrieval to see it done, whose read of the VM the
+// caller gets (no FindVM after it).
+func TestKnownVMCostsOneRetrieval(t *testing.T) {
+	f := newEjectFixture(t)
+	h, ctx := f.h, testContext(t)
+	var info *vsphere.VMInfo
+	calls := h.callsOf(func() {
+		var err error
+		if info, err = h.client.FindVM(ctx, vcsim.Datacenter, f.info.InstanceUUID, f.info.BIOSUUID); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if total(calls) != 1 || calls["RetrieveProperties"] != 1 {
+		t.Errorf("FindVM of a known VM made %v, want one RetrieveProperties", calls)
+	}
+	if info.Folder != vcsim.Folder || info.InstanceUUID != f.info.InstanceUUID || len(info.CDROMs) == 0 {
+		t.Errorf("FindVM read folder %q, instance UUID %q, %d CD-ROMs; want %q, %q, the ISO's CD-ROM", info.Folder, info.InstanceUUID, len(info.CDROMs), vcsim.Folder, f.info.InstanceUUID)
+	}
+
+	var started *vsphere.EjectResult
+	calls = h.callsOf(func() { started = f.eject(t, f.req) })
+	if total(calls) != 2 || calls["RetrieveProperties"] != 1 || calls["ReconfigVM_Task"] != 1 {
+		t.Errorf("starting an ejection made %v, want one RetrieveProperties and one ReconfigVM_Task", calls)
+	}
+	if started.State != vsphere.EjectInProgress || started.TaskRef == "" {
+		t.Fatalf("first step: %+v, want InProgress with a task", started)
+	}
+	req := f.req
+	req.TaskRef = started.TaskRef
+	var done *vsphere.EjectResult
+	calls = h.callsOf(func() { done = f.pollUntil(t, req, vsphere.EjectDone) })
+	if calls["RetrieveProperties"] < 1 || total(calls) != calls["RetrieveProperties"] || calls["FindByUuid"] != 0 {
+		t.Errorf("checking the ejection made %v, want property retrievals only", calls)
+	}
+	if done.VM == nil {
+		t.Fatal("the finished step returned no read of the VM")
+	}
+	for _, cd := range done.VM.CDROMs {
+		if cd.Key == f.req.DeviceKey && (cd.ISOPath != "" || cd.Connected) {
+			t.Errorf("the finished step's read shows CD-ROM %d still holding %q (connected %t)", cd.Key, cd.ISOPath, cd.Connected)
+		}
+	}
+}
+
+// TestGoneReferenceIsSearchedAgain: a VM destroyed outside the session leaves its remembered reference
+// pointing at nothing; the look-up searches by instance UUID again and reports NotFound, and a VM created
+// again with that instance UUID is remembered under its new reference.
+func TestGoneReferenceIsSearchedAgain(t *testing.T) {
+	h := newHarness(t)
+	ctx := testContext(t)
+	h.uploadISO(t, isoPath)
+	owner := newOwner()
+	created := h.createVM(t, "re-registered", owner)
+	admin := adminClient(t, h)
+	ref, err := object.NewSearchIndex(admin).FindByUuid(ctx, nil, created.InstanceUUID, true, types.NewBool(true))
+	if err != nil || ref == nil {
+		t.Fatalf("finding the VM as admin: %v", err)
+	}
+	vm := object.NewVirtualMachine(admin, ref.Reference())
+	if task, err := vm.PowerOff(ctx); err != nil || task.Wait(ctx) != nil {
+		t.Fatalf("power off: %v", err)
+	}
+	if task, err := vm.Destroy(ctx); err != nil || task.Wait(ctx) != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	calls := h.callsOf(func() {
+		_, err = h.client.FindVM(ctx, vcsim.Datacenter, created.InstanceUUID, "")
+	})
+	wantClass(t, err, vsphere.ClassNotFound)
+	if calls["FindByUuid"] != 1 {
+		t.Errorf("a gone reference made %v, want a FindByUuid search after it", calls)
+	}
+	// A new VM of the same owner (as after a crash) is found by search and remembered again.
+	again := h.createVM(t, "re-created", owner)
+	calls = h.callsOf(func() {
+		if _, err := h.client.FindVM(ctx, vcsim.Datacenter, again.InstanceUUID, ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if calls["FindByUuid"] != 0 {
+		t.Errorf("FindVM after CreateVM made %v, want no search", calls)
+	}
+}
