@@ -305,6 +305,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	spec := vmSpec(va, pool)
 	spec.MACAddress = mac
+	spec.New = r.Opts.NoVMYet.Take(va.UID)
 	info, err := vs.CreateVM(ctx, spec)
 	if err != nil {
 		return r.createFailed(ctx, s, vs, spec.Name, err, true)

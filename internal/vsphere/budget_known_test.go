@@ -24,6 +24,9 @@ func (h *harness) callsOf(f func()) map[string]int {
 	return out
 }
 
+// reads counts property retrievals (govmomi's collector sends RetrievePropertiesEx).
+func reads(calls map[string]int) int { return calls["RetrieveProperties"] + calls["RetrievePropertiesEx"] }
+
 func total(calls map[string]int) int {
 	n := 0
 	for _, v := range calls {
@@ -38,6 +41,7 @@ func total(calls map[string]int) int {
 // caller gets (no FindVM after it).
 func TestKnownVMCostsOneRetrieval(t *testing.T) {
 	f := newEjectFixture(t)
+	f.vm.SetDoorLocked(false)
 	h, ctx := f.h, testContext(t)
 	var info *vsphere.VMInfo
 	calls := h.callsOf(func() {
@@ -46,7 +50,7 @@ func TestKnownVMCostsOneRetrieval(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if total(calls) != 1 || calls["RetrieveProperties"] != 1 {
+	if total(calls) != 1 || reads(calls) != 1 {
 		t.Errorf("FindVM of a known VM made %v, want one RetrieveProperties", calls)
 	}
 	if info.Folder != vcsim.Folder || info.InstanceUUID != f.info.InstanceUUID || len(info.CDROMs) == 0 {
@@ -55,7 +59,7 @@ func TestKnownVMCostsOneRetrieval(t *testing.T) {
 
 	var started *vsphere.EjectResult
 	calls = h.callsOf(func() { started = f.eject(t, f.req) })
-	if total(calls) != 2 || calls["RetrieveProperties"] != 1 || calls["ReconfigVM_Task"] != 1 {
+	if total(calls) != 2 || reads(calls) != 1 || calls["ReconfigVM_Task"] != 1 {
 		t.Errorf("starting an ejection made %v, want one RetrieveProperties and one ReconfigVM_Task", calls)
 	}
 	if started.State != vsphere.EjectInProgress || started.TaskRef == "" {
@@ -65,7 +69,7 @@ func TestKnownVMCostsOneRetrieval(t *testing.T) {
 	req.TaskRef = started.TaskRef
 	var done *vsphere.EjectResult
 	calls = h.callsOf(func() { done = f.pollUntil(t, req, vsphere.EjectDone) })
-	if calls["RetrieveProperties"] < 1 || total(calls) != calls["RetrieveProperties"] || calls["FindByUuid"] != 0 {
+	if reads(calls) < 1 || total(calls) != reads(calls) {
 		t.Errorf("checking the ejection made %v, want property retrievals only", calls)
 	}
 	if done.VM == nil {
@@ -115,5 +119,36 @@ func TestGoneReferenceIsSearchedAgain(t *testing.T) {
 	})
 	if calls["FindByUuid"] != 0 {
 		t.Errorf("FindVM after CreateVM made %v, want no search", calls)
+	}
+}
+
+// TestNewOwnerSkipsTheSearch: a spec marked New (its owner was just created and never tried) is created
+// without the search by instance UUID; one not marked New searches and adopts the VM it finds.
+func TestNewOwnerSkipsTheSearch(t *testing.T) {
+	h := newHarness(t)
+	ctx := testContext(t)
+	h.uploadISO(t, isoPath)
+	owner := newOwner()
+	spec := h.env.VMSpec("brand-new", owner)
+	spec.ISOPath, spec.Tags, spec.New = isoPath, nil, true
+	var info *vsphere.VMInfo
+	calls := h.callsOf(func() {
+		var err error
+		if info, err = h.client.CreateVM(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if calls["FindByUuid"] != 0 || calls["CreateVM_Task"] != 1 || info.Adopted {
+		t.Errorf("a New spec made %v (adopted %t), want a create without a search", calls, info.Adopted)
+	}
+	spec.New = false
+	calls = h.callsOf(func() {
+		var err error
+		if info, err = h.client.CreateVM(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if calls["FindByUuid"] != 1 || calls["CreateVM_Task"] != 0 || !info.Adopted {
+		t.Errorf("a repeated create made %v (adopted %t), want the search to find and adopt the VM", calls, info.Adopted)
 	}
 }

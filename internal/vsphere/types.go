@@ -60,6 +60,9 @@ type VMSpec struct {
 	// MACAddress, when set, is the NIC's manually assigned MAC (VMware's static range): static-IP pools
 	// give each VM the MAC its NMStateConfig names. Empty: vCenter generates one.
 	MACAddress string
+	// New says no VM can carry Ownership.OwnerUID yet (the caller created the owner and never tried to
+	// create its VM): CreateVM skips the search by instance UUID that finds an earlier attempt's VM.
+	New bool
 }
 
 // VMInfo is what the operator reads back about a VM.
