@@ -25,7 +25,9 @@ func (h *harness) callsOf(f func()) map[string]int {
 }
 
 // reads counts property retrievals (govmomi's collector sends RetrievePropertiesEx).
-func reads(calls map[string]int) int { return calls["RetrieveProperties"] + calls["RetrievePropertiesEx"] }
+func reads(calls map[string]int) int {
+	return calls["RetrieveProperties"] + calls["RetrievePropertiesEx"]
+}
 
 func total(calls map[string]int) int {
 	n := 0
