@@ -187,19 +187,6 @@ func (c *client) findVM(ctx context.Context, datacenter, instanceUUID, biosUUID 
 	return info, nil
 }
 
-// vmFolderPath is the path of the VM folder parent relative to the datacenter's VM folder ("a/b"), read by
-// walking up the inventory: someone may have moved the VM, and only vCenter knows where to.
-func (c *client) vmFolderPath(ctx context.Context, d *dcCache, parent *types.ManagedObjectReference) (string, error) {
-	if parent == nil {
-		return "", nil
-	}
-	root, err := d.folder(ctx, "")
-	if err != nil {
-		return "", err
-	}
-	return c.folderPath(ctx, *parent, root.Reference())
-}
-
 // DestroyVM powers the VM off and destroys it after verifying its marker. Absent is success.
 func (c *client) DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
 	return observe("destroy", c.destroyVM(ctx, datacenter, instanceUUID, owner))
