@@ -148,9 +148,12 @@ func (r *Reconciler) vmPoweredOff(ctx context.Context, s *vmScope, vs vsphere.Cl
 // status saying so is written (a stale pass that repeats the finding writes nothing new).
 func (r *Reconciler) reportVM(s *vmScope, healthy bool, reason, eventType, msg string) {
 	va := s.va
-	prev := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
+	prevReason := "" // copied: SetCondition changes the condition FindStatusCondition points at
+	if prev := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionVMHealthy); prev != nil {
+		prevReason = prev.Reason
+	}
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, healthy, reason, msg, va.Generation)
-	if eventType == "" || (prev != nil && prev.Reason == reason) {
+	if eventType == "" || prevReason == reason {
 		return
 	}
 	switch eventType {
