@@ -130,6 +130,7 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {
 			return err
 		}
+		r.Opts.NoVMYet.Add(va.UID) // its first create skips the search for an earlier attempt's VM
 		created = append(created, va.Name+poolspec.InDomain(domain))
 		r.expectations.expectCreate(poolKey, va.Name)
 		r.domains.created(poolKey, va.Name, domain)

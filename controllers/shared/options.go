@@ -28,6 +28,8 @@ type Options struct {
 	TrustedCABundleFile string
 	// Sessions hands out vSphere clients (default: a process-wide session cache).
 	Sessions vsphere.Sessions
+	// NoVMYet passes the VsphereAgents the pool created to the VsphereAgent controller (see NoVMYet).
+	NoVMYet *NoVMYet
 	// DebounceIdle and DebounceMax batch bursts of demand: creation waits until demand was stable for
 	// DebounceIdle, or DebounceMax after the first change (defaults 1s / 10s; negative disables).
 	DebounceIdle, DebounceMax time.Duration
@@ -96,6 +98,9 @@ func (o *Options) WithCrashPoint(ctx context.Context, key types.NamespacedName) 
 func (o *Options) Defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.NoVMYet == nil {
+		o.NoVMYet = &NoVMYet{}
 	}
 	if o.Sessions == nil {
 		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere"), Clock: o.Clock, ExtraCAFile: o.TrustedCABundleFile})

@@ -93,8 +93,10 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 					wantConditions: map[string]string{
 						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + shared.ReasonAwaitingRegistration,
 						afv1.ConditionReady: "False/" + shared.ReasonAwaitingRegistration,
+						// What the first look-up would find, written with the creation (no write of its own).
+						afv1.ConditionVMHealthy: "True/" + shared.ReasonVMRunning,
 					},
-					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated, afv1.ConditionAgentRegistered, afv1.ConditionReady},
+					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated, afv1.ConditionAgentRegistered, afv1.ConditionReady, afv1.ConditionVMHealthy},
 					wantEvents:       []string{"Normal VMCreated"},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0},
 					wantRequeueAfter: lifecycleRegistrationTimeout},

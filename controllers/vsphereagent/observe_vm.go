@@ -93,9 +93,15 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 		r.reportVM(s, true, shared.ReasonVMRenamed, "Normal", fmt.Sprintf("VM %s was renamed to %s in vCenter; it is still tracked, and destroyed when released, by its instance UUID %s",
 			va.Status.VM.Name, info.Name, va.Status.VM.InstanceUUID))
 	default:
-		r.reportVM(s, true, shared.ReasonVMRunning, "", fmt.Sprintf("VM %s is powered on in folder %q", info.Name, info.Folder))
+		r.reportVM(s, true, shared.ReasonVMRunning, "", runningMessage(info.Name, info.Folder))
 	}
 	return true, nil
+}
+
+// runningMessage is VMHealthy's message for a VM found running where it belongs. ensureVM sets it when
+// it created the VM, so the first look-up that finds nothing changed writes no status.
+func runningMessage(name, folder string) string {
+	return fmt.Sprintf("VM %s is powered on in folder %q", name, folder)
 }
 
 // neverJoined reports whether the VM is still discovery capacity: no Machine ever referenced it and
@@ -142,9 +148,12 @@ func (r *Reconciler) vmPoweredOff(ctx context.Context, s *vmScope, vs vsphere.Cl
 // status saying so is written (a stale pass that repeats the finding writes nothing new).
 func (r *Reconciler) reportVM(s *vmScope, healthy bool, reason, eventType, msg string) {
 	va := s.va
-	prev := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
+	prevReason := "" // copied: SetCondition changes the condition FindStatusCondition points at
+	if prev := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionVMHealthy); prev != nil {
+		prevReason = prev.Reason
+	}
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, healthy, reason, msg, va.Generation)
-	if eventType == "" || (prev != nil && prev.Reason == reason) {
+	if eventType == "" || prevReason == reason {
 		return
 	}
 	switch eventType {

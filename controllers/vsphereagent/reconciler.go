@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -305,6 +306,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	spec := vmSpec(va, pool)
 	spec.MACAddress = mac
+	spec.New = r.Opts.NoVMYet.Take(va.UID)
 	info, err := vs.CreateVM(ctx, spec)
 	if err != nil {
 		return r.createFailed(ctx, s, vs, spec.Name, err, true)
@@ -326,6 +328,9 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	r.checks.done(va.UID, now.Time) // just created: the next look-up is one VMCheckInterval away
 	r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, shared.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
+	if !info.Adopted { // just created and powered on in the pool's folder: what the first look-up would say
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, true, shared.ReasonVMRunning, runningMessage(info.Name, strings.Trim(spec.Folder, "/")), va.Generation)
+	}
 	if info.Adopted {
 		r.Recorder.Eventf(va, nil, "Normal", "VMAdopted", shared.ActionCreateVM, "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
 	} else {

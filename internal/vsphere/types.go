@@ -60,6 +60,9 @@ type VMSpec struct {
 	// MACAddress, when set, is the NIC's manually assigned MAC (VMware's static range): static-IP pools
 	// give each VM the MAC its NMStateConfig names. Empty: vCenter generates one.
 	MACAddress string
+	// New says no VM can carry Ownership.OwnerUID yet (the caller created the owner and never tried to
+	// create its VM): CreateVM skips the search by instance UUID that finds an earlier attempt's VM.
+	New bool
 }
 
 // VMInfo is what the operator reads back about a VM.
@@ -160,6 +163,9 @@ type EjectResult struct {
 	// FoundEmpty is set when the CD-ROM was already empty and the request named no task: nothing was
 	// ejected by this call (emptied outside the operator, or by an attempt that lost its task).
 	FoundEmpty bool
+	// VM is the VM as this call read it when the state is EjectDone (nil otherwise): its CD-ROMs show
+	// whether another one still holds the pool's ISO without reading the VM again.
+	VM *VMInfo
 }
 
 // Client is one logged-in vCenter session. Implementations are safe for concurrent use.

@@ -45,6 +45,9 @@ func (c *client) findRef(ctx context.Context, d *dcCache, uuid string, instance 
 		return nil, err
 	}
 	r := ref.Reference()
+	if instance {
+		d.refs.put(uuid, r)
+	}
 	return &r, nil
 }
 
@@ -154,38 +157,34 @@ func (c *client) findVM(ctx context.Context, datacenter, instanceUUID, biosUUID 
 	if err != nil {
 		return nil, err
 	}
-	ref, err := c.findRef(ctx, d, instanceUUID, true)
-	if err == nil && ref == nil {
-		ref, err = c.findRef(ctx, d, biosUUID, false)
+	// The VM and its ancestor folders in one retrieval (one more call when its reference is not known).
+	read := vmRead{props: vmProps, folders: true}
+	_, res, err := c.vmByUUID(ctx, d, instanceUUID, read)
+	if err == nil && res == nil && biosUUID != "" {
+		var ref *types.ManagedObjectReference
+		if ref, err = c.findRef(ctx, d, biosUUID, false); err == nil && ref != nil {
+			if res, err = c.retrieveVM(ctx, *ref, read); err == nil && res.vm == nil {
+				res = nil
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if ref == nil {
+	if res == nil {
 		return nil, NewError(ClassNotFound, "FindVM", "no VM with instance UUID %q or BIOS UUID %q", instanceUUID, biosUUID)
 	}
-	vm, err := c.readVM(ctx, *ref)
-	if err != nil {
-		return nil, err
-	}
-	info := toVMInfo(vm)
-	if info.Folder, err = c.vmFolderPath(ctx, d, vm.Parent); err != nil {
-		return nil, err
+	info := toVMInfo(res.vm)
+	if p := res.vm.Parent; p != nil {
+		root, err := d.folder(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		if info.Folder, err = c.folderPathIn(ctx, res.folders, *p, root.Reference()); err != nil {
+			return nil, err
+		}
 	}
 	return info, nil
-}
-
-// vmFolderPath is the path of the VM folder parent relative to the datacenter's VM folder ("a/b"), read by
-// walking up the inventory: someone may have moved the VM, and only vCenter knows where to.
-func (c *client) vmFolderPath(ctx context.Context, d *dcCache, parent *types.ManagedObjectReference) (string, error) {
-	if parent == nil {
-		return "", nil
-	}
-	root, err := d.folder(ctx, "")
-	if err != nil {
-		return "", err
-	}
-	return c.folderPath(ctx, *parent, root.Reference())
 }
 
 // DestroyVM powers the VM off and destroys it after verifying its marker. Absent is success.
@@ -198,14 +197,11 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 	if err != nil {
 		return err
 	}
-	ref, err := c.findRef(ctx, d, instanceUUID, true)
+	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: []string{"name", "config.extraConfig", "runtime.powerState"}})
 	if err != nil || ref == nil {
 		return err
 	}
-	var vm mo.VirtualMachine
-	if err := c.pc().RetrieveOne(ctx, *ref, []string{"name", "config.extraConfig", "runtime.powerState"}, &vm); err != nil {
-		return ignoreNotFound(err)
-	}
+	vm := res.vm
 	var extra []types.BaseOptionValue
 	if vm.Config != nil {
 		extra = vm.Config.ExtraConfig
@@ -228,6 +224,7 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 		_, err = c.waitTaskOf(ctx, "Destroy", t.Reference())
 	}
 	if err == nil {
+		d.refs.drop(instanceUUID)
 		c.log.Info("destroyed VM", "vm", vm.Name, "instanceUUID", instanceUUID)
 	}
 	return ignoreNotFound(err)
@@ -243,17 +240,14 @@ func (c *client) powerOnVM(ctx context.Context, datacenter, instanceUUID string,
 	if err != nil {
 		return err
 	}
-	ref, err := c.findRef(ctx, d, instanceUUID, true)
+	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: []string{"name", "config.extraConfig", "runtime.powerState"}})
 	if err != nil {
 		return err
 	}
 	if ref == nil {
 		return NewError(ClassNotFound, "PowerOnVM", "no VM with instance UUID %q", instanceUUID)
 	}
-	var vm mo.VirtualMachine
-	if err := c.pc().RetrieveOne(ctx, *ref, []string{"name", "config.extraConfig", "runtime.powerState"}, &vm); err != nil {
-		return err
-	}
+	vm := res.vm
 	var extra []types.BaseOptionValue
 	if vm.Config != nil {
 		extra = vm.Config.ExtraConfig
