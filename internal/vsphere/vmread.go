@@ -93,7 +93,14 @@ func (c *client) retrieveVM(ctx context.Context, ref types.ManagedObjectReferenc
 	objects = append(objects, vmSpec)
 	yes := true
 	spec := types.PropertyFilterSpec{ObjectSet: objects, PropSet: propSet, ReportMissingObjectsInResults: &yes}
-	res, err := c.pc().RetrieveProperties(ctx, types.RetrieveProperties{SpecSet: []types.PropertyFilterSpec{spec}})
+	req := types.RetrieveProperties{SpecSet: []types.PropertyFilterSpec{spec}}
+	res, err := c.pc().RetrieveProperties(ctx, req)
+	if err == nil && sessionLost(res.Returnval) {
+		// A property retrieval on a session vCenter forgot may answer with per-object NotAuthenticated
+		// faults instead of a SOAP fault (the simulator does), which the re-login transport never sees.
+		c.renewSession(ctx)
+		res, err = c.pc().RetrieveProperties(ctx, req)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +130,19 @@ func (c *client) retrieveVM(ctx context.Context, ref types.ManagedObjectReferenc
 		}
 	}
 	return out, nil
+}
+
+// sessionLost reports object contents whose properties were refused because the session is not
+// authenticated.
+func sessionLost(contents []types.ObjectContent) bool {
+	for _, oc := range contents {
+		for _, m := range oc.MissingSet {
+			if _, ok := m.Fault.Fault.(*types.NotAuthenticated); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // missing reports an object content that only says its object is gone (reportMissingObjectsInResults).
