@@ -39,6 +39,11 @@ func main() {
 	flag.BoolVar(&crossNamespaceSecrets, "allow-cross-namespace-secrets", false, "Allow a pool to read a credentials Secret outside its own namespace.")
 	var crdPoll time.Duration
 	flag.DurationVar(&crdPoll, "external-crd-poll-interval", 30*time.Second, "How often to check for missing HyperShift/CAPI/Assisted Installer CRDs before starting the controllers.")
+	var poolPassTimeout, vmPassTimeout time.Duration
+	flag.DurationVar(&poolPassTimeout, "pool-pass-timeout", 2*time.Minute, "Deadline of one pool pass's work (vCenter login and calls); a cut pass reports VSphereReachable=False/VCenterTimeout and is retried with backoff. Liveness (/healthz, check \"reconcilers\") fails while a pass runs beyond twice this.")
+	flag.DurationVar(&vmPassTimeout, "vm-pass-timeout", 10*time.Minute, "Deadline of one VsphereAgent pass's work (vCenter calls, task waits). Liveness fails while a pass runs beyond twice this.")
+	var managerCheck time.Duration
+	flag.DurationVar(&managerCheck, "other-manager-check-interval", 30*time.Second, "How often to look for another agent-forge manager's live leader-election Lease in another namespace (upstream's install, a second install); this manager takes no action while one is live.")
 	var metricsCertPath, metricsCertName, metricsCertKey string
 	flag.StringVar(&metricsCertPath, "metrics-cert-path", "", "Directory holding the metrics serving certificate and key (e.g. an OpenShift service-ca Secret), picked up when they appear and reloaded when they change; until then (or when empty) a self-signed certificate.")
 	flag.StringVar(&metricsCertName, "metrics-cert-name", "tls.crt", "Certificate file name in --metrics-cert-path.")
@@ -87,7 +92,8 @@ func main() {
 		LeaderElectionNamespace: leaderElectionNamespace,
 		WatchNamespaces:         splitNamespaces(watchNamespaces),
 		TLSOpts:                 tlsOpts,
-		Controllers:             controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets, CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle},
+		Controllers: controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets, CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle,
+			PoolPassTimeout: poolPassTimeout, VMPassTimeout: vmPassTimeout, ManagerCheckInterval: managerCheck},
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to set up the manager")

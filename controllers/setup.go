@@ -8,6 +8,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 )
 
@@ -52,9 +54,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	})); err != nil {
 		return err
 	}
+	// The pools' generic events: ISO downloads, the CRD guard's and the exclusion watcher's verdicts.
+	poolEvents := make(chan event.GenericEvent, 4096)
+	watcher := &exclusion.Watcher{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Clock: opts.Clock, Interval: opts.ManagerCheckInterval,
+		LeaseName: LeaderElectionID, Namespace: opts.Namespace, LeaderElection: opts.LeaderElection, Log: ctrl.Log.WithName("exclusion")}
+	watcher.OnChange = func() { requeuePools(mgr.GetAPIReader(), poolEvents) }
+	if err := mgr.Add(watcher); err != nil {
+		return err
+	}
 	missing := missingKinds(mgr.GetRESTMapper())
 	if len(missing) == 0 {
-		return setupControllers(mgr, opts)
+		return setupControllers(mgr, opts, watcher, poolEvents)
 	}
 	log := ctrl.Log.WithName("setup")
 	log.Error(fmt.Errorf("external CRDs not installed"), "waiting for HyperShift/CAPI/Assisted Installer CRDs before starting controllers", "missing", missing)
@@ -75,9 +85,25 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			}
 			metrics.ExternalCRDsMissing.Set(0)
 			log.Info("external CRDs installed; starting controllers")
-			return setupControllers(mgr, opts)
+			return setupControllers(mgr, opts, watcher, poolEvents)
 		}
 	}))
+}
+
+// requeuePools sends every pool to the pool controller (a verdict that concerns them all changed).
+func requeuePools(reader client.Reader, poolEvents chan<- event.GenericEvent) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var pools afv1.VsphereAgentPoolList
+	if err := reader.List(ctx, &pools); err != nil {
+		return // each pool's pass also rechecks on its own
+	}
+	for i := range pools.Items {
+		select {
+		case poolEvents <- event.GenericEvent{Object: &pools.Items[i]}:
+		default:
+		}
+	}
 }
 
 // missingKinds lists external kinds the API server serves at none of the versions the operator reads.
@@ -98,7 +124,7 @@ func missingKinds(mapper meta.RESTMapper) []string {
 	return missing
 }
 
-func setupControllers(mgr ctrl.Manager, opts Options) error {
+func setupControllers(mgr ctrl.Manager, opts Options, watcher *exclusion.Watcher, poolEvents chan event.GenericEvent) error {
 	ctx := context.Background()
 	machine, err := agents.UseServedMachineVersion(mgr.GetRESTMapper())
 	if err != nil {
@@ -110,7 +136,6 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 	}
 	// events.k8s.io/v1 recorders; the names are the Events' reportingController.
 	poolRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-pool"))
-	poolEvents := make(chan event.GenericEvent, 4096)
 	isoCache, isoRunnable, err := pool.NewISOCache(opts.Clock, opts.TrustedCABundleFile, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
 		p := &afv1.VsphereAgentPool{}
 		p.Namespace, p.Name = key.Namespace, key.Name
@@ -126,27 +151,16 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	guard := &ejection.Guard{Reader: mgr.GetAPIReader(), Clock: opts.Clock, Interval: opts.SchemaCheckInterval, Log: ctrl.Log.WithName("crd-guard")}
-	guard.OnChange = func() { // every pool's CRDsCurrent condition follows the verdict
-		var pools afv1.VsphereAgentPoolList
-		if err := mgr.GetAPIReader().List(ctx, &pools); err != nil {
-			return
-		}
-		for i := range pools.Items {
-			select {
-			case poolEvents <- event.GenericEvent{Object: &pools.Items[i]}:
-			default:
-			}
-		}
-	}
+	guard.OnChange = func() { requeuePools(mgr.GetAPIReader(), poolEvents) } // every pool's CRDsCurrent follows the verdict
 	if err := mgr.Add(manager.RunnableFunc(guard.Start)); err != nil {
 		return err
 	}
 	if err := (&pool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: poolRecorder, Opts: opts,
-		ISO: isoCache, ISOEvents: poolEvents, Guard: guard}).SetupWithManager(mgr); err != nil {
+		ISO: isoCache, ISOEvents: poolEvents, Guard: guard, Exclusion: watcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("pool controller: %w", err)
 	}
 	vmRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-vm"))
-	if err := (&vsphereagent.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard}).SetupWithManager(mgr); err != nil {
+	if err := (&vsphereagent.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard, Exclusion: watcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("vsphereagent controller: %w", err)
 	}
 	return nil

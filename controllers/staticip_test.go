@@ -40,6 +40,13 @@ var (
 // with spec.network (spare leases).
 func startStaticScenario(o operatorOptions, addresses []string, spare int32) *staticScenario {
 	GinkgoHelper()
+	return startStaticScenarioWith(o, world.IPPool{Name: "vm-net", Addresses: addresses, Prefix: 24, Gateway: "10.0.0.1"}, spare)
+}
+
+// startStaticScenarioWith is startStaticScenario with the IPAM pool's addresses, prefix and gateway
+// given (its namespace is the scenario's).
+func startStaticScenarioWith(o operatorOptions, ipPool world.IPPool, spare int32) *staticScenario {
+	GinkgoHelper()
 	ctx := context.Background()
 	sc := &staticScenario{iso: sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: 64 * 1024, Token: "static-token"})}
 	DeferCleanup(sc.iso.Close)
@@ -61,9 +68,10 @@ func startStaticScenario(o operatorOptions, addresses []string, spare int32) *st
 	Expect(unstructured.SetNestedStringMap(ie.Object, map[string]string{"example.com/static": s.Namespace}, "spec", "nmStateConfigLabelSelector", "matchLabels")).To(Succeed())
 	Expect(k8s.Update(ctx, ie)).To(Succeed())
 	sc.s = s
+	ipPool.Namespace = s.Namespace
 	sc.d = startWorld(s, world.Options{StaticIP: &world.StaticIPOptions{
 		InfraEnv: s.InfraEnv, Images: sc.iso,
-		Pools: []world.IPPool{{Namespace: s.Namespace, Name: "vm-net", Addresses: addresses, Prefix: 24, Gateway: "10.0.0.1"}},
+		Pools: []world.IPPool{ipPool},
 	}})
 	p := newPool(s, "workers")
 	p.Spec.Network = &afv1.NetworkSpec{

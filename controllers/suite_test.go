@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
+	"github.com/containeroo/agent-forge-operator/internal/liveness"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim"
 	"github.com/containeroo/agent-forge-operator/test/sim/capicore"
@@ -71,7 +73,8 @@ func TestControllers(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// Every manager log line also goes to managerLog, so specs can assert what the manager logged.
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, &managerLog)), zap.UseDevMode(true)))
 	var err error
 	env, err = testenv.Start(testenv.Options{})
 	Expect(err).NotTo(HaveOccurred())
@@ -130,6 +133,12 @@ type operatorOptions struct {
 	schemaCheckInterval time.Duration
 	// vmPassTimeout is controllers.Options.VMPassTimeout.
 	vmPassTimeout time.Duration
+	// poolPassTimeout and liveness are controllers.Options.PoolPassTimeout and Liveness.
+	poolPassTimeout time.Duration
+	liveness        *liveness.Tracker
+	// namespace and managerCheck are controllers.Options.Namespace and ManagerCheckInterval.
+	namespace    string
+	managerCheck time.Duration
 }
 
 // laggingCache is the operator's cached client with Agents hidden while hide is set.
@@ -179,9 +188,11 @@ func startOperator(o operatorOptions) *operator {
 	}
 	Expect(controllers.Setup(mgr, controllers.Options{
 		// VMWorkers: the production default (16); the simulator's own races stay in its process.
-		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{}), DebounceIdle: -1,
+		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere")}), DebounceIdle: -1,
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
 		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
+		PoolPassTimeout: o.poolPassTimeout, Liveness: o.liveness,
+		Namespace: o.namespace, ManagerCheckInterval: o.managerCheck,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

@@ -16,6 +16,17 @@ const (
 	// ConditionVCenterTLSVerified is False while the credentials Secret sets insecure: "true" (a warning:
 	// the pool works, but vCenter's certificate is not checked). It does not take part in Ready.
 	ConditionVCenterTLSVerified = "VCenterTLSVerified"
+	// ConditionOtherManagerActive is True while another agent-forge manager (upstream's install, or an
+	// older install of this operator in another namespace) holds a live leader-election Lease: this
+	// manager then takes no action on the pool, its VsphereAgents, Agents or VMs. Written only once
+	// another manager was seen.
+	ConditionOtherManagerActive = "OtherManagerActive"
+)
+
+// Reasons for OtherManagerActive (ReasonOtherManagerRunning also on Ready, of pools and VsphereAgents).
+const (
+	ReasonOtherManagerRunning = "OtherManagerRunning"
+	ReasonNoOtherManager      = "NoOtherManager"
 )
 
 // Reasons for VCenterTLSVerified.
@@ -30,6 +41,9 @@ const (
 	ConditionAgentRegistered = "AgentRegistered"
 	ConditionAgentPrepared   = "AgentPrepared"
 	ConditionISOEjected      = "ISOEjected"
+	// ConditionVMHealthy reports what vCenter shows of the VM now: it exists, runs, and where it is
+	// (someone else may delete, power off, rename or move it).
+	ConditionVMHealthy = "VMHealthy"
 )
 
 // Reasons for ISOEjected.

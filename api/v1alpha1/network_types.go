@@ -140,4 +140,10 @@ const (
 	ReasonIPAMUnavailable      = "IPAMUnavailable"
 	ReasonWaitingForLease      = "WaitingForLease"
 	ReasonWaitingForImageLease = "WaitingForImageWithLease"
+	// ReasonInvalidIPAddress: the IPAM provider handed out an address whose prefix or gateway cannot work
+	// (or an IPv6 one); no NMStateConfig and no VM is made with it.
+	ReasonInvalidIPAddress = "InvalidIPAddress"
+	// ReasonLeaseNotInImage: a VM waits for a lease whose NMStateConfig no discovery image carries (the
+	// InfraEnv cannot select it, or no image carried it in time); its VM is not created.
+	ReasonLeaseNotInImage = "LeaseNotInImage"
 )

@@ -5,6 +5,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// AdoptionPolicy says whether a pool takes over the VMs the upstream operator made for it.
+// +kubebuilder:validation:Enum=Disabled;Enabled
+type AdoptionPolicy string
+
+const (
+	// AdoptionDisabled reports upstream VsphereAgents and leaves them alone.
+	AdoptionDisabled AdoptionPolicy = "Disabled"
+	// AdoptionEnabled adopts upstream VMs whose evidence agrees.
+	AdoptionEnabled AdoptionPolicy = "Enabled"
+)
+
 // CleanupPolicy says what happens to a pool's VMs and Agents when they are no longer needed.
 // +kubebuilder:validation:Enum=Delete;Retain
 type CleanupPolicy string
@@ -18,6 +29,7 @@ const (
 
 // VsphereAgentPoolSpec defines the vSphere capacity that backs one HyperShift Agent NodePool.
 // +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.limits.maxVMs) || !has(self.limits.maxConcurrentProvisioning) || self.limits.maxConcurrentProvisioning <= self.limits.maxVMs",message="spec.limits.maxConcurrentProvisioning must be less than or equal to spec.limits.maxVMs",fieldPath=".limits.maxConcurrentProvisioning"
+// +kubebuilder:validation:XValidation:rule="!has(self.standby) || self.standby == 0 || !has(self.limits) || !has(self.limits.maxVMs) || self.standby <= self.limits.maxVMs",message="spec.standby must be less than or equal to spec.limits.maxVMs",fieldPath=".standby"
 // +kubebuilder:validation:XValidation:rule="!has(self.template) || !has(self.template.hardware) || !has(self.template.hardware.efiSecureBootEnabled) || !self.template.hardware.efiSecureBootEnabled || !has(self.vsphere.firmware) || self.vsphere.firmware == 'efi'",message="spec.template.hardware.efiSecureBootEnabled requires spec.vsphere.firmware efi",fieldPath=".template.hardware.efiSecureBootEnabled"
 type VsphereAgentPoolSpec struct {
 	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace.
@@ -89,6 +101,26 @@ type VsphereAgentPoolSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Static IP Network"
 	Network *NetworkSpec `json:"network,omitempty"`
+
+	// Adoption lets the pool take over the VMs the upstream Helm-installed operator (1.0.x/1.1.x) made
+	// for it, each only when every piece of evidence agrees (name, BIOS UUID, MAC, folder, CD-ROM, the
+	// upstream Notes marker); see docs/migration.md. Disabled: upstream VsphereAgents are reported and
+	// never acted on.
+	// +optional
+	// +kubebuilder:default=Disabled
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Adopt Upstream VMs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Disabled","urn:alm:descriptor:com.tectonic.ui:select:Enabled"}
+	Adoption AdoptionPolicy `json:"adoption,omitempty"`
+
+	// Standby is how many VMs the pool keeps booted into discovery with their Agents registered,
+	// validated, labelled and approved for it while no AgentMachine waits (warm standby), so the Agent
+	// CAPI provider binds one as soon as an AgentMachine appears. They count toward limits.maxVMs;
+	// one the provider takes is replaced at once. See docs/standby.md.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Warm Standby VMs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	Standby int32 `json:"standby,omitempty"`
 
 	// Paused stops every action of the pool (creates, deletes, Agent changes, ISO refresh); status is
 	// still reported.
@@ -645,8 +677,12 @@ type VsphereAgentPoolStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Static IP Leases"
 	Leases *LeaseSummary `json:"leases,omitempty"`
+	// Standby reports the warm standby (spec.standby): wanted and ready. Unset while spec.standby is 0.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Warm Standby"
+	Standby *StandbyStatus `json:"standby,omitempty"`
 	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
-	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable, StaticIPsReady.
+	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable, StaticIPsReady, StandbyReady.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -663,6 +699,8 @@ type VsphereAgentPoolStatus struct {
 // +kubebuilder:printcolumn:name="Agents",type=integer,JSONPath=`.status.matchingAgents`
 // +kubebuilder:printcolumn:name="VMs",type=integer,JSONPath=`.status.vms`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Standby",type=integer,JSONPath=`.status.standby.ready`
+// +kubebuilder:printcolumn:name="Standby-Desired",type=integer,JSONPath=`.status.standby.desired`,priority=1
 // +kubebuilder:printcolumn:name="Ejected",type=integer,JSONPath=`.status.isoEjections.ejected`
 // +kubebuilder:printcolumn:name="Eject-Failed",type=integer,JSONPath=`.status.isoEjections.failed`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

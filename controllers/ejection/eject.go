@@ -189,10 +189,10 @@ func (e *Ejector) markNotAttached(p *Pass, msg string, unrelated []string) {
 
 // foundEmpty closes a recorded ejection whose CD-ROM was already empty with no task of ours known: no
 // ejection is counted; other CD-ROMs with the pool's ISO are still ejected.
-func (e *Ejector) foundEmpty(ctx context.Context, p *Pass, vs vsphere.Client) error {
+func (e *Ejector) foundEmpty(ctx context.Context, p *Pass, vs vsphere.Client, read *vsphere.VMInfo) error {
 	va, rec := p.VA, p.VA.Status.ISOEjection
 	va.Status.ISOEjection = nil
-	info, err := vs.FindVM(ctx, rec.Datacenter, rec.InstanceUUID, rec.BIOSUUID)
+	info, err := vmAfterEject(ctx, vs, rec, read)
 	if err != nil {
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
 			fmt.Sprintf("CD-ROM %d was found empty; checking the VM's other CD-ROMs", rec.DeviceKey), va.Generation)
@@ -276,9 +276,9 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 	switch res.State {
 	case vsphere.EjectDone:
 		if res.FoundEmpty && req.TaskRef == "" && rec.QuestionID == "" {
-			return e.foundEmpty(ctx, p, vs)
+			return e.foundEmpty(ctx, p, vs, res.VM)
 		}
-		return e.ejectionDone(ctx, p, vs)
+		return e.ejectionDone(ctx, p, vs, res.VM)
 	case vsphere.EjectQuestionPending:
 		if rec.QuestionID != res.QuestionID {
 			// Checkpoint the question ID first; the next pass answers exactly this question.
@@ -316,7 +316,7 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 
 // ejectionDone clears the record and looks at the VM again: another CD-ROM with our ISO is ejected next
 // (if the feature is still on); Ejected only when none is left.
-func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client) error {
+func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, read *vsphere.VMInfo) error {
 	va, rec := p.VA, p.VA.Status.ISOEjection
 	// A pass working from a stale cache sees the same ejection done again; its status write conflicts, so
 	// counting after the write counts each ejection once.
@@ -326,7 +326,7 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client) 
 	})
 	va.Status.ISOEjection = nil
 	done := "discovery ISO " + rec.ISOPath + " ejected"
-	info, err := vs.FindVM(ctx, rec.Datacenter, rec.InstanceUUID, rec.BIOSUUID)
+	info, err := vmAfterEject(ctx, vs, rec, read)
 	if err != nil {
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, done+"; checking the VM's other CD-ROMs", va.Generation)
 		p.requeueAfter(time.Second)
@@ -345,6 +345,14 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client) 
 			fmt.Sprintf("%s; spec.iso.ejectAfterInstall is false, so %s stays attached", done, ours[0].ISOPath), va.Generation)
 	}
 	return nil
+}
+
+// vmAfterEject is the VM as the finished step read it (its CD-ROMs after the reconfigure), else read again.
+func vmAfterEject(ctx context.Context, vs vsphere.Client, rec *afv1.ISOEjectionRecord, read *vsphere.VMInfo) (*vsphere.VMInfo, error) {
+	if read != nil {
+		return read, nil
+	}
+	return vs.FindVM(ctx, rec.Datacenter, rec.InstanceUUID, rec.BIOSUUID)
 }
 
 // ejectStepFailed records a failed step: backoff, condition, event (once per distinct error), metric.

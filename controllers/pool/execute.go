@@ -2,9 +2,14 @@ package pool
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -88,7 +93,7 @@ func (s *poolScope) vsphereAgent(name string) *afv1.VsphereAgent {
 // createVsphereAgents creates one VsphereAgent named <namePrefix>-<random> per entry of domains, placed
 // in that failure domain ("" without failure domains).
 func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, poolKey string, domains []string) error {
-	prefix := namePrefix(s.pool)
+	prefix := poolspec.NamePrefix(s.pool)
 	// One Event per batch naming every VsphereAgent, not one per VsphereAgent (each is an API write).
 	var created []string
 	defer func() {
@@ -99,7 +104,9 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 	}()
 	for _, domain := range domains {
 		va := &afv1.VsphereAgent{}
-		va.GenerateName = prefix + "-"
+		// Named here, not by generateName: when a create's response is lost the name is still known, so the
+		// VsphereAgent that may exist is expected and not created twice (found by the chaos campaign).
+		va.Name = prefix + "-" + utilrand.String(5)
 		va.Namespace = s.pool.Namespace
 		va.Labels = map[string]string{afv1.LabelPool: s.pool.Name}
 		// Created with its finalizer: the VsphereAgent controller need not write it in a second request.
@@ -113,12 +120,17 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 			return err
 		}
 		if err := r.Create(ctx, va); err != nil {
+			if createMayHaveHappened(err) {
+				r.expectations.expectCreate(poolKey, va.Name)
+				r.domains.created(poolKey, va.Name, domain)
+			}
 			r.Recorder.Eventf(s.pool, nil, "Warning", "CreateFailed", shared.ActionRequestVM, "creating VsphereAgent: %v", err)
 			return err
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {
 			return err
 		}
+		r.Opts.NoVMYet.Add(va.UID) // its first create skips the search for an earlier attempt's VM
 		created = append(created, va.Name+poolspec.InDomain(domain))
 		r.expectations.expectCreate(poolKey, va.Name)
 		r.domains.created(poolKey, va.Name, domain)
@@ -127,18 +139,14 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 	return nil
 }
 
-// namePrefix is spec.template.namePrefix or <hostedCluster>-<role>, cut to fit a DNS label.
-func namePrefix(pool *afv1.VsphereAgentPool) string {
-	p := pool.Spec.Template.NamePrefix
-	if p == "" {
-		role := pool.Spec.Agent.Role
-		if role == "" {
-			role = "worker"
-		}
-		p = pool.Spec.HostedClusterRef.Name + "-" + role
+// createMayHaveHappened: the API server may have stored the object although the client got an error (a
+// response lost on the way back, a server-side timeout, a broken connection). 429 and 503 are answered
+// before the request is served, and a 4xx is a refusal: nothing was created.
+func createMayHaveHappened(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
 	}
-	if len(p) > 40 {
-		p = p[:40]
-	}
-	return strings.TrimRight(p, "-.")
+	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		status.Status().Code == http.StatusGatewayTimeout
 }

@@ -16,6 +16,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -25,6 +26,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -58,12 +60,16 @@ type Reconciler struct {
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
+	// latency measures demand→bound per AgentMachine (agent_forge_demand_to_bound_seconds).
+	latency *boundLatency
 	// statusWrites batches inventory-only status changes (see statusBatch).
 	statusWrites *debouncer
 	// own lets a pass see this controller's last write of its pool while the cache still lags.
 	own *shared.OwnWrites[*afv1.VsphereAgentPool]
 	// Guard reports whether the served CRDs keep the ejection recovery record (condition CRDsCurrent).
 	Guard *ejection.Guard
+	// Exclusion closes the pool's pass while another agent-forge manager is active (nil: never).
+	Exclusion *exclusion.Watcher
 	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
 	refusalEvents shared.EventLimiter
 	// checks runs the preflight (selector, placement, privileges; built on first use, see preflight).
@@ -169,6 +175,7 @@ func (s *poolScope) requeueAfter(d time.Duration) {
 
 // Reconcile runs the pool's phases on an in-memory copy and patches status once, only if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	defer r.Opts.Liveness.Start(ControllerName, req.NamespacedName, r.Opts.PoolPassTimeout)()
 	ctx = r.Opts.WithCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	log := ctrl.LoggerFrom(ctx)
@@ -185,6 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.domains.forgetPool(req.String())
 			r.own.Forget(req.NamespacedName)
 			r.statusWrites.forget(req.String())
+			r.latency.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -200,6 +208,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		metrics.ReconcileDuration.WithLabelValues("vsphereagentpool", result).Observe(r.Opts.Clock.Since(start).Seconds())
 	}()
 
+	// The one gate of the pool's pass: before its finalizer, its deletion and every phase that writes.
+	if blocked, msg := r.Exclusion.Blocked(ctx); blocked {
+		return r.standDown(ctx, s, before, msg)
+	}
 	if !pool.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
@@ -210,17 +222,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.own.Wrote(replaced, pool)
 	}
 
+	// Upstream's finalizer goes once ours is in place, and only when the pool opted in to the move.
+	if pool.Spec.Adoption == afv1.AdoptionEnabled && controllerutil.ContainsFinalizer(pool, afv1.FinalizerPool) {
+		replaced := pool.ResourceVersion
+		if wrote, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerUpstreamPool, false); err != nil {
+			return ctrl.Result{}, err
+		} else if wrote {
+			r.own.Wrote(replaced, pool)
+		}
+	}
+
+	// The pass's work ends at PoolPassTimeout (a vCenter that never answers); its status is written
+	// with ctx, so a cut pass still reports why.
+	work, cancel := context.WithTimeout(ctx, r.Opts.PoolPassTimeout)
+	defer cancel()
 	var errs []error
-	for _, phase := range []func(context.Context, *poolScope) error{
-		r.checkClaim, r.observeCapacity, r.observeDemand, r.observeInfraEnv, r.connectVSphere, r.runPreflight, r.refreshISO, r.observeDomains, r.observeLeases, r.planAndAct, r.prepareLeases,
+	var cut error
+	for _, phase := range []struct {
+		name string
+		run  func(context.Context, *poolScope) error
+	}{
+		{"checking the NodePool claim", r.checkClaim}, {"observing capacity", r.observeCapacity}, {"observing demand", r.observeDemand},
+		{"reading the InfraEnv", r.observeInfraEnv}, {"logging in to vCenter", r.connectVSphere}, {"running the preflight checks", r.runPreflight},
+		{"refreshing the ISO", r.refreshISO}, {"observing failure domains", r.observeDomains}, {"observing leases", r.observeLeases},
+		{"planning and acting", r.planAndAct}, {"preparing leases", r.prepareLeases},
 	} {
-		if err := phase(ctx, s); err != nil {
+		err := phase.run(work, s)
+		if errors.Is(work.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			// The phase's own error is the deadline's echo: the cut is the one error reported.
+			cut = r.passCut(s, phase.name)
+			errs = append(errs, cut)
+			break
+		}
+		if err != nil {
 			if errors.Is(err, errStop) {
 				break
 			}
 			errs = append(errs, err)
 			break
 		}
+	}
+	if cut == nil {
+		r.passFinished(s)
 	}
 	r.setStatus(s, len(errs) == 0)
 	shared.StampTransitions(before.Conditions, pool.Status.Conditions, r.Opts.Clock.Now())
@@ -338,13 +381,16 @@ func (r *Reconciler) observeDemand(ctx context.Context, s *poolScope) error {
 	// Agent.ReservedBy is the one reading of that label.
 	s.agentMachines = s.agentMachines[:0]
 	s.waiting = 0
+	waiting := map[types.UID]bool{}
 	for i := range list.Items {
 		am := agents.AgentMachineFrom(&list.Items[i])
 		s.agentMachines = append(s.agentMachines, am)
 		if am.WaitsForAgent() && !agents.AnyReservedBy(s.matching, am) && r.ownerMachineActive(ctx, am) {
 			s.waiting++
+			waiting[am.UID] = true
 		}
 	}
+	r.latency.observe(client.ObjectKeyFromObject(s.pool), s.agentMachines, waiting, r.Opts.Clock.Now())
 	return nil
 }
 
@@ -367,7 +413,13 @@ func (r *Reconciler) observeCapacity(ctx context.Context, s *poolScope) error {
 	if err := r.List(ctx, &vas, client.InNamespace(s.pool.Namespace), client.MatchingFields{shared.IndexPoolRef: s.pool.Name}); err != nil {
 		return err
 	}
-	s.vas = vas.Items
+	// An upstream VsphereAgent not adopted yet is not the pool's to count, release or replace.
+	s.vas = s.vas[:0]
+	for i := range vas.Items {
+		if !shared.UpstreamPending(&vas.Items[i]) {
+			s.vas = append(s.vas, vas.Items[i])
+		}
+	}
 	sort.Slice(s.vas, func(i, j int) bool { return s.vas[i].Name < s.vas[j].Name })
 	s.ourAgents = map[string]bool{}
 	for _, va := range s.vas {

@@ -27,7 +27,7 @@ func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 		},
 		CurrentImage: currentImage(s), ReplaceOutdated: poolspec.ReplaceOutdated(s.pool),
 		RegistrationFailureThreshold: r.Opts.RegistrationFailureThreshold, FailedRetention: r.Opts.FailedRetention,
-		Debounce: r.debounce.settings(), Burst: r.debounce.window(poolKey),
+		Debounce: r.debounce.settings(), Burst: r.debounce.window(poolKey), Standby: int(s.pool.Spec.Standby),
 	}
 	if l := s.pool.Spec.Limits; l != nil {
 		snap.MaxVMs, snap.MaxConcurrentProvisioning = l.MaxVMs, l.MaxConcurrentProvisioning
@@ -37,10 +37,17 @@ func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 			snap.ForeignAvailable++
 		}
 	}
+	readyAgentOfVM := map[string]bool{}
+	for _, a := range s.matching {
+		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" && s.ourAgents[a.Name] && a.IsSuitable() {
+			readyAgentOfVM[name] = true
+		}
+	}
 	for i, o := range observeVMs(s, deleting) {
 		va := &s.vas[i]
 		snap.VMs = append(snap.VMs, planner.VM{VMObservation: o, Domain: va.Spec.FailureDomain,
-			HasVM: va.Status.VM.InstanceUUID != "", Image: poolspec.BootedImage(va), StaticIPLease: poolspec.HoldsLease(va)})
+			HasVM: va.Status.VM.InstanceUUID != "", Image: poolspec.BootedImage(va), StaticIPLease: poolspec.HoldsLease(va),
+			AgentReady: readyAgentOfVM[va.Name]})
 	}
 	for _, v := range s.domains {
 		snap.Domains = append(snap.Domains, v.Domain)

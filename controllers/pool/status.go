@@ -3,6 +3,9 @@ package pool
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
@@ -19,6 +22,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	if success {
 		st.ObservedGeneration = gen
 	}
+	r.noOtherManager(p)
 
 	if s.claimErr != "" {
 		shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, shared.ReasonNodePoolClaimed, s.claimErr, gen)
@@ -80,8 +84,17 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	}
 
 	// InfraEnv.
+	prevInfraEnv := meta.FindStatusCondition(st.Conditions, afv1.ConditionInfraEnvAvailable)
+	wasMissing := prevInfraEnv != nil && prevInfraEnv.Reason == shared.ReasonInfraEnvMissing
+	if wasMissing && s.infraEnv != nil {
+		r.Recorder.Eventf(p, nil, "Normal", "InfraEnvFound", shared.ActionRefreshISO, "InfraEnv %s exists again; the pool resumes once it publishes a discovery ISO URL", s.infraEnv.Name)
+	}
 	switch {
 	case s.infraEnv == nil && s.infraEnvErr != "":
+		if !wasMissing {
+			// Deleted (or never there): bound VMs are kept, no VM is created until it is back.
+			r.Recorder.Eventf(p, nil, "Warning", shared.ReasonInfraEnvMissing, shared.ActionRefreshISO, "%s: no VM is created until it exists; existing VMs are kept", s.infraEnvErr)
+		}
 		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, shared.ReasonInfraEnvMissing, s.infraEnvErr, gen)
 	case s.infraEnvErr != "":
 		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr, gen)
@@ -90,11 +103,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	}
 
 	// vSphere.
-	if s.vsErr != nil {
-		shared.SetCondition(&st.Conditions, afv1.ConditionVSphereReachable, false, shared.VSphereReason(s.vsErr), s.vsErr.Error(), gen)
-	} else {
-		shared.SetCondition(&st.Conditions, afv1.ConditionVSphereReachable, true, shared.ReasonConnected, "logged in to "+s.creds.Server, gen)
-	}
+	setVSphereReachable(&st.Conditions, s.vsErr, s.creds.Server, gen)
 
 	r.setTLSVerified(p, s)
 
@@ -131,7 +140,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	// Ready rolls up what the pool needs to act.
 	ready, reason, msg := true, shared.ReasonReady, "the pool can serve its NodePool"
 	for _, t := range []string{afv1.ConditionInfraEnvAvailable, afv1.ConditionVSphereReachable, afv1.ConditionAgentLabelsMatch,
-		afv1.ConditionPlacementValid, afv1.ConditionPrivilegesSufficient, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
+		afv1.ConditionSpecHonoured, afv1.ConditionPlacementValid, afv1.ConditionPrivilegesSufficient, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
 		if c := shared.FindCondition(st.Conditions, t); c != nil && c.Status != "True" {
 			ready, reason, msg = false, c.Reason, c.Message
 			break
@@ -145,6 +154,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	}
 	shared.SetCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
 
+	r.setStandby(s)
 	recordPoolMetrics(p, s)
 }
 
@@ -169,6 +179,9 @@ func forgetPoolMetrics(ns, name string) {
 	metrics.PoolCapacity.DeletePartialMatch(labels)
 	metrics.VMResources.DeletePartialMatch(labels)
 	metrics.PoolHeadroom.DeletePartialMatch(labels)
+	metrics.PoolStandbyDesired.DeletePartialMatch(labels)
+	metrics.PoolStandbyReady.DeletePartialMatch(labels)
+	metrics.DemandToBound.DeletePartialMatch(labels)
 }
 
 // setTLSVerified warns while vCenter's certificate is not verified (insecure: "true"): the pool works, but
@@ -188,4 +201,14 @@ func (r *Reconciler) setTLSVerified(p *afv1.VsphereAgentPool, s *poolScope) {
 		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInsecureSkipVerify, shared.ActionPreflight, "%s", msg)
 	}
 	shared.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, false, afv1.ReasonInsecureSkipVerify, msg, p.Generation)
+}
+
+// setVSphereReachable sets VSphereReachable from the pass's credentials or login error (nil: logged in
+// to server). Pure, so the preflight fuzz test drives it with random Secrets.
+func setVSphereReachable(conds *[]metav1.Condition, vsErr error, server string, gen int64) {
+	if vsErr != nil {
+		shared.SetCondition(conds, afv1.ConditionVSphereReachable, false, shared.VSphereReason(vsErr), vsErr.Error(), gen)
+		return
+	}
+	shared.SetCondition(conds, afv1.ConditionVSphereReachable, true, shared.ReasonConnected, "logged in to "+server, gen)
 }

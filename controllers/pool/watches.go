@@ -30,6 +30,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
 	r.orphanScans = newLastRun()
+	r.latency = newBoundLatency()
 	r.statusWrites = newDebouncer(clock.RealClock{}, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
 	r.own = shared.NewOwnWrites[*afv1.VsphereAgentPool]()
 	b := ctrl.NewControllerManagedBy(mgr)
@@ -37,7 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.Channel(r.ISOEvents, &handler.EnqueueRequestForObject{}))
 	}
 	return b.
-		Named("vsphereagentpool").
+		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.PoolWorkers}).
 		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, shared.DeletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).

@@ -43,13 +43,15 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// Run checks, in order, the NodePool's agentLabelSelector against the labels the pool's Agents get,
-// that every object named in spec.vsphere resolves in vCenter, and that the credentials hold the
-// privileges the operator uses there. Each check sets its pool condition (AgentLabelsMatch,
-// PlacementValid, PrivilegesSufficient) and a rate-limited Warning Event on a refusal. An error is a
-// read that failed (the pass is retried).
+// Run checks, in order, the spec values this operator cannot honour as written, the NodePool's
+// agentLabelSelector against the labels the pool's Agents get, that every object named in spec.vsphere
+// resolves in vCenter, and that the credentials hold the privileges the operator uses there. Each
+// check sets its pool condition (SpecHonoured, AgentLabelsMatch, PlacementValid,
+// PrivilegesSufficient) and a rate-limited Warning Event on a refusal. An error is a read that failed
+// (the pass is retried).
 func (c *Checker) Run(ctx context.Context, in Input) (Result, error) {
 	s := &pass{pool: in.Pool, vs: in.VS, user: in.User}
+	c.checkSpec(s)
 	if err := c.checkSelector(ctx, s); err != nil {
 		return s.result(), err
 	}

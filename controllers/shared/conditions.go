@@ -32,6 +32,14 @@ const (
 	ReasonAgentBound            = "AgentBound"
 	ReasonAgentUnbound          = "AgentUnbound"
 	ReasonAgentMissing          = "AgentMissing"
+	// VMHealthy reasons: what vCenter shows of a created VM (it is looked up by instance UUID).
+	ReasonVMRunning         = "VMRunning"
+	ReasonVMRenamed         = "VMRenamed"
+	ReasonVMMoved           = "VMMoved"
+	ReasonVMPoweredOff      = "VMPoweredOff"
+	ReasonVMPoweredOn       = "VMPoweredOn"
+	ReasonVMNotFound        = "VMNotFound"
+	ReasonVMIdentityChanged = "VMIdentityChanged"
 	// ReasonUnbindingPendingUserAction: the VM's Agent was unbound after installation and awaits a
 	// reboot of its host into discovery (assisted-service unbinding-pending-user-action); the VM is
 	// Released, destroyed once no Machine references it, and replaced only if demand needs one.

@@ -48,10 +48,16 @@ func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 		}
 		return vsphere.Credentials{}, err
 	}
-	get := func(k string) string { return strings.TrimSpace(string(s.Data[k])) }
+	return CredentialsFromSecret(ns, ref.Name, s.Data)
+}
+
+// CredentialsFromSecret reads and validates the data of the credentials Secret ns/name (pure: the
+// preflight fuzz test feeds it random values). Its errors name the Secret and the problem, never a value.
+func CredentialsFromSecret(ns, name string, data map[string][]byte) (vsphere.Credentials, error) {
+	get := func(k string) string { return strings.TrimSpace(string(data[k])) }
 	creds := vsphere.Credentials{
-		Server: get("server"), Username: get("username"), Password: string(s.Data["password"]),
-		Insecure: strings.EqualFold(get("insecure"), "true"), CABundle: s.Data["caBundle"], Thumbprint: get("thumbprint"),
+		Server: get("server"), Username: get("username"), Password: string(data["password"]),
+		Insecure: strings.EqualFold(get("insecure"), "true"), CABundle: data["caBundle"], Thumbprint: get("thumbprint"),
 	}
 	var missing []string
 	for _, kv := range [][2]string{{"server", creds.Server}, {"username", creds.Username}, {"password", creds.Password}} {
@@ -60,11 +66,11 @@ func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 		}
 	}
 	if len(missing) > 0 {
-		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s lacks keys %v", ns, ref.Name, missing)}
+		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s lacks keys %v", ns, name, missing)}
 	}
 	if err := vsphere.ValidateServer(creds.Server); err != nil {
 		// the message never quotes the value: it may carry a password in its userinfo
-		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s: %v", ns, ref.Name, err)}
+		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s: %v", ns, name, err)}
 	}
 	return creds, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/liveness"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -27,6 +28,8 @@ type Options struct {
 	TrustedCABundleFile string
 	// Sessions hands out vSphere clients (default: a process-wide session cache).
 	Sessions vsphere.Sessions
+	// NoVMYet passes the VsphereAgents the pool created to the VsphereAgent controller (see NoVMYet).
+	NoVMYet *NoVMYet
 	// DebounceIdle and DebounceMax batch bursts of demand: creation waits until demand was stable for
 	// DebounceIdle, or DebounceMax after the first change (defaults 1s / 10s; negative disables).
 	DebounceIdle, DebounceMax time.Duration
@@ -46,6 +49,14 @@ type Options struct {
 	// call that hangs does not hold a VM worker for good (default 10m); the pass's status is still
 	// written, and the retry adopts a VM a cut-off create left behind (by its instance UUID).
 	VMPassTimeout time.Duration
+	// PoolPassTimeout bounds one pool pass's work (vCenter login and calls, preflight, ISO, creates)
+	// so a vCenter that accepts connections and never answers holds a pool worker for that long at
+	// most (default 2m); the pass's status is still written, with VSphereReachable=False/VCenterTimeout,
+	// and the pool is retried with backoff.
+	PoolPassTimeout time.Duration
+	// Liveness, when set, is told when each pool and VsphereAgent pass starts and ends; the manager's
+	// healthz check "reconcilers" fails while a pass runs beyond twice its pass timeout.
+	Liveness *liveness.Tracker
 	// StatusBatchInterval and StatusBatchMax batch pool status writes that only move counters, the VM
 	// list or messages: such a change is written once the status stood still for StatusBatchInterval,
 	// or StatusBatchMax after the first unwritten change (defaults 2s / 30s; a negative interval
@@ -53,9 +64,20 @@ type Options struct {
 	StatusBatchInterval, StatusBatchMax time.Duration
 	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its Unapprove patch.
 	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
+	// VMCheckInterval is how often a VsphereAgent looks its VM up in vCenter (by instance UUID) to see
+	// whether someone else deleted, powered off, renamed or moved it (default 2m).
+	VMCheckInterval time.Duration
 	// SchemaCheckInterval is how often the served VsphereAgent CRD is checked for the ejection recovery
 	// fields (default 1m; also checked at start).
 	SchemaCheckInterval time.Duration
+	// Namespace is the manager's own namespace (where its leader-election Lease lives); a Lease of the
+	// same name in any other namespace is another manager's (internal/exclusion).
+	Namespace string
+	// LeaderElection is true when the manager elects a leader (then its own Lease is marked and its age
+	// decides between two installs of this operator).
+	LeaderElection bool
+	// ManagerCheckInterval is how often the other managers' Leases are read (default 30s).
+	ManagerCheckInterval time.Duration
 	// CrashPoint is a test seam called at every crash point (internal/crashpoint: VsphereAgent created,
 	// VM create task started, ..., pool status written) with the object the pass works on (the pool or
 	// the VsphereAgent); a seam that waits until ctx ends simulates the operator dying there. Nil (the
@@ -76,6 +98,9 @@ func (o *Options) WithCrashPoint(ctx context.Context, key types.NamespacedName) 
 func (o *Options) Defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.NoVMYet == nil {
+		o.NoVMYet = &NoVMYet{}
 	}
 	if o.Sessions == nil {
 		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere"), Clock: o.Clock, ExtraCAFile: o.TrustedCABundleFile})
@@ -104,6 +129,9 @@ func (o *Options) Defaults() {
 	if o.VMPassTimeout == 0 {
 		o.VMPassTimeout = 10 * time.Minute
 	}
+	if o.PoolPassTimeout == 0 {
+		o.PoolPassTimeout = 2 * time.Minute
+	}
 	if o.StatusBatchInterval == 0 {
 		o.StatusBatchInterval = 2 * time.Second
 	}
@@ -113,8 +141,14 @@ func (o *Options) Defaults() {
 	if o.CRDPollInterval == 0 {
 		o.CRDPollInterval = 30 * time.Second
 	}
+	if o.ManagerCheckInterval == 0 {
+		o.ManagerCheckInterval = 30 * time.Second
+	}
 	if o.SchemaCheckInterval == 0 {
 		o.SchemaCheckInterval = time.Minute
+	}
+	if o.VMCheckInterval == 0 {
+		o.VMCheckInterval = 2 * time.Minute
 	}
 }
 

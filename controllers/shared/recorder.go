@@ -28,10 +28,13 @@ const (
 	ActionPruneISO       = iso.ActionPruneISO   // ISOPruned, ISOPruneDeferred, ISOPruneFailed
 	ActionCreateVM       = "CreateVM"           // VMCreated, VMAdopted, VMCreateFailed, refused creations, NotCreatedByPool
 	ActionAwaitAgent     = "AwaitAgent"         // RegistrationTimeout
+	ActionObserveVM      = "ObserveVM"          // VMNotFound, VMPoweredOff, VMPoweredOn, VMRenamed, VMMoved, VMIdentityChanged
 	ActionUnbindAgent    = "UnbindAgent"        // UnbindingPendingUserAction
 	ActionDestroyVM      = "DestroyVM"          // VMDestroyed, VMDestroyFailed, DestroyRefused, cleanup outcomes
 	ActionDeleteAgent    = "DeleteAgent"        // AgentDeleted
 	ActionEjectISO       = "EjectISO"           // every ISO ejection Event
+	ActionStandDown      = "StandDown"          // OtherManagerRunning: another agent-forge manager is active
+	ActionAdoptVM        = "AdoptVM"            // AdoptionSucceeded, AdoptionEvidenceMismatch, upstream VsphereAgents left alone
 )
 
 // noteLimit is the events.k8s.io/v1 API's limit on a note in bytes; a longer one is refused by the

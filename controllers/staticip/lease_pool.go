@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,13 +50,22 @@ const (
 
 // State is what one pool pass observed about its leases (nil for DHCP pools).
 type State struct {
-	leases   []leases.Lease
-	claims   map[string]*unstructured.Unstructured
-	selector map[string]string
+	leases []leases.Lease
+	claims map[string]*unstructured.Unstructured
+	// configs are the pool's NMStateConfigs by lease name.
+	configs map[string]*unstructured.Unstructured
+	// addresses are the validated addresses of leases whose NMStateConfig is still to be written.
+	addresses map[string]leases.Address
+	selector  map[string]string
 	// usedMACs are the MACs of every claim and NMStateConfig in the namespace (any owner).
 	usedMACs map[string]bool
 	// block is the reason no VM may be created (with blockMsg), "" when leases can be served.
 	block, blockMsg string
+	// unservable says which leases cannot be served now (refused addresses, held leases whose config
+	// is not in an image past the deadline); StaticIPsReady is False while it is set.
+	unservable, unservableMsg string
+	// awaitingImage counts VMs holding a lease that the cached image does not carry yet.
+	awaitingImage int
 }
 
 // Block is the reason static addressing blocks creation ("" for DHCP pools, a nil State, or when leases
@@ -83,7 +91,8 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 	if s.pool.Spec.Network == nil {
 		return nil
 	}
-	st := &State{claims: map[string]*unstructured.Unstructured{}, usedMACs: map[string]bool{}}
+	st := &State{claims: map[string]*unstructured.Unstructured{}, configs: map[string]*unstructured.Unstructured{},
+		addresses: map[string]leases.Address{}, usedMACs: map[string]bool{}}
 	s.staticIP = st
 	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
 		st.block, st.blockMsg = afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim: install Cluster API's IPAM CRDs and an IPAM provider"
@@ -108,7 +117,7 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 	if err := ls.APIReader.List(ctx, configs, client.InNamespace(s.pool.Namespace)); err != nil {
 		return fmt.Errorf("listing NMStateConfigs: %w", err)
 	}
-	ourConfigs := map[string]*unstructured.Unstructured{}
+	ourConfigs := st.configs
 	for i := range configs.Items {
 		c := &configs.Items[i]
 		for _, mac := range nmStateMACs(c) {
@@ -127,9 +136,12 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 			continue
 		}
 		st.claims[c.GetName()] = c
-		st.leases = append(st.leases, leaseOf(c, ourConfigs[c.GetName()]))
+		st.leases = append(st.leases, leaseOf(c, ourConfigs[c.GetName()], sel))
 	}
 	sort.Slice(st.leases, func(i, j int) bool { return st.leases[i].Name < st.leases[j].Name })
+	if err := ls.checkAddresses(ctx, s); err != nil {
+		return err
+	}
 
 	free, exhausted := 0, ""
 	for _, l := range st.leases {
@@ -140,10 +152,13 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 			exhausted = l.Exhausted
 		}
 	}
-	if exhausted != "" && free == 0 {
-		ref := s.pool.Spec.Network.AddressesFromPools[0]
+	ref := s.pool.Spec.Network.AddressesFromPools[0]
+	switch {
+	case exhausted != "" && free == 0:
 		st.block = afv1.ReasonIPPoolExhausted
 		st.blockMsg = fmt.Sprintf("IPAM pool %s %s has no free address for this pool's next VM (%s); no VM is created until an address is free", ref.Kind, ref.Name, exhausted)
+	case st.unservable == afv1.ReasonInvalidIPAddress && free == 0:
+		st.block, st.blockMsg = st.unservable, st.unservableMsg+"; no VM is created until IPAM pool "+ref.Kind+" "+ref.Name+" hands out a valid address"
 	}
 	ls.staticIPRefused(s)
 	return nil
@@ -183,8 +198,9 @@ func (ls *Leases) nmStateSelector(ctx context.Context, pool *afv1.VsphereAgentPo
 	return sel, "", nil
 }
 
-// leaseOf builds the lease view of a claim and its NMStateConfig (nil when not created yet).
-func leaseOf(claim, config *unstructured.Unstructured) leases.Lease {
+// leaseOf builds the lease view of a claim and its NMStateConfig (nil when not created yet); selector is
+// the InfraEnv's current nmStateConfigLabelSelector.matchLabels.
+func leaseOf(claim, config *unstructured.Unstructured, selector map[string]string) leases.Lease {
 	l := leases.Lease{
 		Name: claim.GetName(), MAC: strings.ToLower(claim.GetAnnotations()[annotationMAC]),
 		Holder: claim.GetLabels()[afv1.LabelVsphereAgent], Disposition: leases.State(claim.GetLabels()[labelLeaseState]),
@@ -204,6 +220,7 @@ func leaseOf(claim, config *unstructured.Unstructured) leases.Lease {
 	}
 	if config != nil && config.GetDeletionTimestamp() == nil {
 		l.HasConfig, l.ConfigCreated = true, config.GetCreationTimestamp().Time
+		l.Selected = leases.Selects(selector, config.GetLabels())
 	}
 	return l
 }
@@ -251,9 +268,13 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 			return err
 		}
 	}
+	if err := ls.followSelector(ctx, s); err != nil {
+		return err
+	}
 	if err := ls.createConfigs(ctx, s); err != nil {
 		return err
 	}
+	ls.findUnservedHolds(s)
 	deleting := false
 	for _, va := range s.vas {
 		deleting = deleting || !va.DeletionTimestamp.IsZero()
@@ -344,43 +365,44 @@ func truncateName(s string, n int) string {
 }
 
 // createConfigs writes the NMStateConfig of every claim that has its address, once no claim of the batch
-// still waits for one (one image regeneration per batch, not one per VM).
+// still waits for one (one image regeneration per batch, not one per VM); a held lease whose VM is not
+// created yet gets its config back too (it was replaced, or removed when no image carried it in time).
 func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 	st := s.staticIP
+	waiting := waitingHolders(s.vas)
 	var ready []leases.Lease
 	for _, l := range st.leases {
-		if l.StateOf() != leases.StatePending || l.Deleting {
+		switch state := l.StateOf(); {
+		case l.Deleting || l.HasConfig:
 			continue
-		}
-		if l.AddressName == "" {
-			if l.Exhausted == "" {
-				return nil // the batch is not complete yet
-			}
+		case state == leases.StateAssigned && waiting[l.Holder] && l.Disposition == "" && l.AddressName != "":
+		case state != leases.StatePending:
+			continue
+		case l.AddressName == "" && l.Exhausted == "":
+			return nil // the batch is not complete yet
+		case l.AddressName == "":
 			continue
 		}
 		ready = append(ready, l)
 	}
+	written := 0
 	for _, l := range ready {
-		addr, err := ls.leasedAddress(ctx, s.pool.Namespace, l.AddressName)
-		if err != nil {
-			return err
+		addr, ok := st.addresses[l.Name]
+		if !ok {
+			continue // refused (checkAddresses), or not read yet
 		}
 		if err := ls.createConfig(ctx, s.pool, st, l, addr); err != nil {
 			return err
 		}
+		written++
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseConfigCreated); err != nil {
 			return err
 		}
 	}
-	if len(ready) > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesPrepared", shared.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", len(ready), s.pool.Spec.InfraEnvRef.Name)
+	if written > 0 {
+		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesPrepared", shared.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", written, s.pool.Spec.InfraEnvRef.Name)
 	}
 	return nil
-}
-
-// leasedAddress reads an IPAddress (live: it was just created by the IPAM provider).
-func (ls *Leases) leasedAddress(ctx context.Context, namespace, name string) (leases.Address, error) {
-	return readIPAddress(ctx, ls.APIReader, namespace, name)
 }
 
 func readIPAddress(ctx context.Context, reader client.Reader, namespace, name string) (leases.Address, error) {
@@ -408,8 +430,7 @@ func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool,
 	}
 	doc, err := leases.NMState(cfg)
 	if err != nil {
-		ls.Recorder.Eventf(pool, nil, "Warning", "LeaseInvalid", shared.ActionLeaseAddresses, "lease %s: %v", l.Name, err)
-		return nil
+		return fmt.Errorf("lease %s: %w", l.Name, err) // ValidateAddress refused such addresses already
 	}
 	labels := map[string]string{afv1.LabelPool: pool.Name, labelLease: l.Name}
 	for k, v := range st.selector {
@@ -432,6 +453,7 @@ func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool,
 	if err := ls.Client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating NMStateConfig %s: %w", l.Name, err)
 	}
+	st.configs[l.Name] = c
 	return nil
 }
 
@@ -448,6 +470,9 @@ func (ls *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool,
 		claim := st.claims[name]
 		if claim == nil {
 			continue
+		}
+		if err := crashpoint.Hit(ctx, crashpoint.LeaseConfigRemoved); err != nil {
+			return err
 		}
 		uid := claim.GetUID()
 		if err := ls.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -477,7 +502,7 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 		if !ownedBy(c, s.pool.UID) {
 			continue
 		}
-		l := leaseOf(c, nil)
+		l := leaseOf(c, nil, nil)
 		keep := l.Disposition == leases.StateRetained || (l.Holder != "" && l.Disposition != leases.StateReleased && s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain)
 		if keep {
 			if err := ls.retainLease(ctx, ls.Client, c, s.pool.UID); err != nil {
@@ -545,38 +570,4 @@ func markLease(ctx context.Context, c client.Client, claim *unstructured.Unstruc
 		return fmt.Errorf("marking lease %s %s: %w", claim.GetName(), state, err)
 	}
 	return nil
-}
-
-// SetStatus reports the leases (status.leases, condition StaticIPsReady) of a static-IP pool.
-func SetStatus(p *afv1.VsphereAgentPool, st *State) {
-	if p.Spec.Network == nil || st == nil {
-		p.Status.Leases = nil
-		meta.RemoveStatusCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady)
-		return
-	}
-	sum := &afv1.LeaseSummary{}
-	for _, l := range st.leases {
-		switch l.StateOf() {
-		case leases.StateReady:
-			sum.Ready++
-		case leases.StateAssigned:
-			sum.Assigned++
-		case leases.StatePending, leases.StateExhausted:
-			sum.Pending++
-		case leases.StateRetained:
-			sum.Retained++
-		}
-	}
-	p.Status.Leases = sum
-	gen := p.Generation
-	switch {
-	case st.block != "":
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, st.block, st.blockMsg, gen)
-	case sum.Ready == 0 && sum.Pending > 0:
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, afv1.ReasonLeasesPending,
-			fmt.Sprintf("%d lease(s) wait for their address or NMStateConfig; %d held by VMs", sum.Pending, sum.Assigned), gen)
-	default:
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, true, afv1.ReasonLeasesReady,
-			fmt.Sprintf("%d lease(s) ready, %d held by VMs, %d pending", sum.Ready, sum.Assigned, sum.Pending), gen)
-	}
 }

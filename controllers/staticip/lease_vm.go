@@ -28,8 +28,11 @@ func AddressOf(va *afv1.VsphereAgent) string {
 }
 
 // Hold returns the MAC the VM is created with (pools with spec.network), holding a lease first.
-// Ready is false while the VM must wait (Reason and Message say why; look again within Poll): no ready lease yet, or the cached ISO's image predates the lease's
-// NMStateConfig (a VM booted from it would get no address and never register). DHCP pools: Ready, no MAC.
+// Ready is false while the VM must wait (Reason and Message say why; look again within Poll): no ready
+// lease yet, its NMStateConfig is not selected by the InfraEnv's current selector (the pool writes it
+// again), or the cached ISO's image predates it (a VM booted from it would get no address and never
+// register). A lease that no image will carry gets an exit (LeaseNotInImage: Warning Event, and the hold
+// given back or the config written again). DHCP pools: Ready, no MAC.
 func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) (Held, error) {
 	if pool.Spec.Network == nil {
 		return Held{Ready: true}, nil
@@ -39,6 +42,10 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 	}
 	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
 		return wait(afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim")
+	}
+	sel, selMsg, err := ls.nmStateSelector(ctx, pool)
+	if err != nil {
+		return Held{}, err
 	}
 	claims := agents.NewList(agents.IPAddressClaimGVK())
 	if err := ls.APIReader.List(ctx, claims, client.InNamespace(va.Namespace), client.MatchingLabels{afv1.LabelPool: pool.Name}); err != nil {
@@ -52,10 +59,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 	for i := range configs.Items {
 		configOf[configs.Items[i].GetLabels()[labelLease]] = &configs.Items[i]
 	}
-	image := time.Time{}
-	if pool.Status.ISO != nil && pool.Status.ISO.SourceCreatedTime != nil {
-		image = pool.Status.ISO.SourceCreatedTime.Time
-	}
+	image := imageOf(pool)
 
 	var held *unstructured.Unstructured
 	var candidates, inImage []*unstructured.Unstructured
@@ -64,7 +68,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		if !ownedBy(c, pool.UID) && c.GetLabels()[afv1.LabelVsphereAgent] != va.Name {
 			continue
 		}
-		l := leaseOf(c, configOf[c.GetName()])
+		l := leaseOf(c, configOf[c.GetName()], sel)
 		if l.Holder == va.Name && l.Disposition == "" {
 			held = c
 			break
@@ -75,6 +79,17 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 				inImage = append(inImage, c)
 			}
 		}
+	}
+	if selMsg != "" {
+		// The InfraEnv cannot select any config: no image will carry the held lease's. Give it back.
+		if held != nil {
+			if err := dropHold(ctx, ls.Client, held); err != nil {
+				return Held{}, err
+			}
+			ls.Recorder.Eventf(va, nil, "Warning", afv1.ReasonLeaseNotInImage, shared.ActionLeaseAddresses,
+				"gave back lease %s: %s; the VM is not created", held.GetName(), selMsg)
+		}
+		return wait(afv1.ReasonLeaseNotInImage, selMsg+"; no VM is created until it selects the pool's NMStateConfigs")
 	}
 	if held == nil {
 		if len(inImage) > 0 {
@@ -101,17 +116,31 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		}
 		ls.Recorder.Eventf(va, nil, "Normal", "LeaseHeld", shared.ActionLeaseAddresses, "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
 	}
-	l := leaseOf(held, configOf[held.GetName()])
-	if !l.HasConfig {
+	l := leaseOf(held, configOf[held.GetName()], sel)
+	switch {
+	case !l.HasConfig:
 		return wait(afv1.ReasonWaitingForLease, "lease "+l.Name+" has no NMStateConfig yet")
-	}
-	if !leases.ImageCarries(image, l.ConfigCreated) {
+	case !l.Selected:
+		return wait(afv1.ReasonWaitingForLease, fmt.Sprintf("NMStateConfig %s lacks the InfraEnv's nmStateConfigLabelSelector %s: the pool writes it again", l.Name, selectorString(sel)))
+	case !leases.ImageCarries(image, l.ConfigCreated) && ls.Clock.Now().Sub(l.ConfigCreated) >= imageDeadline:
+		// No image carried it in time: write it again (a new config makes assisted-service regenerate).
+		if err := deleteConfig(ctx, ls.Client, configOf[l.Name]); err != nil {
+			return Held{}, err
+		}
+		msg := fmt.Sprintf("no discovery image of InfraEnv %s carried NMStateConfig %s within %s (cached image created %s): the config is written again and the VM waits for the image generated with it",
+			pool.Spec.InfraEnvRef.Name, l.Name, imageDeadline, formatTime(image))
+		ls.Recorder.Eventf(va, nil, "Warning", afv1.ReasonLeaseNotInImage, shared.ActionLeaseAddresses, "%s", msg)
+		return wait(afv1.ReasonLeaseNotInImage, msg)
+	case !leases.ImageCarries(image, l.ConfigCreated):
 		return wait(afv1.ReasonWaitingForImageLease, fmt.Sprintf("the cached discovery ISO (image created %s) predates NMStateConfig %s (created %s): waiting for the regenerated image, else the VM would boot without its address",
 			formatTime(image), l.Name, l.ConfigCreated.UTC().Format(time.RFC3339)))
 	}
 	addr, err := readIPAddress(ctx, ls.APIReader, va.Namespace, l.AddressName)
 	if err != nil {
 		return Held{}, err
+	}
+	if err := leases.ValidateAddress(addr); err != nil {
+		return wait(afv1.ReasonInvalidIPAddress, fmt.Sprintf("IPAddress %s of IPAddressClaim %s is refused: %v", l.AddressName, l.Name, err))
 	}
 	cfgAt, imgAt := metav1.NewTime(l.ConfigCreated), metav1.NewTime(image)
 	va.Status.StaticIP = &afv1.StaticIPStatus{Lease: l.Name, Address: addr.CIDR(), ConfigCreatedAt: &cfgAt, ImageCreatedAt: &imgAt}
@@ -153,6 +182,9 @@ func (ls *Leases) Settle(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.
 		if err := markLease(ctx, ls.Client, &claims.Items[i], state, types.UID(poolUID), ls.Clock.Now()); err != nil {
 			return err
 		}
+	}
+	if destroyed && len(claims.Items) > 0 {
+		return crashpoint.Hit(ctx, crashpoint.LeaseReleased)
 	}
 	return nil
 }

@@ -92,6 +92,17 @@ func (r *Reconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error)
 			labels[k] = v
 		}
 	}
+	pin, err := r.pinFor(ctx, a, pool)
+	if err != nil {
+		return false, err
+	}
+	if pin != a.Labels[afv1.LabelUpstreamAgentMachine] {
+		if pin == "" {
+			labels[afv1.LabelUpstreamAgentMachine] = nil // merge patch: remove the stale pin
+		} else {
+			labels[afv1.LabelUpstreamAgentMachine] = pin
+		}
+	}
 	if len(labels) > 0 {
 		patch["metadata"] = map[string]any{"labels": labels}
 	}

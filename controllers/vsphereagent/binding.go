@@ -35,6 +35,13 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 				return false, err
 			}
 		}
+		if va.Status.VM.MachineName == "" && (va.Status.VM.Phase == afv1.VMPhaseAvailable || va.Status.VM.Phase == afv1.VMPhaseProvisioning) {
+			// Deleted by hand before any Machine used it: the host registers again when it reboots
+			// (assisted-service deregisters it; its agent stops asking until then). Wait for that under
+			// the registration timeout (checkLiveness) instead of destroying a sound VM at once.
+			r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAgentMissing)
+			return true, nil
+		}
 		r.setPhase(va, afv1.VMPhaseReleased, shared.ReasonAgentMissing)
 		return true, nil
 	}

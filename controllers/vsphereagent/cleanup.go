@@ -65,7 +65,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if agent == nil {
-		if agent, err = shared.FreshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
+		mac, bios, err := r.vmIdentity(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if agent, err = shared.FreshAgentByMAC(ctx, r.APIReader, va.Namespace, mac, bios); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -134,6 +138,31 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		r.Recorder.Eventf(va, nil, "Normal", "AgentDeleted", shared.ActionDeleteAgent, "deleted Agent %s", agent.Name)
 	}
 	return done("CleanedUp", "VM and Agent removed")
+}
+
+// vmIdentity is the VM's MAC and BIOS UUID to find its Agent by: from the status, or, when the status
+// was never written (the VsphereAgent was deleted while vCenter created its VM, and that pass's status
+// write lost to the deletion), from the VM itself, found by instance UUID and proven ours by its marker.
+func (r *Reconciler) vmIdentity(ctx context.Context, s *vmScope) (mac, bios string, err error) {
+	va := s.va
+	if va.Status.VM.MACAddress != "" {
+		return va.Status.VM.MACAddress, va.Status.VM.BIOSUUID, nil
+	}
+	vs, err := r.client(ctx, s)
+	if err != nil {
+		return "", "", err
+	}
+	info, err := vs.FindVM(ctx, poolspec.DatacenterOf(va, s.pool), string(va.UID), "")
+	if err != nil {
+		if vsphere.IsNotFound(err) {
+			return "", "", nil
+		}
+		return "", "", err
+	}
+	if info.Ownership.OwnerUID != string(va.UID) {
+		return "", "", nil
+	}
+	return agents.NormalizeMAC(info.MACAddress), info.BIOSUUID, nil
 }
 
 func mustJSON(v any) []byte {

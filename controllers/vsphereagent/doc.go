@@ -5,3 +5,6 @@
 // proving no Machine needs them. It does not import package pool: what both read of a pool's spec is
 // internal/poolspec's.
 package vsphereagent
+
+// ControllerName names the VsphereAgent controller (its workqueue, metrics and liveness entries).
+const ControllerName = "vsphereagent"

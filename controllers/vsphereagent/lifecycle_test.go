@@ -93,8 +93,10 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 					wantConditions: map[string]string{
 						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + shared.ReasonAwaitingRegistration,
 						afv1.ConditionReady: "False/" + shared.ReasonAwaitingRegistration,
+						// What the first look-up would find, written with the creation (no write of its own).
+						afv1.ConditionVMHealthy: "True/" + shared.ReasonVMRunning,
 					},
-					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated, afv1.ConditionAgentRegistered, afv1.ConditionReady},
+					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated, afv1.ConditionAgentRegistered, afv1.ConditionReady, afv1.ConditionVMHealthy},
 					wantEvents:       []string{"Normal VMCreated"},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0},
 					wantRequeueAfter: lifecycleRegistrationTimeout},
@@ -414,7 +416,9 @@ func (h *lcHarness) newRow(t *testing.T, row *lcRow) {
 	row.fake = vspherefake.New(nil)
 	row.clock = clocktesting.NewFakeClock(va.CreationTimestamp.Time)
 	row.rec = events.NewFakeRecorder(100)
-	opts := shared.Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake)}
+	// VM look-ups (observeVM) are paced past every row's horizon: these rows follow one lifecycle; what
+	// someone else does to a VM is specified against the simulator (controllers/external_interruptions_test.go).
+	opts := shared.Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake), VMCheckInterval: 24 * time.Hour}
 	opts.Defaults()
 	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: shared.NewRecorder(row.rec), Opts: opts}
 	h.waitForCache(t, pool)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +23,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -39,6 +42,8 @@ type Reconciler struct {
 	Opts      shared.Options
 	// Guard refuses ejections while the served CRD would prune the recovery record.
 	Guard *ejection.Guard
+	// Exclusion closes every pass while another agent-forge manager is active (nil: never).
+	Exclusion *exclusion.Watcher
 	// refusals remembers VsphereAgents failed by a permanent create refusal until the cache shows it.
 	refusals refusalMemory
 	// own lets a pass see this controller's last write of its VsphereAgent while the cache still lags
@@ -50,6 +55,8 @@ type Reconciler struct {
 	// staticIP holds and settles the VM's static-IP lease (built on first use, see leases).
 	staticIP     *staticip.Leases
 	staticIPOnce sync.Once
+	// checks paces observeVM's look-ups of each VM.
+	checks vmChecks
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -73,6 +80,7 @@ func (s *vmScope) requeueAfter(d time.Duration) {
 
 // Reconcile runs the VM's phases and patches status once, only if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	defer r.Opts.Liveness.Start(ControllerName, req.NamespacedName, r.Opts.VMPassTimeout)()
 	ctx = r.Opts.WithCrashPoint(ctx, req.NamespacedName)
 	start := r.Opts.Clock.Now()
 	va := &afv1.VsphereAgent{}
@@ -119,6 +127,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}()
 
+	// The one gate of a VM's pass: before its finalizer, its VM, its Agent and its cleanup.
+	if blocked, msg := r.Exclusion.Blocked(ctx); blocked {
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonOtherManagerRunning, msg, va.Generation)
+		s.requeueAfter(r.Exclusion.RecheckAfter())
+		return ctrl.Result{}, nil
+	}
+
 	pool := &afv1.VsphereAgentPool{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, pool); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -131,6 +146,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// The pass's work ends at VMPassTimeout (a hung vCenter call); its status is written with ctx.
 	work, cancel := context.WithTimeout(ctx, r.Opts.VMPassTimeout)
 	defer cancel()
+	if shared.UpstreamPending(va) { // the upstream operator's: only adoption may make it ours
+		if done, err := r.reconcileUpstream(work, s); done || err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if !va.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(work, s)
 	}
@@ -158,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	for _, phase := range []func(context.Context, *vmScope) (bool, error){
-		r.ensureVM, r.matchAgent, r.prepareAgent, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
+		r.ensureVM, r.matchAgent, r.observeVM, r.prepareAgent, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
 	} {
 		cont, err := phase(work, s)
 		if err != nil {
@@ -286,6 +306,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	spec := vmSpec(va, pool)
 	spec.MACAddress = mac
+	spec.New = r.Opts.NoVMYet.Take(va.UID)
 	info, err := vs.CreateVM(ctx, spec)
 	if err != nil {
 		return r.createFailed(ctx, s, vs, spec.Name, err, true)
@@ -304,8 +325,12 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	if va.Status.VM.CreatedAt == nil {
 		va.Status.VM.CreatedAt = &now
 	}
+	r.checks.done(va.UID, now.Time) // just created: the next look-up is one VMCheckInterval away
 	r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, shared.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
+	if !info.Adopted { // just created and powered on in the pool's folder: what the first look-up would say
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, true, shared.ReasonVMRunning, runningMessage(info.Name, strings.Trim(spec.Folder, "/")), va.Generation)
+	}
 	if info.Adopted {
 		r.Recorder.Eventf(va, nil, "Normal", "VMAdopted", shared.ActionCreateVM, "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
 	} else {
@@ -330,14 +355,15 @@ func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 // checkLiveness replaces a VM whose Agent has not registered within registrationTimeout.
 func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error) {
 	va := s.va
-	if s.agent != nil || va.Status.VM.AgentName != "" || va.Status.VM.CreatedAt == nil {
+	since, waiting := registrationWaitStart(va)
+	if s.agent != nil || !waiting {
 		return true, nil
 	}
 	timeout := 20 * time.Minute
 	if s.pool.Spec.RegistrationTimeout != nil {
 		timeout = s.pool.Spec.RegistrationTimeout.Duration
 	}
-	left := va.Status.VM.CreatedAt.Add(timeout).Sub(r.Opts.Clock.Now())
+	left := since.Add(timeout).Sub(r.Opts.Clock.Now())
 	if left > 0 {
 		s.requeueAfter(left)
 		return true, nil
@@ -363,6 +389,33 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonRegistrationTimeout,
 		fmt.Sprintf("no Agent registered within %s", timeout), va.Generation)
 	return false, nil
+}
+
+// registrationWaitStart is when the VM began waiting for an Agent: its creation, or, for a VM that never
+// joined a cluster and whose Agent was deleted by hand, the moment the loss was seen (its host
+// registers again only after a reboot; otherwise this deadline replaces it). ok is false when the VM
+// does not wait for a registration.
+func registrationWaitStart(va *afv1.VsphereAgent) (time.Time, bool) {
+	vm := va.Status.VM
+	if vm.CreatedAt == nil {
+		return time.Time{}, false
+	}
+	if vm.AgentName == "" {
+		return vm.CreatedAt.Time, true
+	}
+	if vm.Phase != afv1.VMPhaseProvisioning || vm.Reason != shared.ReasonAgentMissing {
+		return time.Time{}, false
+	}
+	// The latest of: creation, the move back to Provisioning (stamped with the injected clock in the
+	// pass that saw the loss), and the AgentRegistered condition's transition (stamped at the end of it).
+	since := vm.CreatedAt.Time
+	if t := vm.LastTransitionTime; t != nil && t.After(since) {
+		since = t.Time
+	}
+	if c := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Reason == shared.ReasonAgentMissing && c.LastTransitionTime.After(since) {
+		since = c.LastTransitionTime.Time
+	}
+	return since, true
 }
 
 // setReady rolls the VM's state up into Ready.

@@ -2,6 +2,7 @@ package vsphereagent
 
 import (
 	"context"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,7 +26,7 @@ import (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.own = shared.NewOwnWrites[*afv1.VsphereAgent]()
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("vsphereagent").
+		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers, RateLimiter: newVMRateLimiter()}).
 		For(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.vmsForAgent)).
@@ -63,7 +64,7 @@ func (r *Reconciler) vmsForAgentMachine(ctx context.Context, o client.Object) []
 	name, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "name")
 	ns, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "namespace")
 	if name == "" || ns == "" {
-		return nil
+		return r.vmsForPinnedAgentMachine(ctx, u)
 	}
 	return r.listVMs(ctx, ns, shared.IndexVMAgent, name)
 }
@@ -80,6 +81,25 @@ func (r *Reconciler) listVMs(ctx context.Context, ns, index, value string) []rec
 	out := make([]reconcile.Request, 0, len(vas.Items))
 	for _, va := range vas.Items {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: va.Namespace, Name: va.Name}})
+	}
+	return out
+}
+
+// vmsForPinnedAgentMachine: a waiting AgentMachine the upstream operator pinned wakes the VMs of the
+// pools serving its NodePool, so a free Agent takes its pin (see pinFor).
+func (r *Reconciler) vmsForPinnedAgentMachine(ctx context.Context, u *unstructured.Unstructured) []reconcile.Request {
+	pin, _, _ := unstructured.NestedString(u.Object, "spec", "agentLabelSelector", "matchLabels", afv1.LabelUpstreamAgentMachine)
+	ns, np, ok := strings.Cut(u.GetAnnotations()[agents.AnnotationNodePool], "/")
+	if pin == "" || !ok {
+		return nil
+	}
+	var pools afv1.VsphereAgentPoolList
+	if err := r.List(ctx, &pools, client.InNamespace(ns), client.MatchingFields{shared.IndexNodePool: np}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range pools.Items {
+		out = append(out, r.listVMs(ctx, ns, shared.IndexPoolRef, p.Name)...)
 	}
 	return out
 }

@@ -2,20 +2,21 @@
 # operator killed at seeded, randomly chosen crash points and restarted fresh, checked against the
 # safety invariants. `go test ./...` (so `make test`) runs its short in-process version (CHAOS_RUNS
 # default 20, CHAOS_MODE inprocess). `make test-chaos` runs the real manager binary and SIGKILLs it at
-# the points (CHAOS_MODE=sigkill), and fails when a crash point has fewer than CHAOS_MIN_KILLS executed
-# kills. Reproduce a failed run with the command it prints: CHAOS_SEED=<seed> CHAOS_ONLY=<run> make test-chaos.
+# the points (CHAOS_MODE=sigkill) while the manager reaches the API server through the fault proxy
+# (CHAOS_API_FAULTS=1: lost write responses, 429/503 bursts, cut watches, slow answers), and fails when a
+# crash point has fewer than CHAOS_MIN_KILLS executed kills. Reproduce a failed run with the command it prints: CHAOS_SEED=<seed> CHAOS_ONLY=<run> make test-chaos.
 
 CHAOS_RUNS ?= 200
 CHAOS_SEED ?=
 CHAOS_ONLY ?=
 CHAOS_MODE ?= sigkill
 CHAOS_MIN_KILLS ?= 3
-CHAOS_API_FAULTS ?= 0
+CHAOS_API_FAULTS ?= 1
 CHAOS_LOG := $(LOCALBIN)/chaos/chaos.log
 CHAOS_LOG_DIR := $(LOCALBIN)/chaos/managers
 
 .PHONY: test-chaos
-test-chaos: envtest-assets ## Crash-point campaign: CHAOS_RUNS (200) runs, SIGKILLing the real manager binary at crash points (CHAOS_MODE=sigkill), every point >= CHAOS_MIN_KILLS (3) executed kills; CHAOS_SEED/CHAOS_ONLY reproduce a run.
+test-chaos: envtest-assets ## Crash-point campaign: CHAOS_RUNS (200) runs, SIGKILLing the real manager binary at crash points (CHAOS_MODE=sigkill) behind the API fault proxy (CHAOS_API_FAULTS=1), every point >= CHAOS_MIN_KILLS (3) executed kills; CHAOS_SEED/CHAOS_ONLY reproduce a run.
 	@mkdir -p $(dir $(CHAOS_LOG)); rm -rf $(CHAOS_LOG_DIR); status=0; \
 	CHAOS_RUNS=$(CHAOS_RUNS) CHAOS_SEED=$(CHAOS_SEED) CHAOS_ONLY=$(CHAOS_ONLY) CHAOS_MODE=$(CHAOS_MODE) \
 	CHAOS_MIN_KILLS=$(CHAOS_MIN_KILLS) CHAOS_API_FAULTS=$(CHAOS_API_FAULTS) CHAOS_LOG_DIR=$(abspath $(CHAOS_LOG_DIR)) \

@@ -44,6 +44,23 @@ func TestPointsAreUniqueAndNamed(t *testing.T) {
 	if len(All) != 14 {
 		t.Fatalf("%d crash points, want the 14 of issue 12", len(All))
 	}
+	campaign := map[string]bool{}
+	for _, p := range Campaign {
+		if p == "" || campaign[p] {
+			t.Fatalf("campaign crash point %q empty or listed twice", p)
+		}
+		campaign[p] = true
+	}
+	for _, list := range [][]string{All, StaticIP, StaticIPRelease} {
+		for _, p := range list {
+			if !campaign[p] {
+				t.Fatalf("crash point %q is not in Campaign: the chaos campaign would not enforce its kills", p)
+			}
+		}
+	}
+	if len(Campaign) != len(All)+len(StaticIP)+len(StaticIPRelease) {
+		t.Fatalf("Campaign has %d points, want %d", len(Campaign), len(All)+len(StaticIP)+len(StaticIPRelease))
+	}
 }
 
 // cmd/ never installs a seam itself: the only one the binary can have is internal/manager's, behind

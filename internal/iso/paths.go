@@ -18,6 +18,9 @@ var (
 	// for one, "<name>.upload-<hex>.tmp", which releases before UploadFile wrote); stale ones are
 	// cleaned up by Prune.
 	tempName = regexp.MustCompile(`^incoming-[0-9a-f]{32}\.iso(\.upload-[0-9a-f]+\.tmp)?$`)
+	// upstreamPartialName is the in-flight upload of upstream agent-forge-operator's later releases:
+	// "<sha256>.iso.<temp dir name>.partial", moved into place once verified. A crash leaves it behind.
+	upstreamPartialName = regexp.MustCompile(`^[0-9a-f]{64}\.iso\.[A-Za-z0-9._-]+\.partial$`)
 	// datastorePath splits "[ds] dir/file".
 	datastorePath = regexp.MustCompile(`^\[([^\]]+)\] (.+)$`)
 )
@@ -71,4 +74,28 @@ func newTempPath(datastore, prefix string) (string, error) {
 		return "", err
 	}
 	return DatastorePath(datastore, prefix, "incoming-"+hex.EncodeToString(b[:])+".iso"), nil
+}
+
+// UpstreamHistoryPath converts a history path written by upstream agent-forge-operator ("prefix/<sha256>.iso",
+// without the "[datastore] " of ours; it uploads to the same spec.vsphere.isoDatastore) into ours, when it
+// names a content-addressed file directly in this pool's ISO folder whose name matches the recorded digest
+// (sha256 may be empty). Anything else is not ours to prune: ok is false.
+func UpstreamHistoryPath(p, sha256Hex, datastore, prefix string) (string, bool) {
+	if strings.HasPrefix(p, "[") {
+		return "", false // already a datastore path (ours)
+	}
+	rel := strings.TrimPrefix(p, "/")
+	_, file := path.Split(rel)
+	if rel != path.Join(prefix, file) || !cachedName.MatchString(file) {
+		return "", false
+	}
+	if sha256Hex != "" && file != sha256Hex+".iso" {
+		return "", false
+	}
+	return DatastorePath(datastore, prefix, file), true
+}
+
+// isUpstreamPartialPath reports whether p is an upstream upload left in the pool's ISO folder.
+func isUpstreamPartialPath(p, datastore, prefix string) bool {
+	return isUnderPrefix(p, datastore, prefix, upstreamPartialName)
 }

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/go-logr/logr"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
@@ -54,6 +56,7 @@ func (c *Cache) Prune(ctx context.Context, client vsphere.Client, req PruneReque
 	st := *req.Status.DeepCopy()
 	res := PruneResult{}
 	log := c.log.WithValues("datastore", req.Datastore, "prefix", req.Prefix)
+	st.History = convertUpstreamHistory(log, st.History, req.Datastore, req.Prefix)
 	drop := map[int]bool{}
 	for _, i := range SelectPrunable(st.History, st.Path, req.RetainVersions) {
 		v := &st.History[i]
@@ -105,7 +108,8 @@ func (c *Cache) pruneFailed(res *PruneResult, v *afv1.ISOVersion, err error) {
 }
 
 // cleanTemps deletes our own temporary uploads under the prefix that are older than the grace
-// period (left by a crash mid-upload). Younger ones may belong to another pool sharing the prefix.
+// period (left by a crash mid-upload), and upstream's "<sha256>.iso.<tmp>.partial" ones as old that no
+// VM has attached. Younger ones may belong to another pool sharing the prefix (or upstream still running).
 func (c *Cache) cleanTemps(ctx context.Context, client vsphere.Client, req PruneRequest) []Event {
 	dir := fmt.Sprintf("[%s] %s", req.Datastore, path.Clean(req.Prefix))
 	files, err := client.ListFiles(ctx, req.Datacenter, dir)
@@ -119,7 +123,19 @@ func (c *Cache) cleanTemps(ctx context.Context, client vsphere.Client, req Prune
 	now := c.clock.Now()
 	for _, f := range files {
 		p := DatastorePath(req.Datastore, req.Prefix, f.Name)
-		if !isTempPath(p, req.Datastore, req.Prefix) || f.Modified.IsZero() || now.Sub(f.Modified) < c.tempGrace {
+		if f.Modified.IsZero() || now.Sub(f.Modified) < c.tempGrace {
+			continue
+		}
+		switch {
+		case isTempPath(p, req.Datastore, req.Prefix):
+		case isUpstreamPartialPath(p, req.Datastore, req.Prefix):
+			// Upstream never attaches one, but nothing on a datastore is deleted while a VM holds it.
+			vms, err := client.VMsWithISO(ctx, req.Datacenter, p)
+			if err != nil || len(vms) > 0 {
+				c.log.Info("keeping a leftover upstream upload: attached to a VM, or the check failed", "path", p, "vms", len(vms), "error", errString(err))
+				continue
+			}
+		default:
 			continue
 		}
 		if err := client.DeleteFile(ctx, req.Datacenter, p); err != nil {
@@ -136,4 +152,42 @@ func firstN(s []string, n int) []string {
 		return append(s[:n:n], "…")
 	}
 	return s
+}
+
+// convertUpstreamHistory rewrites history entries upstream agent-forge-operator wrote (no "[datastore] ")
+// into ours when they name a file of this pool's folder (UpstreamHistoryPath), so retention prunes them
+// like ours, after asking vCenter whether a VM still has them attached. Other upstream entries are
+// dropped from history and never deleted: the file may be another pool's.
+func convertUpstreamHistory(log logr.Logger, history []afv1.ISOVersion, datastore, prefix string) []afv1.ISOVersion {
+	seen := map[string]bool{}
+	for _, v := range history {
+		seen[v.Path] = true
+	}
+	out := history[:0:0]
+	for _, v := range history {
+		if strings.HasPrefix(v.Path, "[") {
+			out = append(out, v)
+			continue
+		}
+		converted, ok := UpstreamHistoryPath(v.Path, v.SHA256, datastore, prefix)
+		switch {
+		case !ok:
+			log.Info("dropping an upstream ISO history entry outside the pool's ISO folder; the file is left in place", "path", v.Path)
+		case seen[converted]:
+			// already recorded in our form
+		default:
+			log.Info("converted an upstream ISO history entry", "path", v.Path, "to", converted)
+			v.Path = converted
+			seen[converted] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -31,6 +31,7 @@ var scenarios = []struct {
 	{"pruning waits for VMs to detach the ISO", scenarioPruneInUse},
 	{"a failed delete is retried", scenarioPruneDeleteFails},
 	{"stale temporary uploads are cleaned up", scenarioStaleTemps},
+	{"upstream history is converted or dropped, its stale detached .partial uploads cleaned", scenarioUpstreamLeftovers},
 	{"an image above maxSize is refused, announced or chunked, and nothing of it is kept", scenarioTooLarge},
 }
 
@@ -366,4 +367,55 @@ func sortedNames(names ...string) []string {
 		}
 	}
 	return out
+}
+
+// scenarioUpstreamLeftovers: a pool taken over from upstream agent-forge-operator carries history entries
+// without "[datastore] " and upstream's ".partial" uploads in its folder. Entries naming a file of the
+// pool's folder are converted and pruned like ours (after the attachment check); others are dropped from
+// history and their files kept; ".partial" files are deleted only when older than the grace period and
+// attached to no VM.
+func scenarioUpstreamLeftovers(t *testing.T, b backend) {
+	iso := makeISO(testISOSize, 17)
+	h := newHarness(t, b, iso)
+	h.pass()
+	prefix := PathPrefix(h.pool)
+	old := h.clock.Now().Add(-7 * time.Hour)
+	hexOf := func(c string) string { return strings.Repeat(c, 64) }
+	upstreamOld := DatastorePath(b.datastore, prefix, hexOf("c")+".iso") // upstream's previous image, detached
+	b.put(t, upstreamOld, []byte("upstream image"), old)
+	foreignDir := "agent-forge/" + h.pool.Namespace + "-other/pool"
+	foreign := DatastorePath(b.datastore, foreignDir, hexOf("d")+".iso")
+	b.put(t, foreign, []byte("another pool's image"), old)
+	mislabelled := DatastorePath(b.datastore, prefix, hexOf("a")+".iso") // its name does not match its digest
+	b.put(t, mislabelled, []byte("keep me"), old)
+	stalePartial := hexOf("e") + ".iso.agent-forge-iso-123.partial"
+	attachedPartial := hexOf("f") + ".iso.agent-forge-iso-456.partial"
+	freshPartial := hexOf("b") + ".iso.agent-forge-iso-789.partial"
+	b.put(t, DatastorePath(b.datastore, prefix, stalePartial), []byte("partial"), old)
+	b.put(t, DatastorePath(b.datastore, prefix, attachedPartial), []byte("partial"), old)
+	b.put(t, DatastorePath(b.datastore, prefix, freshPartial), []byte("partial"), h.clock.Now())
+	detach := b.attach(t, DatastorePath(b.datastore, prefix, attachedPartial))
+	defer detach()
+
+	st := h.status()
+	active := st.Path
+	st.History = append(st.History,
+		afv1.ISOVersion{Path: prefix + "/" + hexOf("c") + ".iso", SHA256: hexOf("c")},
+		afv1.ISOVersion{Path: foreignDir + "/" + hexOf("d") + ".iso", SHA256: hexOf("d")},
+		afv1.ISOVersion{Path: prefix + "/" + hexOf("a") + ".iso", SHA256: hexOf("9")},
+		afv1.ISOVersion{Path: "/" + prefix + "/../" + prefix + "/" + hexOf("c") + ".iso"})
+	h.pool.Status.ISO = &st
+	h.pass()
+
+	got := h.status()
+	if len(got.History) != 1 || got.History[0].Path != active {
+		t.Fatalf("history %+v: want only the active %s (the converted entry pruned, the others dropped)", got.History, active)
+	}
+	if !contains(h.eventReasons(), EventISOPruned) || !contains(h.eventReasons(), EventISOTempCleanedUp) {
+		t.Fatalf("events %v: want the converted entry pruned and the stale partial cleaned", h.eventReasons())
+	}
+	h.expectOnly(sortedNames(sha(iso)+".iso", hexOf("a")+".iso", attachedPartial, freshPartial)...)
+	if _, ok := b.read(t, foreign); !ok {
+		t.Fatal("a file outside the pool's folder, named by an upstream history entry, was deleted")
+	}
 }

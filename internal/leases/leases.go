@@ -130,6 +130,20 @@ func ImageCarries(imageCreated, configCreated time.Time) bool {
 	return imageCreated.Truncate(time.Second).After(configCreated.Truncate(time.Second))
 }
 
+// Selects reports whether an InfraEnv whose nmStateConfigLabelSelector.matchLabels is selector selects
+// an NMStateConfig with labels (an empty selector selects nothing the operator writes).
+func Selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
 // State is where a lease stands.
 type State string
 
@@ -138,7 +152,10 @@ const (
 	StatePending State = "Pending"
 	// StateExhausted means the IPAM provider reports the pool exhausted for this claim.
 	StateExhausted State = "Exhausted"
-	// StateReady means the NMStateConfig exists; the lease is free for a VM.
+	// StateInvalid means the IPAM provider's address cannot work (ValidateAddress); no NMStateConfig is
+	// written with it and it serves no VM.
+	StateInvalid State = "Invalid"
+	// StateReady means the NMStateConfig exists and the InfraEnv selects it; the lease is free for a VM.
 	StateReady State = "Ready"
 	// StateAssigned means a VsphereAgent holds the lease.
 	StateAssigned State = "Assigned"
@@ -163,7 +180,12 @@ type Lease struct {
 	// HasConfig and ConfigCreated describe the NMStateConfig.
 	HasConfig     bool
 	ConfigCreated time.Time
-	Deleting      bool
+	// Selected: the NMStateConfig carries the InfraEnv's current nmStateConfigLabelSelector (Selects);
+	// a config it does not select is not in any image generated from now on.
+	Selected bool
+	// Invalid says why the leased address was refused (ValidateAddress); "" when it was not.
+	Invalid  string
+	Deleting bool
 	// ReleasedAt is when the holder's VM was confirmed destroyed (zero if unknown or not released).
 	ReleasedAt time.Time
 }
@@ -177,7 +199,9 @@ func (l Lease) StateOf() State {
 		return StateAssigned
 	case l.Exhausted != "" && l.AddressName == "":
 		return StateExhausted
-	case l.AddressName == "" || !l.HasConfig:
+	case l.Invalid != "":
+		return StateInvalid
+	case l.AddressName == "" || !l.HasConfig || !l.Selected:
 		return StatePending
 	}
 	return StateReady

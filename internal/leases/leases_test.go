@@ -55,7 +55,8 @@ func TestImageCarries(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
-	ready := Lease{Name: "r", AddressName: "r", HasConfig: true}
+	ready := Lease{Name: "r", AddressName: "r", HasConfig: true, Selected: true}
+	invalid := Lease{Name: "i", AddressName: "i", Invalid: "gateway 10.0.1.1 is not inside 10.0.0.21/24"}
 	held := Lease{Name: "h", AddressName: "h", HasConfig: true, Holder: "vm1"}
 	released := Lease{Name: "x", AddressName: "x", HasConfig: true, Holder: "vm2", Disposition: StateReleased}
 	retained := Lease{Name: "k", AddressName: "k", HasConfig: true, Holder: "vm3", Disposition: StateRetained}
@@ -74,6 +75,7 @@ func TestDecide(t *testing.T) {
 		{"retained leases stay and do not count", []Lease{retained}, 0, 0, 1, 1, nil},
 		{"an exhausted pool gets no further claims", []Lease{exhausted}, 2, 0, 1, 0, nil},
 		{"surplus spares are kept, not churned", []Lease{ready, ready, ready}, 0, 0, 1, 0, nil},
+		{"an invalid address counts: no claim churn against a misconfigured IPAM pool", []Lease{invalid, ready}, 0, 0, 2, 0, nil},
 	} {
 		p := Decide(tc.leases, tc.live, tc.newVMs, tc.spare)
 		if p.Create != tc.create || len(p.Release) != len(tc.release) {
@@ -121,6 +123,40 @@ func TestReleaseDue(t *testing.T) {
 		{"released before the annotation existed: now", []Lease{{Disposition: StateReleased}}, false, true},
 	} {
 		if got := ReleaseDue(tc.released, tc.deleting, now, 10*time.Second, time.Minute); got != tc.want {
+			t.Errorf("%s: got %t", tc.name, got)
+		}
+	}
+}
+
+func TestStateOfNeedsTheInfraEnvToSelectTheConfig(t *testing.T) {
+	l := Lease{Name: "r", AddressName: "r", HasConfig: true}
+	if got := l.StateOf(); got != StatePending {
+		t.Errorf("a config the InfraEnv does not select: %s, want Pending", got)
+	}
+	l.Selected = true
+	if got := l.StateOf(); got != StateReady {
+		t.Errorf("a selected config: %s, want Ready", got)
+	}
+	l.Invalid = "x"
+	if got := l.StateOf(); got != StateInvalid {
+		t.Errorf("an invalid address: %s, want Invalid", got)
+	}
+}
+
+func TestSelects(t *testing.T) {
+	sel := map[string]string{"a": "1", "b": "2"}
+	for _, tc := range []struct {
+		name   string
+		sel    map[string]string
+		labels map[string]string
+		want   bool
+	}{
+		{"every selector label present", sel, map[string]string{"a": "1", "b": "2", "c": "3"}, true},
+		{"a value differs", sel, map[string]string{"a": "1", "b": "3"}, false},
+		{"a key missing", sel, map[string]string{"a": "1"}, false},
+		{"empty selector selects nothing", nil, map[string]string{"a": "1"}, false},
+	} {
+		if got := Selects(tc.sel, tc.labels); got != tc.want {
 			t.Errorf("%s: got %t", tc.name, got)
 		}
 	}

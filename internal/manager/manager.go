@@ -10,6 +10,8 @@ package manager
 import (
 	"crypto/tls"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,7 +30,11 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/dashboard"
+	"github.com/containeroo/agent-forge-operator/internal/liveness"
 )
+
+// ReconcilersCheck names the healthz check that fails while a reconcile is stuck (see internal/liveness).
+const ReconcilersCheck = "reconcilers"
 
 // Options configure New.
 type Options struct {
@@ -98,9 +104,17 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	ctrlOpts := o.Controllers
+	if ctrlOpts.Liveness == nil {
+		// The real clock: pass deadlines are real time, whatever clock the controllers decide on.
+		ctrlOpts.Liveness = liveness.NewTracker(clock.RealClock{}, liveness.DefaultGraceFactor)
+	}
 	if ctrlOpts.CrashPoint == nil {
 		// Only with AGENT_FORGE_CRASHPOINT_SOCKET set (a crash campaign): nil otherwise.
 		ctrlOpts.CrashPoint = crashSeamFromEnv()
+	}
+	ctrlOpts.LeaderElection = o.LeaderElection
+	if ctrlOpts.Namespace == "" {
+		ctrlOpts.Namespace = ownNamespace(o.LeaderElectionNamespace)
 	}
 	if err := controllers.Setup(mgr, ctrlOpts); err != nil {
 		return nil, fmt.Errorf("setting up the controllers: %w", err)
@@ -117,8 +131,33 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
+	// Liveness also fails while a pool or VsphereAgent pass runs beyond twice its pass timeout: its
+	// worker is stuck where no deadline reaches, and only a restart frees it.
+	if err := mgr.AddHealthzCheck(ReconcilersCheck, ctrlOpts.Liveness.Check); err != nil {
+		return nil, fmt.Errorf("adding the reconcilers health check: %w", err)
+	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the ready check: %w", err)
 	}
+	if err := mgr.AddReadyzCheck(CachesCheck, cachesSynced(mgr.GetCache())); err != nil {
+		return nil, fmt.Errorf("adding the caches ready check: %w", err)
+	}
 	return mgr, nil
+}
+
+// serviceAccountNamespaceFile is where a pod's namespace is mounted (controller-runtime's leader election
+// reads the same file when no namespace is given).
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the namespace of the manager's own Lease: the flag's, else the pod's (empty outside a
+// pod: every Lease then counts as another manager's).
+func ownNamespace(leaderElectionNamespace string) string {
+	if leaderElectionNamespace != "" {
+		return leaderElectionNamespace
+	}
+	b, err := os.ReadFile(serviceAccountNamespaceFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -8,3 +8,10 @@ var CRDSchemaOutdated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "agent_forge_crd_schema_outdated",
 	Help: "1 while the served CRD is older than the controller and would prune the ISO ejection recovery record (ejection is refused).",
 }, []string{"crd"})
+
+// OtherManagerActive is 1 while another agent-forge manager holds a live Lease (upstream's install or an
+// older install of this operator) and this manager therefore takes no action (internal/exclusion).
+var OtherManagerActive = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "agent_forge_other_manager_active",
+	Help: "1 while another agent-forge manager holds a live leader-election Lease in another namespace and this manager stands down.",
+})

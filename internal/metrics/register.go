@@ -11,7 +11,8 @@ func All() []prometheus.Collector {
 	return []prometheus.Collector{
 		PoolCapacity, PoolWaiting, PoolHeadroom, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
 		VsphereVMOperations, VsphereCallDuration, VCenterCircuitOpen,
-		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated,
+		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated, OtherManagerActive,
+		PoolStandbyDesired, PoolStandbyReady, DemandToBound,
 	}
 }
 

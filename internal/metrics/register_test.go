@@ -31,6 +31,9 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 	metrics.VMResources.WithLabelValues("ns", "pool", "vm", "cpus").Set(0)
 	metrics.ReconcileDuration.WithLabelValues("pool", "success").Observe(0)
 	metrics.CRDSchemaOutdated.WithLabelValues("vsphereagents.agent-forge.containeroo.ch").Set(0)
+	metrics.PoolStandbyDesired.WithLabelValues("ns", "pool").Set(0)
+	metrics.PoolStandbyReady.WithLabelValues("ns", "pool").Set(0)
+	metrics.DemandToBound.WithLabelValues("ns", "pool").Observe(0)
 
 	families, err := reg.Gather()
 	if err != nil {
@@ -59,6 +62,8 @@ func TestNoMetricUsesTheNamespaceLabel(t *testing.T) {
 	metrics.PoolHeadroom.WithLabelValues("clusters", "workers", "zone-a").Set(3)
 	metrics.VMsRequested.WithLabelValues("clusters", "workers", "create").Add(0)
 	metrics.VMResources.WithLabelValues("clusters", "workers", "vm", "cpus").Set(4)
+	metrics.PoolStandbyReady.WithLabelValues("clusters", "workers").Set(2)
+	metrics.DemandToBound.WithLabelValues("clusters", "workers").Observe(3)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

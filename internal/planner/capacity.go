@@ -13,6 +13,8 @@ type vmState struct {
 	State VMLifecycle
 	// CreatedAt orders surplus removal (newest first).
 	CreatedAt time.Time
+	// Ready: Available and its Agent is suitable for the provider (validated, connected, approved).
+	Ready bool
 }
 
 // capacityInput is what the capacity step counts.
@@ -21,6 +23,8 @@ type capacityInput struct {
 	VMs                                       []vmState
 	MaxVMs, MaxConcurrentProvisioning         *int32
 	Paused, RemoveSurplus                     bool
+	// Standby is spec.standby: VMs of ours kept free beyond what waiting demand takes.
+	Standby int
 	// BlockReason stops creation ("" when creation may go on).
 	BlockReason string
 	// DomainOf maps VM names to their failure domain; surplus is taken from the most populated domain
@@ -31,8 +35,14 @@ type capacityInput struct {
 // capacity is the capacity step's outcome.
 type capacity struct {
 	Deficit, Create int
-	Release         []Release
-	Actions         []Action
+	// Immediate is the part of Create that refills the standby: created at once, never debounced.
+	Immediate int
+	// StandbyShort is how many VMs the standby lacks beyond Deficit; StandbyReady how many standby
+	// Agents are ready; StandbyLimit the cap that leaves the standby short (MaxVMsReached), "" if none.
+	StandbyShort, StandbyReady int
+	StandbyLimit               string
+	Release                    []Release
+	Actions                    []Action
 	// released lists VMs whose Agent was unbound after use; removed under Delete.
 	released []string
 	// Counts for status.
@@ -45,6 +55,7 @@ type capacity struct {
 func computeCapacity(in capacityInput) capacity {
 	var p capacity
 	total := in.PendingCreates
+	ready := 0
 	for _, vm := range in.VMs {
 		switch vm.State {
 		case VMReleasing:
@@ -59,18 +70,26 @@ func computeCapacity(in capacityInput) capacity {
 			p.InUse++
 		case VMAvailable:
 			p.Available++
+			if vm.Ready {
+				ready++
+			}
 		case VMInFlight:
 			p.InFlight++
 		}
 		total++
 	}
 	inFlight := p.InFlight + in.PendingCreates
-	supply := p.Available + in.ForeignAvailable + inFlight
-	deficit := in.Waiting - supply
-	if deficit < 0 {
-		deficit = 0
-	}
+	// Waiting demand takes foreign Agents first, then ours; the standby is what of ours is left over.
+	ours := p.Available + inFlight
+	needDemand := max(in.Waiting-in.ForeignAvailable, 0)
+	deficit := max(needDemand-ours, 0)
 	p.Deficit = deficit
+	want := max(needDemand+in.Standby-ours, 0) // demand and standby together
+	p.StandbyShort = want - deficit
+	// Counted standby first, so a burst's debounce never holds back a standby refill and the refill
+	// never steals the burst's batch.
+	p.Immediate = min(want, max(in.Standby-ours, 0))
+	p.StandbyReady = min(in.Standby, max(ready-needDemand, 0))
 
 	if in.Paused {
 		p.Actions = append(p.Actions, Action{Kind: ActionWait, Reason: ReasonPaused, Message: "spec.paused is true: no VM is created or removed"})
@@ -82,36 +101,45 @@ func computeCapacity(in capacityInput) capacity {
 		}
 	}
 
-	if deficit > 0 {
-		create := deficit
+	if want > 0 {
+		create := want
 		if in.BlockReason != "" {
 			p.Actions = append(p.Actions, Action{Kind: ActionRefuse, Reason: in.BlockReason,
-				Message: fmt.Sprintf("%d VM(s) needed, creation stopped", deficit)})
+				Message: fmt.Sprintf("%d VM(s) needed, creation stopped", want)})
 			create = 0
 		}
 		if in.MaxVMs != nil {
-			create = p.capBy(create, int(*in.MaxVMs), total, ReasonMaxVMs,
-				fmt.Sprintf("%d VM(s) needed, limits.maxVMs %d", deficit, *in.MaxVMs))
+			capped := p.capBy(create, int(*in.MaxVMs), total, ReasonMaxVMs,
+				fmt.Sprintf("%d VM(s) needed, limits.maxVMs %d", want, *in.MaxVMs))
+			if capped < create && p.StandbyShort > 0 {
+				p.StandbyLimit = ReasonMaxVMs
+			}
+			create = capped
 		}
 		if in.MaxConcurrentProvisioning != nil {
 			create = p.capBy(create, int(*in.MaxConcurrentProvisioning), inFlight, ReasonMaxConcurrent,
 				fmt.Sprintf("%d VM(s) in flight, limits.maxConcurrentProvisioning %d", inFlight, *in.MaxConcurrentProvisioning))
 		}
 		p.Create = create
+		p.Immediate = min(p.Immediate, create)
 		if create > 0 {
-			p.Actions = append(p.Actions, Action{Kind: ActionCreate, Reason: ReasonDemand,
-				Message: fmt.Sprintf("%d AgentMachine(s) wait, %d Agent(s) free, %d VM(s) in flight: creating %d", in.Waiting, p.Available+in.ForeignAvailable, inFlight, create)})
+			reason := ReasonDemand
+			if deficit == 0 {
+				reason = ReasonStandbyFilling
+			}
+			standby := ""
+			if in.Standby > 0 {
+				standby = fmt.Sprintf(", standby %d", in.Standby)
+			}
+			p.Actions = append(p.Actions, Action{Kind: ActionCreate, Reason: reason,
+				Message: fmt.Sprintf("%d AgentMachine(s) wait, %d Agent(s) free, %d VM(s) in flight%s: creating %d", in.Waiting, p.Available+in.ForeignAvailable, inFlight, standby, create)})
 		}
 		return p
 	}
 
-	// Surplus: capacity of ours not needed by waiting demand. Foreign Agents count as supply first, so
-	// ours are the ones released.
-	need := in.Waiting - in.ForeignAvailable
-	if need < 0 {
-		need = 0
-	}
-	surplus := p.Available + p.InFlight - need
+	// Surplus: capacity of ours beyond waiting demand and the standby. Foreign Agents count as supply
+	// first, so ours are the ones released; the standby is never surplus while it is short.
+	surplus := p.Available + p.InFlight - needDemand - in.Standby
 	if surplus <= 0 {
 		return p
 	}
@@ -120,8 +148,12 @@ func computeCapacity(in capacityInput) capacity {
 			Message: fmt.Sprintf("%d VM(s) not needed; cleanupPolicy Retain keeps them", surplus)})
 		return p
 	}
+	msg := "no AgentMachine waits for this VM's Agent"
+	if in.Standby > 0 {
+		msg = fmt.Sprintf("no AgentMachine waits for this VM's Agent and the standby of %d is full", in.Standby)
+	}
 	for _, name := range pickSurplus(in.VMs, surplus, in.DomainOf) {
-		p.release(Release{Name: name, Reason: ReasonSurplus, Message: "no AgentMachine waits for this VM's Agent"})
+		p.release(Release{Name: name, Reason: ReasonSurplus, Message: msg})
 	}
 	return p
 }

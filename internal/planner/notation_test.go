@@ -15,12 +15,14 @@ import (
 // A snapshot:
 //
 //	demand=N foreign=N pending=N   waiting AgentMachines, foreign free Agents, creations not yet listed
+//	standby=N                      spec.standby
 //	vms=L,L,...                    the pool's VMs v1, v2, ... (oldest first), one letter each:
 //	                                 f in flight (created), n not created yet (Pending, no VM),
 //	                                 a available, u in use (bound, a Machine), d released after use,
 //	                                 x failed (registration timeout), r releasing (being deleted);
 //	                               then marks: @z in failure domain z, ~ booted an outdated image,
 //	                                 # holds a static-IP lease, & its Agent is already bound,
+//	                                 ? available but its Agent not suitable yet (not validated),
 //	                                 ! its creation failed (VMCreateFailed), +D registered (a, u, d) or
 //	                                 failed (x) D ago (default: registered 1h ago, failed 1m ago)
 //	domains=z1,z2                  failure domains (default: none, one placement named ""), marks:
@@ -36,7 +38,10 @@ import (
 // Decisions, rendered in this order, each word only when it is not empty:
 //
 //	deficit=N create=N|z1,z2 release=v1:Reason,... expire=v1,... block=R refuse=R wait=R,R
-//	requeue=D burst=V/F/L closes noscan
+//	requeue=D burst=V/F/L closes noscan standby=R/S limit=R
+//
+// (standby=R/S only with standby=N in the snapshot: R ready standby Agents, S VMs it lacks beyond the
+// deficit; limit=R: what caps its refill.)
 //
 // (create=N without failure domains; closes: creating closes the open burst; noscan: no orphan scan.)
 
@@ -61,6 +66,8 @@ func snapshotOf(t *testing.T, line string) Snapshot {
 			s.ForeignAvailable = atoi(t, val)
 		case "pending":
 			s.PendingCreates = atoi(t, val)
+		case "standby":
+			s.Standby = atoi(t, val)
 		case "vms":
 			for i, v := range strings.Split(val, ",") {
 				s.VMs = append(s.VMs, vmOf(t, i, v))
@@ -113,7 +120,7 @@ func vmOf(t *testing.T, i int, word string) VM {
 	case 'n':
 		o.Phase, vm.HasVM, registered = afv1.VMPhasePending, false, false
 	case 'a':
-		o.Phase = afv1.VMPhaseAvailable
+		o.Phase, vm.AgentReady = afv1.VMPhaseAvailable, true
 	case 'u':
 		o.Phase, o.MachineRef = afv1.VMPhaseBound, true
 	case 'd':
@@ -128,7 +135,7 @@ func vmOf(t *testing.T, i int, word string) VM {
 	if registered {
 		o.RegisteredAt = notationNow.Add(-time.Hour)
 	}
-	const marks = "@~#&!+"
+	const marks = "@~#&!+?"
 	for rest := word[1:]; rest != ""; {
 		mark := rest[0]
 		arg := rest[1:]
@@ -146,6 +153,8 @@ func vmOf(t *testing.T, i int, word string) VM {
 			vm.StaticIPLease = true
 		case '&':
 			o.AgentBound = true
+		case '?':
+			vm.AgentReady = false
 		case '!':
 			o.Reason = afv1.ReasonVMCreateFailed
 		case '+':
@@ -261,6 +270,12 @@ func render(s Snapshot, d Decisions) string {
 	}
 	if !d.ScanOrphans {
 		w = append(w, "noscan")
+	}
+	if s.Standby > 0 {
+		w = append(w, fmt.Sprintf("standby=%d/%d", d.Standby.Ready, d.Standby.Short))
+	}
+	if d.Standby.Limit != "" {
+		w = append(w, "limit="+d.Standby.Limit)
 	}
 	return strings.Join(w, " ")
 }

@@ -28,6 +28,8 @@ type Snapshot struct {
 	// Domains are the pool's failure domains as observed; a pool without failure domains has one,
 	// named "".
 	Domains []Domain
+	// Standby is spec.standby: VMs of ours kept ready beyond waiting demand.
+	Standby int
 	// MaxVMs and MaxConcurrentProvisioning are spec.limits (nil: no cap).
 	MaxVMs, MaxConcurrentProvisioning *int32
 	// Paused is spec.paused: nothing is carried out.
@@ -60,6 +62,9 @@ type VM struct {
 	Image Image
 	// StaticIPLease: it holds a static-IP lease (spec.network).
 	StaticIPLease bool
+	// AgentReady: its Agent is registered, validated, connected, approved and unbound (the provider
+	// would take it now): a ready standby VM when it is Available.
+	AgentReady bool
 }
 
 // Blocks are the observed conditions other than the registration breaker that stop creation.
@@ -96,8 +101,20 @@ type Decisions struct {
 	// Deficit and the counts of the pool's VMs by state, for status and metrics.
 	Deficit                            int
 	InFlight, Available, InUse, Failed int
+	// Standby is the warm standby's state (StandbyReady condition, status.standby, metrics).
+	Standby Standby
 	// Actions are the planned actions shown in status.plannedActions, each with its reason.
 	Actions []Action
+}
+
+// Standby is the warm standby as this plan sees it.
+type Standby struct {
+	// Desired is spec.standby; Ready counts our ready Agents beyond what waiting demand takes (at most
+	// Desired); Short is how many VMs it lacks beyond the demand's deficit.
+	Desired, Ready, Short int
+	// Limit is why its missing VMs cannot all be created now (MaxVMsReached, NoFailureDomainAvailable),
+	// "" when nothing caps it.
+	Limit string
 }
 
 // Release is one VM to release and why.
@@ -152,6 +169,8 @@ const (
 	ReasonCreationsFailing      = afv1.ReasonCreationsFailing
 	// ReasonNoFailureDomainAvailable: VMs are needed but the failure domains take fewer now.
 	ReasonNoFailureDomainAvailable = "NoFailureDomainAvailable"
+	// ReasonStandbyFilling: VMs created to refill the warm standby (no AgentMachine waits for them).
+	ReasonStandbyFilling = afv1.ReasonStandbyFilling
 )
 
 // blockRules stop creation, in priority order: the first that names a reason is the pool's block.
@@ -184,16 +203,17 @@ func when(cond bool, reason string) string {
 //     addressing, vCenter session, ISO);
 //  4. a VM that booted an outdated image is replaced: released, and not supply, so demand creates its
 //     successor; never while creation is blocked or the pool paused (DecideImage);
-//  5. capacity: deficit, creation capped by the limits, released and surplus VMs (computeCapacity);
+//  5. capacity: deficit and the warm standby's shortfall, creation capped by the limits, released and
+//     surplus VMs; the standby is never surplus while it is short (computeCapacity);
 //  6. paused: nothing is carried out, the burst window stays as it was; the counts still report;
-//  7. creation waits for the burst window (Debounce.Observe), then is spread over the failure
-//     domains (spread); fewer VMs when the domains take fewer;
+//  7. creation for waiting demand waits for the burst window (Debounce.Observe), a standby refill does
+//     not; then it is spread over the failure domains (spread); fewer VMs when the domains take fewer;
 //  8. Failed VMs kept past FailedRetention expire.
 func Plan(s Snapshot) Decisions {
 	states := make([]vmState, len(s.VMs))
 	var abandon []Release
 	for i, vm := range s.VMs {
-		states[i] = vmState{Name: vm.Name, State: Lifecycle(vm.VMObservation), CreatedAt: vm.CreatedAt}
+		states[i] = vmState{Name: vm.Name, State: Lifecycle(vm.VMObservation), CreatedAt: vm.CreatedAt, Ready: vm.AgentReady}
 		if r, ok := abandoned(vm, states[i].State, s.Domains); ok {
 			states[i].State = VMReleasing // not supply: the demand goes to another failure domain
 			abandon = append(abandon, r)
@@ -221,10 +241,11 @@ func Plan(s Snapshot) Decisions {
 	c := computeCapacity(capacityInput{
 		Waiting: s.Waiting, ForeignAvailable: s.ForeignAvailable, PendingCreates: s.PendingCreates, VMs: states,
 		MaxVMs: s.MaxVMs, MaxConcurrentProvisioning: s.MaxConcurrentProvisioning,
-		Paused: s.Paused, RemoveSurplus: s.RemoveSurplus, BlockReason: block, DomainOf: domainOf(s),
+		Paused: s.Paused, RemoveSurplus: s.RemoveSurplus, BlockReason: block, DomainOf: domainOf(s), Standby: s.Standby,
 	})
 	d := Decisions{Block: block, Deficit: c.Deficit, InFlight: c.InFlight, Available: c.Available, InUse: c.InUse,
-		Failed: c.Failed, Actions: c.Actions}
+		Failed: c.Failed, Actions: c.Actions,
+		Standby: Standby{Desired: s.Standby, Ready: c.StandbyReady, Short: c.StandbyShort, Limit: c.StandbyLimit}}
 	for _, r := range outdated {
 		d.Actions = append(d.Actions, r.action())
 	}
@@ -236,13 +257,24 @@ func Plan(s Snapshot) Decisions {
 	d.Releases = append(append(append(d.Releases, c.Release...), abandon...), outdated...)
 
 	if c.Create > 0 {
-		d.Burst, d.RequeueAfter = s.Debounce.Observe(s.Burst, s.Waiting, s.Now)
-		if d.RequeueAfter == 0 {
-			d.CloseBurst = true
-			d.Creates = spread(s.Domains, c.Create)
-			if len(d.Creates) < c.Create {
+		// The standby refills at once (its VMs do not depend on how many AgentMachines wait); the rest,
+		// for waiting demand, waits for the burst window.
+		n := c.Immediate
+		if c.Create > c.Immediate {
+			d.Burst, d.RequeueAfter = s.Debounce.Observe(s.Burst, s.Waiting, s.Now)
+			if d.RequeueAfter == 0 {
+				d.CloseBurst = true
+				n = c.Create
+			}
+		}
+		if n > 0 {
+			d.Creates = spread(s.Domains, n)
+			if len(d.Creates) < n {
 				d.Actions = append(d.Actions, Action{Kind: ActionWait, Reason: ReasonNoFailureDomainAvailable,
-					Message: fmt.Sprintf("%d VM(s) needed, the failure domains take %d now (see condition %s)", c.Create, len(d.Creates), afv1.ConditionFailureDomainsAvailable)})
+					Message: fmt.Sprintf("%d VM(s) needed, the failure domains take %d now (see condition %s)", n, len(d.Creates), afv1.ConditionFailureDomainsAvailable)})
+				if c.StandbyShort > 0 && d.Standby.Limit == "" {
+					d.Standby.Limit = ReasonNoFailureDomainAvailable
+				}
 			}
 		}
 	} // else: no creation needed, Burst stays nil: the next burst opens a fresh window

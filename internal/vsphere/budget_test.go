@@ -37,6 +37,10 @@ func TestRequestBudgetPerVM(t *testing.T) {
 	if perVM > 15 {
 		t.Fatalf("%.1f SOAP requests per VM, budget is 15", perVM)
 	}
+	// Only the creates search by instance UUID: a destroy addresses the VM by the reference it was created with.
+	if byMethod["FindByUuid"] != vms+1 {
+		t.Fatalf("%d FindByUuid calls for %d creates and destroys, want one per create", byMethod["FindByUuid"], vms+1)
+	}
 	if byMethod["Login"] != 1 {
 		t.Fatalf("%d logins, want 1", byMethod["Login"])
 	}

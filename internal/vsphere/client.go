@@ -108,15 +108,6 @@ func observe(op string, err error) error {
 // pc returns the session's default property collector (no extra objects are created on the server).
 func (c *client) pc() *property.Collector { return property.DefaultCollector(c.vim) }
 
-// taskInfo reads a task's state with one property retrieval.
-func (c *client) taskInfo(ctx context.Context, ref types.ManagedObjectReference) (*types.TaskInfo, error) {
-	var t mo.Task
-	if err := c.pc().RetrieveOne(ctx, ref, []string{"info"}, &t); err != nil {
-		return nil, err
-	}
-	return &t.Info, nil
-}
-
 // taskError turns a failed task's fault into an error that classify understands.
 func taskError(info *types.TaskInfo) error {
 	if info.Error == nil {

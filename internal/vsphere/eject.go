@@ -71,27 +71,34 @@ func (c *client) ejectISO(ctx context.Context, req EjectRequest) (*EjectResult, 
 	if err != nil {
 		return nil, false, err
 	}
-	ref, err := c.findRef(ctx, d, req.InstanceUUID, true)
+	// One retrieval: the VM with the recorded task (listed first, so the devices read are not older than
+	// the task's state), or with its recent tasks to find a reconfigure an earlier attempt started.
+	read := vmRead{props: ejectProps, recent: req.TaskRef == ""}
+	if req.TaskRef != "" {
+		read.task = &types.ManagedObjectReference{Type: "Task", Value: req.TaskRef}
+	}
+	ref, got, err := c.vmByUUID(ctx, d, req.InstanceUUID, read)
 	if err != nil {
 		return nil, false, err
 	}
 	if ref == nil {
 		return nil, false, NewError(ClassNotFound, OpEject, "no VM with instance UUID %q", req.InstanceUUID)
 	}
-	var vm mo.VirtualMachine
-	if err := c.pc().RetrieveOne(ctx, *ref, ejectProps, &vm); err != nil {
-		return nil, false, err
-	}
-	cd, err := guardEject(&vm, req)
+	vm := got.vm
+	cd, err := guardEject(vm, req)
 	if err != nil {
 		return nil, false, err
 	}
 	ejected := isoPathOf(cd) == "" && (cd.Connectable == nil || !cd.Connectable.Connected)
 	if req.TaskRef != "" {
-		return c.resumeEject(ctx, *ref, &vm, cd, ejected, req)
+		res, answering, err := c.resumeEject(ctx, *ref, vm, cd, ejected, req, got.tasks)
+		if res != nil && res.State == EjectDone {
+			res.VM = toVMInfo(vm)
+		}
+		return res, answering, err
 	}
 	if ejected {
-		return &EjectResult{State: EjectDone, FoundEmpty: true}, false, nil
+		return &EjectResult{State: EjectDone, FoundEmpty: true, VM: toVMInfo(vm)}, false, nil
 	}
 	if isoPathOf(cd) != req.ExpectedISOPath {
 		return nil, false, NewError(ClassRefused, OpEject, "CD-ROM %d holds %q, not %q: media changed",
@@ -99,10 +106,7 @@ func (c *client) ejectISO(ctx context.Context, req EjectRequest) (*EjectResult, 
 	}
 	// No task recorded: a reconfigure may still have been started before a crash that lost its task
 	// reference. Never start a second one while one runs: take it over instead.
-	running, err := c.runningReconfigure(ctx, vm.RecentTask)
-	if err != nil {
-		return nil, false, err
-	}
+	running := runningReconfigure(vm.RecentTask, got.tasks)
 	if q := vm.Runtime.Question; q != nil {
 		res, answering, err := c.handleQuestion(ctx, *ref, q, req, running)
 		if res != nil {
@@ -123,24 +127,16 @@ func (c *client) ejectISO(ctx context.Context, req EjectRequest) (*EjectResult, 
 	return &EjectResult{State: EjectInProgress, TaskRef: t.Reference().Value}, false, nil
 }
 
-// runningReconfigure returns the first queued or running reconfigure task among a VM's recent tasks.
-func (c *client) runningReconfigure(ctx context.Context, recent []types.ManagedObjectReference) (string, error) {
-	if len(recent) == 0 {
-		return "", nil
-	}
-	var tasks []mo.Task
-	if err := c.pc().Retrieve(ctx, recent, []string{"info"}, &tasks); err != nil {
-		if IsNotFound(classify(OpEject, err)) {
-			return "", nil // a task expired between the two reads: it is not running
-		}
-		return "", err
-	}
-	for _, t := range tasks {
-		if isReconfigureTask(&t.Info) && (t.Info.State == types.TaskInfoStateQueued || t.Info.State == types.TaskInfoStateRunning) {
-			return t.Self.Value, nil
+// runningReconfigure returns the first queued or running reconfigure task among a VM's recent tasks
+// (read with the VM; a task that expired meanwhile is absent and not running).
+func runningReconfigure(recent []types.ManagedObjectReference, tasks map[types.ManagedObjectReference]mo.Task) string {
+	for _, ref := range recent {
+		t, ok := tasks[ref]
+		if ok && isReconfigureTask(&t.Info) && (t.Info.State == types.TaskInfoStateQueued || t.Info.State == types.TaskInfoStateRunning) {
+			return ref.Value
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // isReconfigureTask: vCenter names it ReconfigVM_Task (description VirtualMachine.reconfigure).
@@ -189,14 +185,15 @@ func ejectSpec(cd *types.VirtualCdrom) types.VirtualMachineConfigSpec {
 
 // resumeEject checks a recorded reconfigure task.
 func (c *client) resumeEject(ctx context.Context, ref types.ManagedObjectReference, vm *mo.VirtualMachine,
-	cd *types.VirtualCdrom, ejected bool, req EjectRequest) (*EjectResult, bool, error) {
-	info, err := c.taskInfo(ctx, types.ManagedObjectReference{Type: "Task", Value: req.TaskRef})
-	if err != nil {
-		if IsNotFound(classify(OpEject, err)) && ejected {
+	cd *types.VirtualCdrom, ejected bool, req EjectRequest, tasks map[types.ManagedObjectReference]mo.Task) (*EjectResult, bool, error) {
+	t, ok := tasks[types.ManagedObjectReference{Type: "Task", Value: req.TaskRef}]
+	if !ok {
+		if ejected {
 			return &EjectResult{State: EjectDone}, false, nil // task expired from vCenter's memory after success
 		}
-		return nil, false, err
+		return nil, false, NewError(ClassNotFound, OpEject, "task %s no longer exists", req.TaskRef)
 	}
+	info := &t.Info
 	switch info.State {
 	case types.TaskInfoStateSuccess:
 		if ejected {

@@ -1,6 +1,7 @@
 package vsphere_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -63,6 +64,14 @@ func TestFaultClassification(t *testing.T) {
 	h.uploadISO(t, isoPath)
 	owner := newOwner()
 	info := h.createVM(t, "classified", owner)
+	// A client of another session: it does not know the VM's reference yet, so FindVM searches by UUID
+	// (FindByUuid), where the faults are injected; the creating session would read its known reference.
+	sessions := vsphere.NewSessions(vsphere.SessionOptions{TaskPollInterval: pollInterval})
+	t.Cleanup(func() { sessions.Close(context.Background()) })
+	searcher, err := sessions.Get(ctx, h.env.Credentials)
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
 
 	cases := []struct {
 		name  string
@@ -78,13 +87,13 @@ func TestFaultClassification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h.env.Service().AddFaultRule(faultRule("FindByUuid", tc.fault, 1))
 			defer h.env.Service().ClearFaultRules()
-			_, err := h.client.FindVM(ctx, vcsim.Datacenter, info.InstanceUUID, "")
+			_, err := searcher.FindVM(ctx, vcsim.Datacenter, info.InstanceUUID, "")
 			wantClass(t, err, tc.class)
 		})
 	}
 	// NotAuthenticated twice in a row (re-login does not help): an auth error, not a loop.
 	h.env.Service().AddFaultRule(faultRule("FindByUuid", &types.NotAuthenticated{}, 2))
-	_, err := h.client.FindVM(ctx, vcsim.Datacenter, info.InstanceUUID, "")
+	_, err = searcher.FindVM(ctx, vcsim.Datacenter, info.InstanceUUID, "")
 	wantClass(t, err, vsphere.ClassAuth)
 	h.env.Service().ClearFaultRules()
 }

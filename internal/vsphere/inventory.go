@@ -28,6 +28,9 @@ type dcCache struct {
 	storage    map[string]storageTarget
 	datastores map[string]*object.Datastore
 	browsers   map[string]types.ManagedObjectReference
+
+	// refs remembers the VMs' references by instance UUID (vmByUUID).
+	refs vmRefs
 }
 
 // storageTarget is what VMSpec.DatastoreCluster names: a datastore cluster or a single datastore.

@@ -60,6 +60,9 @@ type VMSpec struct {
 	// MACAddress, when set, is the NIC's manually assigned MAC (VMware's static range): static-IP pools
 	// give each VM the MAC its NMStateConfig names. Empty: vCenter generates one.
 	MACAddress string
+	// New says no VM can carry Ownership.OwnerUID yet (the caller created the owner and never tried to
+	// create its VM): CreateVM skips the search by instance UUID that finds an earlier attempt's VM.
+	New bool
 }
 
 // VMInfo is what the operator reads back about a VM.
@@ -77,6 +80,8 @@ type VMInfo struct {
 	DiskGiB  int32
 	Disks    []Disk
 	Question *Question
+	// Folder is the VM's folder relative to the datacenter's VM folder ("a/b"); set by FindVM only.
+	Folder string
 	// StoragePolicyID is the SPBM profile ID set on the VM's disks when CreateVM created it (empty when
 	// the spec names no policy, or the VM was adopted).
 	StoragePolicyID string
@@ -158,6 +163,9 @@ type EjectResult struct {
 	// FoundEmpty is set when the CD-ROM was already empty and the request named no task: nothing was
 	// ejected by this call (emptied outside the operator, or by an attempt that lost its task).
 	FoundEmpty bool
+	// VM is the VM as this call read it when the state is EjectDone (nil otherwise): its CD-ROMs show
+	// whether another one still holds the pool's ISO without reading the VM again.
+	VM *VMInfo
 }
 
 // Client is one logged-in vCenter session. Implementations are safe for concurrent use.
@@ -167,6 +175,9 @@ type Client interface {
 	CreateVM(ctx context.Context, spec VMSpec) (*VMInfo, error)
 	// FindVM looks a VM up by instance UUID, then BIOS UUID. Returns an error classified NotFound when absent.
 	FindVM(ctx context.Context, datacenter, instanceUUID, biosUUID string) (*VMInfo, error)
+	// PowerOnVM powers an owned VM on after verifying its ownership marker; already on is success, absent
+	// is a NotFound error.
+	PowerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
 	// DestroyVM powers off and destroys the VM after verifying its ownership marker; absent is success.
 	DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
 	// ListPoolVMs lists VMs in the datacenter whose ownership marker names poolUID.
@@ -203,6 +214,13 @@ type Client interface {
 	// ReadCapacity reads, read-only, the CPU and memory of the resource pool's owner cluster (or host) and
 	// the space of the datastore (or datastore cluster members) of spec; see HeadroomFor.
 	ReadCapacity(ctx context.Context, spec CapacitySpec) (*Capacity, error)
+
+	// AdoptionCandidates lists, read-only, every VM of the datacenter named name, with its folder and
+	// Notes: what adopting an upstream operator's VM compares.
+	AdoptionCandidates(ctx context.Context, datacenter, name string) ([]AdoptionCandidate, error)
+	// AdoptVM sets the instance UUID and the ownership marker of VM ref (from AdoptionCandidates) to
+	// owner's, after re-checking its BIOS UUID and that it carries no other owner's marker.
+	AdoptVM(ctx context.Context, datacenter, ref, biosUUID string, owner Ownership) (*VMInfo, error)
 
 	// EjectISO disconnects and ejects one CD-ROM of an owned VM (see EjectRequest). It never blocks on a
 	// task a guest holds: it returns EjectInProgress/EjectQuestionPending and is called again later.

@@ -23,7 +23,7 @@ const (
 // vmProps are the properties read for a VMInfo, in one retrieval.
 var vmProps = []string{
 	"name", "config.uuid", "config.instanceUuid", "config.extraConfig", "config.hardware.device",
-	"config.hardware.numCPU", "config.hardware.memoryMB", "runtime.powerState", "runtime.question",
+	"config.hardware.numCPU", "config.hardware.memoryMB", "runtime.powerState", "runtime.question", "parent",
 }
 
 // readVM reads a VM's identity, marker, devices and pending question with one property retrieval.
@@ -45,6 +45,9 @@ func (c *client) findRef(ctx context.Context, d *dcCache, uuid string, instance 
 		return nil, err
 	}
 	r := ref.Reference()
+	if instance {
+		d.refs.put(uuid, r)
+	}
 	return &r, nil
 }
 
@@ -154,21 +157,34 @@ func (c *client) findVM(ctx context.Context, datacenter, instanceUUID, biosUUID 
 	if err != nil {
 		return nil, err
 	}
-	ref, err := c.findRef(ctx, d, instanceUUID, true)
-	if err == nil && ref == nil {
-		ref, err = c.findRef(ctx, d, biosUUID, false)
+	// The VM and its ancestor folders in one retrieval (one more call when its reference is not known).
+	read := vmRead{props: vmProps, folders: true}
+	_, res, err := c.vmByUUID(ctx, d, instanceUUID, read)
+	if err == nil && res == nil && biosUUID != "" {
+		var ref *types.ManagedObjectReference
+		if ref, err = c.findRef(ctx, d, biosUUID, false); err == nil && ref != nil {
+			if res, err = c.retrieveVM(ctx, *ref, read); err == nil && res.vm == nil {
+				res = nil
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if ref == nil {
+	if res == nil {
 		return nil, NewError(ClassNotFound, "FindVM", "no VM with instance UUID %q or BIOS UUID %q", instanceUUID, biosUUID)
 	}
-	vm, err := c.readVM(ctx, *ref)
-	if err != nil {
-		return nil, err
+	info := toVMInfo(res.vm)
+	if p := res.vm.Parent; p != nil {
+		root, err := d.folder(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		if info.Folder, err = c.folderPathIn(ctx, res.folders, *p, root.Reference()); err != nil {
+			return nil, err
+		}
 	}
-	return toVMInfo(vm), nil
+	return info, nil
 }
 
 // DestroyVM powers the VM off and destroys it after verifying its marker. Absent is success.
@@ -181,14 +197,11 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 	if err != nil {
 		return err
 	}
-	ref, err := c.findRef(ctx, d, instanceUUID, true)
+	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: []string{"name", "config.extraConfig", "runtime.powerState"}})
 	if err != nil || ref == nil {
 		return err
 	}
-	var vm mo.VirtualMachine
-	if err := c.pc().RetrieveOne(ctx, *ref, []string{"name", "config.extraConfig", "runtime.powerState"}, &vm); err != nil {
-		return ignoreNotFound(err)
-	}
+	vm := res.vm
 	var extra []types.BaseOptionValue
 	if vm.Config != nil {
 		extra = vm.Config.ExtraConfig
@@ -211,9 +224,49 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 		_, err = c.waitTaskOf(ctx, "Destroy", t.Reference())
 	}
 	if err == nil {
+		d.refs.drop(instanceUUID)
 		c.log.Info("destroyed VM", "vm", vm.Name, "instanceUUID", instanceUUID)
 	}
 	return ignoreNotFound(err)
+}
+
+// PowerOnVM powers an owned VM on after verifying its marker; already on is success.
+func (c *client) PowerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
+	return observe("power_on", c.powerOnVM(ctx, datacenter, instanceUUID, owner))
+}
+
+func (c *client) powerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
+	d, err := c.datacenter(ctx, datacenter)
+	if err != nil {
+		return err
+	}
+	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: []string{"name", "config.extraConfig", "runtime.powerState"}})
+	if err != nil {
+		return err
+	}
+	if ref == nil {
+		return NewError(ClassNotFound, "PowerOnVM", "no VM with instance UUID %q", instanceUUID)
+	}
+	vm := res.vm
+	var extra []types.BaseOptionValue
+	if vm.Config != nil {
+		extra = vm.Config.ExtraConfig
+	}
+	if err := verifyOwnership("PowerOnVM", vm.Name, ownershipOf(extra), owner); err != nil {
+		return err
+	}
+	if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+		return nil
+	}
+	t, err := object.NewVirtualMachine(c.vim, *ref).PowerOn(ctx)
+	if err == nil {
+		_, err = c.waitTaskOf(ctx, "PowerOn", t.Reference())
+	}
+	if err != nil && !isFault(err, &types.InvalidPowerState{}) {
+		return err
+	}
+	c.log.Info("powered on VM", "vm", vm.Name, "instanceUUID", instanceUUID)
+	return nil
 }
 
 // ignoreNotFound treats a VM that vanished meanwhile as gone, which is what the caller wanted.

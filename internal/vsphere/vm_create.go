@@ -30,9 +30,11 @@ func (c *client) createVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref, err := c.findRef(ctx, d, spec.Ownership.OwnerUID, true)
-	if err != nil {
-		return nil, err
+	var ref *types.ManagedObjectReference
+	if !spec.New {
+		if ref, err = c.findRef(ctx, d, spec.Ownership.OwnerUID, true); err != nil {
+			return nil, err
+		}
 	}
 	if ref != nil {
 		return c.adoptExisting(ctx, spec, *ref)
@@ -45,6 +47,7 @@ func (c *client) createVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
 		}
 		return nil, err
 	}
+	d.refs.put(spec.Ownership.OwnerUID, *ref) // the task's result: later look-ups skip the search
 	c.log.Info("created VM", "vm", spec.Name, "instanceUUID", spec.Ownership.OwnerUID)
 	info, err := c.powerOnAndRead(ctx, *ref)
 	if info != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/test/sim/apifaults"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
 // Environment knobs. CHAOS_RUNS (default 20: the short campaign inside `make test`; `make test-chaos`
@@ -51,14 +52,15 @@ func (p plan) String() string {
 }
 
 // makePlans draws the campaign from the seed: crash points in shuffled rounds (so every point is
-// targeted about runs/14 times), each with a scenario that reaches it; a quarter of the runs kill twice.
+// targeted about runs/len(crashpoint.Campaign) times), each with a scenario that reaches it; a quarter of
+// the runs kill twice.
 func makePlans(seed uint64, runs int) []plan {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	var order []string
 	plans := make([]plan, 0, runs)
 	for i := 0; i < runs; i++ {
 		if len(order) == 0 {
-			order = slices.Clone(crashpoint.All)
+			order = slices.Clone(crashpoint.Campaign)
 			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		}
 		point := order[0]
@@ -80,14 +82,16 @@ func makePlans(seed uint64, runs int) []plan {
 	return plans
 }
 
-// nth picks which hit of the point kills: the pool's status is written often (any of its first six
-// writes); the ISO is cached and a VM destroyed once per run (the first); the per-VM points of the
+// nth picks which hit of the point kills: the pool's status is written often (any of its first three
+// writes: batched status writes make a run write it only about five times, and a kill planned past the
+// last write never fires); the ISO is cached and a VM destroyed once per run (the first); the per-VM points of the
 // two-VM scenarios die at the first or the second VM.
 func nth(rng *rand.Rand, point string) int {
 	switch point {
 	case crashpoint.PoolStatusWritten:
-		return 1 + rng.IntN(6)
-	case crashpoint.ISOTempUploaded, crashpoint.ISOMoved, crashpoint.VMDestroyed, crashpoint.AgentDeleted:
+		return 1 + rng.IntN(3)
+	case crashpoint.ISOTempUploaded, crashpoint.ISOMoved, crashpoint.VMDestroyed, crashpoint.AgentDeleted,
+		crashpoint.LeaseReleased, crashpoint.LeaseConfigRemoved:
 		return 1
 	}
 	return 1 + rng.IntN(2)
@@ -103,7 +107,7 @@ func envInt(name string, def int) int {
 // defaultMinKills is CHAOS_MIN_KILLS's default: 3 executed kills per crash point once the campaign has
 // runs enough for it (3 per point), else 1 (the short campaign of `go test ./...`).
 func defaultMinKills(runs int) int {
-	if runs >= 3*len(crashpoint.All) {
+	if runs >= 3*len(crashpoint.Campaign) {
 		return 3
 	}
 	return 1
@@ -138,7 +142,8 @@ func TestChaosCampaign(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(plans)+2)*runTimeout)
 	defer cancel()
 	started := time.Now()
-	h, err := harness.Start(ctx, harness.Options{ISOSize: 64 << 10})
+	// Two clusters: the failure-domain scenario places VMs in zone-a (DC0_C0) and zone-b (DC0_C1).
+	h, err := harness.Start(ctx, harness.Options{ISOSize: 64 << 10, VCSim: vcsim.Options{Clusters: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +210,7 @@ func TestChaosCampaign(t *testing.T) {
 	reached, decided, executed := k.counts()
 	totalExecuted, covered := 0, 0
 	var under []string
-	for _, p := range crashpoint.All {
+	for _, p := range crashpoint.Campaign {
 		totalExecuted += executed[p]
 		if executed[p] >= minKills {
 			covered++
@@ -216,7 +221,7 @@ func TestChaosCampaign(t *testing.T) {
 	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
 	t.Logf("chaos: %s; per run median %.1fs, max %.1fs; operator restarts %d", time.Since(started).Round(time.Second),
 		durations[len(durations)/2].Seconds(), durations[len(durations)-1].Seconds(), op.restarts())
-	for _, p := range crashpoint.All {
+	for _, p := range crashpoint.Campaign {
 		t.Logf("  %-26s reached %5d  kills decided %3d  executed %3d", p, reached[p], decided[p], executed[p])
 	}
 	t.Logf("checked at the moment the simulator received them: %d VM destroys, %d VM creates", destroys, creates)
@@ -233,23 +238,30 @@ func TestChaosCampaign(t *testing.T) {
 	if totalExecuted != executedInRuns {
 		t.Errorf("%d kills executed campaign-wide but %d reported to the runs", totalExecuted, executedInRuns)
 	}
-	line := fmt.Sprintf("chaos: %d runs, %d %s, %d/%d crash points hit >= %d times, %d API faults, %d invariant violations",
-		len(plans), totalExecuted, op.mode(), covered, len(crashpoint.All), minKills, c.apiFaults(), violations)
+	line := fmt.Sprintf("chaos: %d runs, %d %s, %d/%d crash points hit >= %d times, %s, %d invariant violations",
+		len(plans), totalExecuted, op.mode(), covered, len(crashpoint.Campaign), minKills, c.apiFaults(), violations)
 	t.Log(line)
 	fmt.Println(line)
 }
 
-// apiFaults counts the faults the API-server proxy injected (none without one).
-func (c *campaign) apiFaults() int {
+// apiFaults counts the faults the API-server proxy injected, in total and by kind ("0 API faults" without
+// the proxy).
+func (c *campaign) apiFaults() string {
 	if c.proxy == nil {
-		return 0
+		return "0 API faults (proxy off)"
 	}
-	return c.proxy.Total()
+	counts := c.proxy.Counts()
+	parts := make([]string, 0, len(apifaults.Kinds))
+	for _, k := range apifaults.Kinds {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	return fmt.Sprintf("%d API faults (%s)", c.proxy.Total(), strings.Join(parts, ", "))
 }
 
-// startFaultProxy starts the API-server fault proxy when CHAOS_API_FAULTS is 1 (off by default: through
-// the proxy the manager's discovery does not yet see the external CRDs, docs/reliability.md): the manager then reaches the API server only through it (the binary with a kubeconfig flag, the
-// in-process manager through its rest.Config); the harness, the world and CAPI go direct.
+// startFaultProxy starts the API-server fault proxy when CHAOS_API_FAULTS is 1 (`make test-chaos`; off in
+// the short campaign of `go test`): the manager then reaches the API server only through it (the binary
+// with a kubeconfig flag, the in-process manager through its rest.Config); the harness, the world, CAPI and
+// the checks go direct, so they read the truth.
 func startFaultProxy(ctx context.Context, t *testing.T, h *harness.Harness, seed uint64) (*apifaults.Proxy, []string, func(*rest.Config)) {
 	t.Helper()
 	if os.Getenv("CHAOS_API_FAULTS") != "1" {

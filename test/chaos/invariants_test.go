@@ -157,6 +157,9 @@ func (r *run) checkInstant(o *obs) {
 			r.violate("Machine %s is backed by Agent %s whose VM is gone (a VM backing an existing Machine was destroyed)", m.Name, name)
 		}
 	}
+	if r.static != nil {
+		r.checkLeasesInstant(o)
+	}
 }
 
 var contentAddressed = regexp.MustCompile(`^[0-9a-f]{64}\.iso$`)
@@ -221,6 +224,15 @@ func (r *run) checkInvariants() {
 		}
 	}
 	r.checkTags(o)
+	if r.static != nil {
+		r.checkStaticSettled(o)
+	}
+	if r.domains != nil && o.pool != nil {
+		if err := r.checkPlacementNow(); err != nil {
+			r.violate("checking placement: %v", err)
+		}
+	}
+	r.knownImages()
 	r.checkISOFiles()
 	for _, v := range r.c.checkForeign(r.ctx) {
 		r.violate("%s", v)

@@ -143,10 +143,15 @@ func (r *run) checkCreate(ctx context.Context, call vcsim.VMCall) {
 		return
 	}
 	n := 1
+	owners := make([]string, 0, len(vms))
 	for _, vm := range vms {
+		owners = append(owners, strings.ToLower(vm.Ownership.OwnerUID))
 		if live[strings.ToLower(vm.Ownership.OwnerUID)] && !strings.EqualFold(vm.Ownership.OwnerUID, call.OwnerUID) {
 			n++
 		}
+	}
+	if r.domains != nil {
+		r.checkCreateDomain(call, vas.Items, live, owners)
 	}
 	r.momentMu.Lock()
 	r.createsChecked++

@@ -63,6 +63,11 @@ type run struct {
 	poolUID  string
 	poolObj  *afv1.VsphereAgentPool
 	locked   map[string]*vcsim.VM // instance UUID -> door-locking VM
+	// static: the world's static addressing (static-ips; nil: DHCP), network the pool's spec.network;
+	// domains: the pool's failure domains (failure-domains).
+	static  *world.StaticIPOptions
+	network *afv1.NetworkSpec
+	domains []afv1.FailureDomain
 	// retained: the pool was deleted under Retain (its VMs legitimately outlive their VsphereAgents);
 	// released: deleted under Delete (VMs backing Machines outlive them).
 	retained, released bool
@@ -177,8 +182,12 @@ func (r *run) setup() error {
 	if err := r.c.h.VC.EnsureFolder(r.ctx, "chaos/"+ns); err != nil {
 		return err
 	}
+	static, err := r.prepareNet(r.p.Scenario)
+	if err != nil {
+		return err
+	}
 	ie := s.InfraEnv
-	r.w, err = r.c.h.StartWorldUntil(r.ctx, world.Options{Namespaces: s.Namespaces(),
+	r.w, err = r.c.h.StartWorldUntil(r.ctx, world.Options{Namespaces: s.Namespaces(), StaticIP: static,
 		InfraEnvFor:       func(vm world.VM) (types.NamespacedName, bool) { return ie, vm.Folder == ns },
 		RegistrationDelay: 200 * time.Millisecond, ValidationDelay: 100 * time.Millisecond, InstallDelay: 300 * time.Millisecond}, 100*time.Millisecond)
 	if err != nil {

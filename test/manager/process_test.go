@@ -139,7 +139,8 @@ func (p *managerProcess) stop(t *testing.T) int {
 func (p *managerProcess) waitForProbes(t *testing.T) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for _, path := range []string{"/healthz", "/readyz"} {
+	// /healthz/reconcilers (the reconcile watchdog) and /readyz/caches (informers synced) are registered in the binary.
+	for _, path := range []string{"/healthz", "/healthz/reconcilers", "/readyz", "/readyz/caches"} {
 		p.eventually(t, startTimeout, "probe "+path+" answers 200", func() bool {
 			code, _, err := get(plainClient, "http://"+p.probeAddr+path, "")
 			return err == nil && code == http.StatusOK

@@ -101,6 +101,8 @@ var schemaDefaults = map[string]interface{}{
 	"cleanupPolicy":              "Delete",
 	"registrationTimeout":        "20m",
 	"paused":                     false,
+	"adoption":                   "Disabled", // upstream VMs are adopted only when a pool opts in (docs/migration.md)
+	"standby":                    int64(0),   // no warm standby unless a pool asks (docs/standby.md)
 }
 
 func TestPublishedPoolIsAcceptedUnchangedWithDefaults(t *testing.T) {

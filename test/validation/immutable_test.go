@@ -38,6 +38,7 @@ func TestMutableFieldsAcceptUpdates(t *testing.T) {
 		set("spec.cleanupPolicy", "Retain"),
 		set("spec.template.numCPUs", 8),
 		set("spec.paused", true),
+		set("spec.standby", 5), // equal to limits.maxVMs below: allowed
 		set("spec.hostedClusterRef.name", "renamed"),
 		set("spec.limits", map[string]interface{}{"maxVMs": 5, "maxConcurrentProvisioning": 5}),
 		set("spec.vsphere.failureDomains", []interface{}{map[string]interface{}{"name": "zone-a", "region": "eu", "computeCluster": "C1",

@@ -100,6 +100,10 @@ var invalidPools = []invalidCase{
 		set("spec.limits", map[string]interface{}{"maxVMs": 3, "maxConcurrentProvisioning": 5})),
 	one("maxVMs negative", "spec.limits.maxVMs", set("spec.limits.maxVMs", -1)),
 	one("maxVMs above maximum", "spec.limits.maxVMs", set("spec.limits.maxVMs", 10001)),
+	one("standby above maxVMs", "spec.standby",
+		set("spec.limits", map[string]interface{}{"maxVMs": 2}), set("spec.standby", 3)),
+	one("standby negative", "spec.standby", set("spec.standby", -1)),
+	one("standby above maximum", "spec.standby", set("spec.standby", 1001)),
 	one("maxConcurrentProvisioning zero", "spec.limits.maxConcurrentProvisioning", set("spec.limits.maxConcurrentProvisioning", 0)),
 	one("maxConcurrentProvisioning negative", "spec.limits.maxConcurrentProvisioning", set("spec.limits.maxConcurrentProvisioning", -2)),
 

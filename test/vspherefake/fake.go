@@ -29,6 +29,7 @@ const (
 	CreateVM        Method = "CreateVM"
 	FindVM          Method = "FindVM"
 	DestroyVM       Method = "DestroyVM"
+	PowerOnVM       Method = "PowerOnVM"
 	ListPoolVMs     Method = "ListPoolVMs"
 	NICMACs         Method = "NICMACs"
 	UploadISO       Method = "UploadISO"
@@ -295,6 +296,24 @@ func (f *Fake) DestroyVM(_ context.Context, datacenter, instanceUUID string, own
 	return nil
 }
 
+// PowerOnVM powers an owned VM on; absent is a NotFound error.
+func (f *Fake) PowerOnVM(_ context.Context, datacenter, instanceUUID string, owner vsphere.Ownership) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(PowerOnVM); err != nil {
+		return err
+	}
+	vm, ok := f.vms[instanceUUID]
+	if !ok || vm.Datacenter != datacenter {
+		return vsphere.NewError(vsphere.ClassNotFound, "PowerOnVM", "no VM with instance UUID %q", instanceUUID)
+	}
+	if err := verifyOwnership("PowerOnVM", vm, owner); err != nil {
+		return err
+	}
+	vm.PoweredOn = true
+	return nil
+}
+
 // ListPoolVMs lists the VMs whose marker names poolUID.
 func (f *Fake) ListPoolVMs(_ context.Context, datacenter, poolUID string) ([]vsphere.VMInfo, error) {
 	f.mu.Lock()
@@ -524,7 +543,7 @@ func infoOf(vm *VM) *vsphere.VMInfo {
 	return &vsphere.VMInfo{
 		Name: vm.Name, InstanceUUID: vm.InstanceUUID, BIOSUUID: vm.BIOSUUID, MACAddress: vm.MACAddress,
 		PoweredOn: vm.PoweredOn, Ownership: vm.Ownership, CDROMs: append([]vsphere.CDROM(nil), vm.CDROMs...),
-		NumCPUs: spec.NumCPUs, MemoryMiB: spec.MemoryMiB, DiskGiB: spec.DiskGiB,
+		NumCPUs: spec.NumCPUs, MemoryMiB: spec.MemoryMiB, DiskGiB: spec.DiskGiB, Folder: strings.Trim(spec.Folder, "/"),
 	}
 }
 

@@ -7,9 +7,12 @@
 // end names every plateau (a stage that stood still for 15 s) with the stage that held it and why
 // (plateau.go). It breaks the writes down by verb and resource and the vSphere calls by method. It ends with
 //
-//	scale: <pools> pools, <vms> VMs, demand satisfied in <s> s, <w> API writes/pool, <c> vSphere calls/VM, <idle> writes while idle
+//	scale: <pools> pools, <vms> VMs, demand satisfied in <s> s, <w> API writes/VM, <c> vSphere calls/VM, <idle> writes while idle
 //
-// Flags: -pools, -per-pool, -idle (window), -timeout.
+// and exits non-zero when writes/VM exceed -max-writes-per-vm (6), calls/VM exceed -max-calls-per-vm (10)
+// or any write happened while idle.
+//
+// Flags: -pools, -per-pool, -idle (window), -timeout, -max-writes-per-vm, -max-calls-per-vm.
 package main
 
 import (
@@ -50,6 +53,8 @@ import (
 var (
 	providerWorkers *int
 	serialWorld     *bool
+	// maxWrites and maxCalls are the budgets per VM the bench fails above (issue #28).
+	maxWrites, maxCalls *float64
 )
 
 // sampleEvery spaces progress samples (every other one is logged); minPlateau is how long a stage
@@ -73,6 +78,8 @@ func benchScale() int {
 	bindTimeout := flag.Duration("bind-timeout", 25*time.Minute, "bound on the time until every Agent is bound")
 	providerWorkers = flag.Int("provider-workers", 10, "workers of the simulated Agent CAPI provider (upstream: 1)")
 	serialWorld = flag.Bool("serial-world", false, "run the world as one serial pass reading from the API server (as before the loops), to compare")
+	maxWrites = flag.Float64("max-writes-per-vm", 6, "fail when the operator's API writes per VM exceed this")
+	maxCalls = flag.Float64("max-calls-per-vm", 10, "fail when the operator's vSphere calls per VM exceed this")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (operator + world + sampler) to this file")
 	flag.Parse()
 	ctrllog.SetLogger(reconcileErrs.logger())
@@ -328,8 +335,29 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	for _, p := range ps {
 		logf("%s", p)
 	}
-	fmt.Printf("scale: %d pools, %d VMs, demand satisfied in %.1f s, %.0f API writes/pool, %.1f vSphere calls/VM, %d writes while idle\n",
-		nPools, vms, satisfied.Seconds(), float64(provisionWrites)/float64(nPools), float64(provisionSOAP)/float64(max(vms, 1)), idleWrites)
+	writesPerVM := float64(provisionWrites) / float64(max(vms, 1))
+	callsPerVM := float64(provisionSOAP) / float64(max(vms, 1))
+	logf("API writes per pool: %.0f", float64(provisionWrites)/float64(nPools))
+	fmt.Printf("scale: %d pools, %d VMs, demand satisfied in %.1f s, %.2f API writes/VM, %.2f vSphere calls/VM, %d writes while idle\n",
+		nPools, vms, satisfied.Seconds(), writesPerVM, callsPerVM, idleWrites)
+	return overBudget(writesPerVM, callsPerVM, idleWrites, *maxWrites, *maxCalls)
+}
+
+// overBudget is the bench's verdict: an error naming every figure above its budget.
+func overBudget(writesPerVM, callsPerVM float64, idleWrites int64, maxWrites, maxCalls float64) error {
+	var over []string
+	if writesPerVM > maxWrites {
+		over = append(over, fmt.Sprintf("%.2f API writes/VM > %.0f", writesPerVM, maxWrites))
+	}
+	if callsPerVM > maxCalls {
+		over = append(over, fmt.Sprintf("%.2f vSphere calls/VM > %.0f", callsPerVM, maxCalls))
+	}
+	if idleWrites > 0 {
+		over = append(over, fmt.Sprintf("%d writes while idle > 0", idleWrites))
+	}
+	if len(over) > 0 {
+		return fmt.Errorf("over budget: %s", strings.Join(over, ", "))
+	}
 	return nil
 }
 

@@ -4,17 +4,26 @@
 // and 503, cuts watch streams after a while, and slows responses down. Every injected fault is counted by
 // kind, so a campaign reports the faults that happened.
 //
-// The proxy listens on plain HTTP on loopback and passes the client's Authorization header through
-// (the operator's ServiceAccount token); upstream it speaks TLS to the API server with its CA.
+// The proxy listens with TLS on loopback (its own self-signed certificate, CA in CAData) and passes the
+// client's Authorization header through (the operator's ServiceAccount token); upstream it speaks TLS to
+// the API server with its CA. It must be TLS: client-go's kubeconfig loader drops a user's token for a
+// plain-HTTP server (clientcmd reads auth information only for a secure transport), so a manager pointed
+// at a plain-HTTP proxy by a kubeconfig is anonymous and its discovery fails.
 package apifaults
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -38,6 +47,9 @@ const (
 	Slow         = "slow"          // a response held back 200-1500 ms
 )
 
+// Kinds lists the fault kinds in the order a report names them.
+var Kinds = []string{LostResponse, Throttled, Unavailable, WatchCut, Slow}
+
 // Options set the probability of each fault per request (0: never).
 type Options struct {
 	Seed uint64
@@ -53,8 +65,10 @@ type Options struct {
 
 // Proxy is a running fault proxy.
 type Proxy struct {
-	// URL is where clients connect (http://127.0.0.1:PORT).
+	// URL is where clients connect (https://127.0.0.1:PORT).
 	URL *url.URL
+	// CAData is the PEM certificate the proxy serves (self-signed: it is its own CA).
+	CAData []byte
 
 	o        Options
 	upstream *url.URL
@@ -62,7 +76,7 @@ type Proxy struct {
 	srv      *http.Server
 
 	mu      sync.Mutex
-	rng     *rand.Rand
+	rng     *mrand.Rand
 	enabled bool
 	burst   int    // answers left in the current burst
 	burstAs string // Throttled or Unavailable
@@ -81,12 +95,16 @@ func Start(cfg *rest.Config, o Options) (*Proxy, error) {
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, Proxy: nil,
 		ResponseHeaderTimeout: 2 * time.Minute, TLSHandshakeTimeout: 10 * time.Second}
+	cert, caPEM, err := selfSigned()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{o: o, upstream: up, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0xfa17)), counts: map[string]int{}}
-	p.URL = &url.URL{Scheme: "http", Host: ln.Addr().String()}
+	p := &Proxy{o: o, upstream: up, rng: mrand.New(mrand.NewPCG(o.Seed, o.Seed^0xfa17)), counts: map[string]int{}, CAData: caPEM}
+	p.URL = &url.URL{Scheme: "https", Host: ln.Addr().String()}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(up); r.Out.Host = up.Host },
 		Transport:     tr,
@@ -95,9 +113,39 @@ func Start(cfg *rest.Config, o Options) (*Proxy, error) {
 			http.Error(w, "apifaults: upstream: "+err.Error(), http.StatusBadGateway)
 		},
 	}
-	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = p.srv.Serve(ln) }()
+	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	// ServeTLS also offers HTTP/2, as the API server does.
+	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
 	return p, nil
+}
+
+// selfSigned makes the proxy's serving certificate for 127.0.0.1, valid for a day.
+func selfSigned() (tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "apifaults"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caPEM, nil
+}
+
+// HTTPClient trusts the proxy's certificate (for tests that speak to it directly).
+func (p *Proxy) HTTPClient() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(p.CAData)
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 }
 
 // Close stops the proxy (open watches are cut).
@@ -269,18 +317,18 @@ func copyResponse(w http.ResponseWriter, d *discard) {
 	_, _ = io.Copy(w, strings.NewReader(string(d.body)))
 }
 
-// Config is cfg redirected through the proxy: plain HTTP to loopback, same bearer token.
+// Config is cfg redirected through the proxy (its address and CA), same bearer token.
 func (p *Proxy) Config(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Host = p.URL.String()
-	c.TLSClientConfig = rest.TLSClientConfig{}
+	c.TLSClientConfig = rest.TLSClientConfig{CAData: p.CAData}
 	return c
 }
 
 // WriteKubeconfig writes a kubeconfig reaching the API server through the proxy with token.
 func (p *Proxy) WriteKubeconfig(path, token string) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.URL.String()}
+	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.URL.String(), CertificateAuthorityData: p.CAData}
 	kc.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "operator"}
 	kc.CurrentContext = "proxy"

@@ -35,7 +35,7 @@ func do(t *testing.T, p *Proxy, method string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, p.URL.String()+"/api/v1/namespaces/x/configmaps", strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer tok")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +95,31 @@ func TestBurstsAnswerWithRetryAfter(t *testing.T) {
 	}
 	if writes.Load() != 0 || p.Total() != 10 {
 		t.Fatalf("%d writes reached the API server, %d faults counted (%s)", writes.Load(), p.Total(), p)
+	}
+}
+
+// The campaign's line reports the faults by Kinds: every kind the proxy counts must be listed there.
+func TestCountedKindsAreReported(t *testing.T) {
+	cfg, _ := upstream(t)
+	p, err := Start(cfg, Options{Seed: 5, LostResponse: 0.3, Burst: 0.2, Slow: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	p.SetEnabled(true)
+	for i := 0; i < 60; i++ {
+		do(t, p, []string{http.MethodPost, http.MethodGet}[i%2])
+	}
+	listed := map[string]bool{}
+	for _, k := range Kinds {
+		listed[k] = true
+	}
+	if len(p.Counts()) < 3 {
+		t.Fatalf("want at least 3 kinds injected, got %s", p)
+	}
+	for k := range p.Counts() {
+		if !listed[k] {
+			t.Errorf("fault kind %q is counted but not in Kinds", k)
+		}
 	}
 }

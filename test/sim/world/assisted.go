@@ -96,13 +96,27 @@ func (d *Driver) registrationCandidates(vms []VM) []VM {
 	for _, vm := range vms {
 		key := strings.ToLower(vm.BIOSUUID)
 		seen[key] = vm
-		if _, done := d.registered[key]; done {
-			continue
+		if agent, done := d.registered[key]; done {
+			// The agent registers at every boot; a host whose Agent was deleted meanwhile (assisted-service
+			// deregistered it, and its agent stopped asking) comes back as a new registration.
+			_, tracked := d.registeredAt[agent]
+			if !d.rebooted[key] || tracked {
+				delete(d.rebooted, key)
+				continue
+			}
+			delete(d.registered, key)
+			delete(d.firstSeen, key)
 		}
+		delete(d.rebooted, key)
 		if vm.ISOPath == "" && !d.opts.RegisterWithoutISO {
 			continue
 		}
 		out = append(out, vm)
+	}
+	for key := range d.registered {
+		if _, on := seen[key]; !on {
+			d.rebooted[key] = true // off or gone: the next power-on is a boot
+		}
 	}
 	d.vms, d.vmsListed = seen, true
 	d.stateMu.Unlock()
@@ -332,4 +346,13 @@ func (d *Driver) updateAgentStatus(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// HostPoweredOn reports whether the last registration pass saw the VM with that BIOS UUID powered on:
+// a test that powers a VM off waits for it before the host's next power-on counts as a boot.
+func (d *Driver) HostPoweredOn(biosUUID string) bool {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	_, on := d.vms[strings.ToLower(biosUUID)]
+	return on && d.vmsListed
 }

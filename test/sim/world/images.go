@@ -2,6 +2,8 @@ package world
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
@@ -53,6 +55,10 @@ type staticWorld struct {
 	bootedWithout map[string]string
 	// reported is the address each registered host (by BIOS UUID, lower case) reports.
 	reported map[string]string
+	// failing, when set, is the message of a failing image generation (FailImageGeneration).
+	failing string
+	// url is the last published isoDownloadURL (a failed generation clears it on the InfraEnv).
+	url string
 }
 
 // regenerateImages plays assisted-service: when the selected NMStateConfigs change, a new image is
@@ -91,8 +97,11 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 		if c.GetDeletionTimestamp() != nil {
 			continue
 		}
-		keys = append(keys, c.GetName()+"/"+string(c.GetUID()))
-		if t := c.GetCreationTimestamp().Time; t.After(newest) {
+		// The image embeds the selected configs' content: a new config, a removed one or an edited one
+		// (same name, other UID or spec) makes a new image, a label edit that keeps it selected does not.
+		spec, _ := json.Marshal(c.Object["spec"])
+		keys = append(keys, fmt.Sprintf("%s/%s/%x", c.GetName(), c.GetUID(), sha256.Sum256(spec)))
+		if t := lastChange(c); t.After(newest) {
 			newest = t
 		}
 		mac, addr := configAddress(c)
@@ -100,13 +109,38 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 			addresses[mac] = addr
 		}
 	}
+	// Any InfraEnv spec change (the selector among them) regenerates the image too.
+	keys = append(keys, fmt.Sprintf("infraenv-generation=%d", ie.GetGeneration()))
+	if t := lastChange(ie); t.After(newest) {
+		newest = t
+	}
 	sort.Strings(keys)
 	fp := strings.Join(keys, ",")
 	d.stateMu.Lock()
 	st := d.static
-	known, last, next := fp == st.fingerprint, st.versions[len(st.versions)-1].CreatedTime, len(st.versions)
+	known, last, next, failing := fp == st.fingerprint, st.versions[len(st.versions)-1].CreatedTime, len(st.versions), st.failing
+	if !known && st.fingerprint == "" && len(l.Items) == 0 {
+		st.fingerprint, known = fp, true // the first look, no config yet: the published image is current
+	}
+	url, _, _ := unstructured.NestedString(ie.Object, "status", "isoDownloadURL")
+	if url != "" {
+		st.url = url
+	}
+	url = st.url
 	d.stateMu.Unlock()
 	if known {
+		return nil
+	}
+	if failing != "" {
+		// assisted-service failing to generate: the URL is cleared and ImageCreated=False; the next
+		// image is generated once generation works again.
+		cond, _ := infraEnvImageCondition(ie)
+		if cond != "False" {
+			if err := SetInfraEnvImageError(ctx, d.c, o.InfraEnv, failing); err != nil {
+				return err
+			}
+			d.wrote()
+		}
 		return nil
 	}
 	now := d.now().UTC().Truncate(time.Second)
@@ -114,7 +148,6 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 		return nil // still generating: the next pass stamps it
 	}
 	o.Images.SetContent(uint64(7000+next), o.Images.Size()) // the bytes first: a download for the new createdTime gets them
-	url, _, _ := unstructured.NestedString(ie.Object, "status", "isoDownloadURL")
 	if err := SetInfraEnvImage(ctx, d.c, o.InfraEnv, url, now); err != nil {
 		return fmt.Errorf("publishing regenerated image: %w", err)
 	}
@@ -125,6 +158,38 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 	d.stateMu.Unlock()
 	d.log.Info("discovery image regenerated", "infraEnv", o.InfraEnv, "version", next, "configs", len(keys))
 	return nil
+}
+
+// lastChange is when an object's metadata or spec was last written: its creation or the newest
+// managedFields entry outside the status subresource (the API server stamps both, to the second).
+func lastChange(o *unstructured.Unstructured) time.Time {
+	t := o.GetCreationTimestamp().Time
+	for _, mf := range o.GetManagedFields() {
+		if mf.Subresource == "" && mf.Time != nil && mf.Time.After(t) {
+			t = mf.Time.Time
+		}
+	}
+	return t
+}
+
+// infraEnvImageCondition is the status of the InfraEnv's ImageCreated condition ("" when absent).
+func infraEnvImageCondition(ie *unstructured.Unstructured) (string, bool) {
+	conds, _, _ := unstructured.NestedSlice(ie.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == CondImageCreated {
+			s, _ := m["status"].(string)
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// FailImageGeneration makes assisted-service fail to generate the next images with message (""
+// lets it generate again): the URL is cleared and ImageCreated=False until then.
+func (d *Driver) FailImageGeneration(message string) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	d.static.failing = message
 }
 
 // recordVersion adds an image version; the caller holds stateMu.

@@ -104,6 +104,9 @@ type Driver struct {
 	register func(VM) bool
 	// firstSeen is when a VM (by BIOS UUID) was first seen powered on.
 	firstSeen map[string]time.Time
+	// rebooted holds the registered hosts (by BIOS UUID) seen off or gone since: their next power-on
+	// is a boot, at which the agent registers again.
+	rebooted map[string]bool
 	// registered are the VMs (by BIOS UUID) that got an Agent: a host registers once; an installed
 	// host whose Agent is deleted does not come back.
 	registered map[string]types.NamespacedName
@@ -158,6 +161,7 @@ func New(opts Options) (*Driver, error) {
 		binding:             !opts.BindingDisabled,
 		register:            opts.Register,
 		firstSeen:           map[string]time.Time{},
+		rebooted:            map[string]bool{},
 		registered:          map[string]types.NamespacedName{},
 		registeredAt:        map[types.NamespacedName]time.Time{},
 		renderedOnce:        map[string]bool{},

@@ -1,0 +1,54 @@
+package pool
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
+)
+
+// otherManagerTopic is the EventLimiter topic of a pool's stand-down Event.
+func otherManagerTopic(p *afv1.VsphereAgentPool) string {
+	return client.ObjectKeyFromObject(p).String() + "/other-manager"
+}
+
+// standDown is the pass of a pool while another agent-forge manager is active (internal/exclusion): no
+// finalizer, no VsphereAgent, no vCenter call; only the pool's conditions say why, and a Warning Event.
+// The watcher requeues every pool when the other manager goes away.
+func (r *Reconciler) standDown(ctx context.Context, s *poolScope, before *afv1.VsphereAgentPoolStatus, msg string) (ctrl.Result, error) {
+	p := s.pool
+	now := r.Opts.Clock.Now()
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionOtherManagerActive, true, afv1.ReasonOtherManagerRunning, msg, p.Generation)
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonOtherManagerRunning, msg, p.Generation)
+	if r.refusalEvents.Allow(otherManagerTopic(p), afv1.ReasonOtherManagerRunning, now) {
+		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonOtherManagerRunning, shared.ActionStandDown, "%s", msg)
+	}
+	s.log.V(1).Info("another agent-forge manager is active; taking no action", "message", msg)
+	shared.StampTransitions(before.Conditions, p.Status.Conditions, now)
+	requeue := ctrl.Result{RequeueAfter: r.Exclusion.RecheckAfter()}
+	if shared.SameAsStored(before, &p.Status) {
+		return requeue, nil
+	}
+	if err := r.writeStatus(ctx, p); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: shared.StatusConflictRequeue}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return requeue, nil
+}
+
+// noOtherManager turns OtherManagerActive False once the other manager is gone (only on pools that saw
+// one: the condition is not added to every pool).
+func (r *Reconciler) noOtherManager(p *afv1.VsphereAgentPool) {
+	if shared.FindCondition(p.Status.Conditions, afv1.ConditionOtherManagerActive) == nil {
+		return
+	}
+	r.refusalEvents.Clear(otherManagerTopic(p))
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionOtherManagerActive, false, afv1.ReasonNoOtherManager,
+		"no other agent-forge manager holds a live Lease; this manager acts", p.Generation)
+}

@@ -1,0 +1,169 @@
+package vsphereagent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+)
+
+// vmObserveTimeout bounds one look-up of the VM: a slow vCenter delays the check, not the binding
+// phases after it.
+const vmObserveTimeout = 30 * time.Second
+
+// vmChecks remembers when each VsphereAgent last looked its VM up (lost on restart: the first pass of
+// a new process looks again).
+type vmChecks struct{ m sync.Map }
+
+func (c *vmChecks) due(uid types.UID, now time.Time, every time.Duration) (time.Duration, bool) {
+	v, ok := c.m.Load(uid)
+	if !ok {
+		return 0, true
+	}
+	left := v.(time.Time).Add(every).Sub(now)
+	return left, left <= 0
+}
+
+func (c *vmChecks) done(uid types.UID, now time.Time) { c.m.Store(uid, now) }
+
+// observeVM looks the created VM up by its instance UUID every VMCheckInterval and reports what someone
+// else did to it (SPEC §4: ownership is proven by the instance UUID and the marker, never by the name):
+//   - gone: a VM that never joined a cluster fails (VMNotFound) and the pool replaces it; a VM that backs
+//     or backed a Machine only reports it: no duplicate while the Machine references its Agent, the
+//     Machine's health check decides;
+//   - powered off: a discovery VM (never bound) is powered on again; a bound or installed one is only
+//     reported, never touched;
+//   - renamed or moved: reported, and still tracked (and destroyed on scale-down) by its instance UUID;
+//   - its marker or BIOS UUID changed: reported, nothing is done to it.
+func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
+	va := s.va
+	if va.Status.VM.InstanceUUID == "" || va.Status.VM.Phase == afv1.VMPhaseReleased {
+		return true, nil
+	}
+	now := r.Opts.Clock.Now()
+	if left, due := r.checks.due(va.UID, now, r.Opts.VMCheckInterval); !due {
+		s.requeueAfter(left)
+		return true, nil
+	}
+	vs, err := r.client(ctx, s)
+	if err != nil {
+		return true, nil //nolint:nilerr // the pool reports vCenter unreachable; the binding phases go on
+	}
+	lookup, cancel := context.WithTimeout(ctx, vmObserveTimeout)
+	defer cancel()
+	// By instance UUID only: a clone may carry the BIOS UUID, never our instance UUID and marker.
+	info, err := vs.FindVM(lookup, poolspec.DatacenterOf(va, s.pool), va.Status.VM.InstanceUUID, "")
+	if err != nil && vsphere.ClassOf(err) != vsphere.ClassNotFound {
+		s.log.V(1).Info("VM look-up failed; next try at the next check", "vm", va.Status.VM.Name, "error", err.Error())
+		s.requeueAfter(r.Opts.VMCheckInterval)
+		return true, nil
+	}
+	// Paced only once the finding is persisted: a pass whose status write conflicts looks again.
+	s.afterWrite = append(s.afterWrite, func() { r.checks.done(va.UID, now) })
+	s.requeueAfter(r.Opts.VMCheckInterval)
+	if err != nil {
+		return r.vmGone(s), nil
+	}
+	if info.Ownership.OwnerUID != string(va.UID) || !strings.EqualFold(info.BIOSUUID, va.Status.VM.BIOSUUID) {
+		r.reportVM(s, false, shared.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer carries this VsphereAgent's ownership marker or recorded BIOS UUID; "+
+			"nothing is done to it until that is restored", info.Name, va.Status.VM.InstanceUUID))
+		return true, nil
+	}
+	if !info.PoweredOn {
+		return true, r.vmPoweredOff(ctx, s, vs, info)
+	}
+	wantFolder := ""
+	if pl, ok := poolspec.DomainOf(s.pool, va.Spec.FailureDomain); ok {
+		wantFolder = strings.Trim(pl.Folder, "/")
+	}
+	switch {
+	case wantFolder != "" && info.Folder != wantFolder:
+		r.reportVM(s, true, shared.ReasonVMMoved, "Normal", fmt.Sprintf("VM %s (created as %s) was moved to folder %q (the pool's folder is %q); it is still tracked, and destroyed when released, by its instance UUID %s",
+			info.Name, va.Status.VM.Name, info.Folder, wantFolder, va.Status.VM.InstanceUUID))
+	case info.Name != va.Status.VM.Name:
+		r.reportVM(s, true, shared.ReasonVMRenamed, "Normal", fmt.Sprintf("VM %s was renamed to %s in vCenter; it is still tracked, and destroyed when released, by its instance UUID %s",
+			va.Status.VM.Name, info.Name, va.Status.VM.InstanceUUID))
+	default:
+		r.reportVM(s, true, shared.ReasonVMRunning, "", runningMessage(info.Name, info.Folder))
+	}
+	return true, nil
+}
+
+// runningMessage is VMHealthy's message for a VM found running where it belongs. ensureVM sets it when
+// it created the VM, so the first look-up that finds nothing changed writes no status.
+func runningMessage(name, folder string) string {
+	return fmt.Sprintf("VM %s is powered on in folder %q", name, folder)
+}
+
+// neverJoined reports whether the VM is still discovery capacity: no Machine ever referenced it and
+// its Agent (if any) is not reserved or bound.
+func neverJoined(s *vmScope) bool {
+	vm := s.va.Status.VM
+	if vm.MachineName != "" || (s.agent != nil && (s.agent.IsBound() || s.agent.IsUnbinding())) {
+		return false
+	}
+	return vm.Phase == afv1.VMPhaseProvisioning || vm.Phase == afv1.VMPhaseAvailable
+}
+
+// vmGone handles a VM that no longer exists in vCenter; false ends the pass (the VM failed).
+func (r *Reconciler) vmGone(s *vmScope) bool {
+	va := s.va
+	if !neverJoined(s) {
+		r.reportVM(s, false, shared.ReasonVMNotFound, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer exists in vCenter; it backs (or backed) Machine %q with Agent %s: "+
+			"no replacement is created while a Machine references the Agent, the Machine's health check decides", va.Status.VM.Name, va.Status.VM.InstanceUUID, va.Status.VM.MachineName, va.Status.VM.AgentName))
+		return true
+	}
+	r.reportVM(s, false, shared.ReasonVMNotFound, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer exists in vCenter; it had not joined a cluster: the pool replaces it",
+		va.Status.VM.Name, va.Status.VM.InstanceUUID))
+	r.setPhase(va, afv1.VMPhaseFailed, shared.ReasonVMNotFound)
+	return false
+}
+
+// vmPoweredOff powers a discovery VM on again and only reports any other.
+func (r *Reconciler) vmPoweredOff(ctx context.Context, s *vmScope, vs vsphere.Client, info *vsphere.VMInfo) error {
+	va := s.va
+	if !neverJoined(s) {
+		r.reportVM(s, false, shared.ReasonVMPoweredOff, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; it backs (or backed) Machine %q, so it is left off: power it on in vCenter, or let the Machine's health check replace it",
+			info.Name, va.Status.VM.MachineName))
+		return nil
+	}
+	if err := vs.PowerOnVM(ctx, poolspec.DatacenterOf(va, s.pool), va.Status.VM.InstanceUUID, poolspec.Ownership(va, s.pool)); err != nil {
+		r.reportVM(s, false, shared.ReasonVMPoweredOff, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; powering it on again failed: %v", info.Name, err))
+		return err
+	}
+	r.reportVM(s, true, shared.ReasonVMPoweredOn, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; it had not joined a cluster, so it was powered on again", info.Name))
+	return nil
+}
+
+// reportVM sets VMHealthy and, when its reason changes and eventType is set, announces it once the
+// status saying so is written (a stale pass that repeats the finding writes nothing new).
+func (r *Reconciler) reportVM(s *vmScope, healthy bool, reason, eventType, msg string) {
+	va := s.va
+	prevReason := "" // copied: SetCondition changes the condition FindStatusCondition points at
+	if prev := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionVMHealthy); prev != nil {
+		prevReason = prev.Reason
+	}
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, healthy, reason, msg, va.Generation)
+	if eventType == "" || prevReason == reason {
+		return
+	}
+	switch eventType {
+	case "Warning":
+		s.afterWrite = append(s.afterWrite, func() {
+			r.Recorder.Eventf(va, nil, "Warning", reason, shared.ActionObserveVM, "%s", msg)
+		})
+	default:
+		s.afterWrite = append(s.afterWrite, func() {
+			r.Recorder.Eventf(va, nil, "Normal", reason, shared.ActionObserveVM, "%s", msg)
+		})
+	}
+}
