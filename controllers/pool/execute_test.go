@@ -2,28 +2,41 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 // A VsphereAgent create whose response is lost (stored, but the client got a 500) must leave the
 // VsphereAgent expected, so the next pass counts it and creates no second one for the same demand (the
 // chaos campaign's over-provisioning check caught this behind the API fault proxy). A refusal the server
 // answers before serving the request (429, 503) expects nothing.
+//
+// The creates reach a real API server (envtest); only the answer the client sees is replaced.
 func TestLostCreateResponseKeepsTheVsphereAgentExpected(t *testing.T) {
-	for _, tc := range []struct {
+	env, err := testenv.Start(testenv.Options{WithoutExternalCRDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	api, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
 		name     string
 		stored   bool
 		err      error
@@ -37,14 +50,17 @@ func TestLostCreateResponseKeepsTheVsphereAgentExpected(t *testing.T) {
 		{"invalid (422)", false, apierrors.NewInvalid(schema.GroupKind{Kind: "VsphereAgent"}, "x", nil), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			scheme := runtime.NewScheme()
-			if err := afv1.AddToScheme(scheme); err != nil {
+			ctx := context.Background()
+			ns := &corev1.Namespace{}
+			ns.Name = fmt.Sprintf("lost-create-%d", i)
+			if err := api.Create(ctx, ns); err != nil {
 				t.Fatal(err)
 			}
+			// The owner need not be stored: only its identity goes into the owner reference.
 			pool := &afv1.VsphereAgentPool{}
-			pool.Namespace, pool.Name, pool.UID = "ns", "pool", "pool-uid"
+			pool.Namespace, pool.Name, pool.UID = ns.Name, "pool", types.UID(fmt.Sprintf("pool-uid-%d", i))
 			pool.Spec.HostedClusterRef.Name = "hc"
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pool).WithInterceptorFuncs(interceptor.Funcs{
+			c := interceptor.NewClient(api, interceptor.Funcs{
 				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					if tc.stored {
 						if err := c.Create(ctx, obj, opts...); err != nil {
@@ -53,27 +69,28 @@ func TestLostCreateResponseKeepsTheVsphereAgentExpected(t *testing.T) {
 					}
 					return tc.err
 				},
-			}).Build()
+			})
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			r := &Reconciler{Client: c, Recorder: shared.NewRecorder(events.NewFakeRecorder(8)), Opts: shared.Options{Clock: clk},
 				expectations: newExpectations(clk)}
-			if err := r.createVsphereAgents(context.Background(), &poolScope{pool: pool}, "ns/pool", []string{""}); err == nil {
+			poolKey := ns.Name + "/pool"
+			if err := r.createVsphereAgents(ctx, &poolScope{pool: pool}, poolKey, []string{""}); err == nil {
 				t.Fatal("the create error was swallowed")
 			}
 			var vas afv1.VsphereAgentList
-			if err := c.List(context.Background(), &vas); err != nil {
+			if err := api.List(ctx, &vas, client.InNamespace(ns.Name)); err != nil {
 				t.Fatal(err)
 			}
 			if tc.stored != (len(vas.Items) == 1) {
 				t.Fatalf("%d VsphereAgents stored, want stored=%t", len(vas.Items), tc.stored)
 			}
 			// The cache has not seen it yet: nothing present.
-			if creates, _ := r.expectations.pending("ns/pool", map[string]bool{}); creates != tc.expected {
+			if creates, _ := r.expectations.pending(poolKey, map[string]bool{}); creates != tc.expected {
 				t.Fatalf("%d creations expected after %v, want %d", creates, tc.err, tc.expected)
 			}
 			if tc.stored {
 				// Once the cache lists it by the name the pass chose, the expectation is met.
-				if creates, _ := r.expectations.pending("ns/pool", map[string]bool{vas.Items[0].Name: true}); creates != 0 {
+				if creates, _ := r.expectations.pending(poolKey, map[string]bool{vas.Items[0].Name: true}); creates != 0 {
 					t.Fatalf("the stored VsphereAgent %s does not meet the expectation", vas.Items[0].Name)
 				}
 			}
