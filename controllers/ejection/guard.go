@@ -16,6 +16,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/periodic"
 )
 
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=vsphereagents.agent-forge.containeroo.ch
@@ -62,17 +63,7 @@ func recoveryFields() []string {
 
 // Start checks now and then every interval until ctx ends.
 func (g *Guard) Start(ctx context.Context) error {
-	g.check(ctx)
-	ticker := g.Clock.NewTicker(g.Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-			g.check(ctx)
-		}
-	}
+	return periodic.Every(ctx, g.Clock, g.Interval, g.check)
 }
 
 // Supported reports whether ejections may run, with the reason when they may not.

@@ -26,6 +26,8 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/internal/periodic"
 )
 
 // RBAC, narrowed by name: reads and writes of this one ConfigMap (server-side apply creates it, which the API
@@ -105,16 +107,7 @@ func (i *Installer) Start(ctx context.Context) error {
 	if i.Interval <= 0 {
 		i.Interval = DefaultInterval
 	}
-	ticker := i.Clock.NewTicker(i.Interval)
-	defer ticker.Stop()
-	for {
-		i.pass(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-		}
-	}
+	return periodic.Every(ctx, i.Clock, i.Interval, i.pass)
 }
 
 func (i *Installer) pass(ctx context.Context) {

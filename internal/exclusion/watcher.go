@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/periodic"
 )
 
 // Leases are not secret (holder pod names, timestamps); list is cluster-wide because upstream's Lease may
@@ -66,17 +67,7 @@ func (w *Watcher) interval() time.Duration {
 
 // Start checks now and every interval until ctx ends.
 func (w *Watcher) Start(ctx context.Context) error {
-	w.check(ctx)
-	ticker := w.Clock.NewTicker(w.interval())
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-			w.check(ctx)
-		}
-	}
+	return periodic.Every(ctx, w.Clock, w.interval(), w.check)
 }
 
 // Blocked reports whether this manager must stand down, with the condition message. A verdict older
