@@ -46,6 +46,9 @@ type AgentView struct {
 	IPv4 []string
 	// Zone is the topology.kubernetes.io/zone label; NodeZone the same key of spec.nodeLabels.
 	Zone, NodeZone string
+	// Selectable: spec.approved, Validated=True and Connected=True, what the Agent CAPI provider requires
+	// (besides no agentMachineRef) of an Agent it binds; a ready standby Agent is Selectable and unbound.
+	Selectable bool
 }
 
 // Observe reads a Snapshot of pool. nodePool and d are optional (Machines stay empty without them).
@@ -77,7 +80,7 @@ func (h *Harness) Observe(ctx context.Context, pool types.NamespacedName, d *wor
 		nodeLabels, _, _ := unstructured.NestedStringMap(a.Object, "spec", "nodeLabels")
 		s.Agents = append(s.Agents, AgentView{Name: a.GetName(), AgentMachine: a.GetLabels()[world.LabelAgentMachineRef], Installed: conditionTrue(&a, world.CondInstalled),
 			VsphereAgent: a.GetLabels()[afv1.LabelVsphereAgent], Zone: a.GetLabels()[afv1.LabelTopologyZone], NodeZone: nodeLabels[afv1.LabelTopologyZone],
-			IPv4: inventoryIPv4(&a)})
+			IPv4: inventoryIPv4(&a), Selectable: selectable(&a)})
 	}
 	sort.Slice(s.Agents, func(i, j int) bool { return s.Agents[i].Name < s.Agents[j].Name })
 
@@ -111,6 +114,11 @@ func EventTime(e *corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+func selectable(a *unstructured.Unstructured) bool {
+	approved, _, _ := unstructured.NestedBool(a.Object, "spec", "approved")
+	return approved && conditionTrue(a, world.CondValidated) && conditionTrue(a, world.CondConnected)
 }
 
 func conditionTrue(u *unstructured.Unstructured, condType string) bool {

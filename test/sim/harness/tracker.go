@@ -30,11 +30,19 @@ type Tracker struct {
 	staticIPs map[string]bool
 	// isoTransport says how the ISO was fetched (SetISOTransport; empty: not in Summary).
 	isoTransport string
+	// boundTo is the AgentMachine each Agent was first seen bound to; rebound the Agents later seen bound
+	// to another (reboundSeen: each once).
+	boundTo     map[string]string
+	reboundSeen map[string]bool
+	rebound     []string
+	// standby are the warm standby figures (SetStandby; nil: not in Summary).
+	standby *StandbyFigures
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{vmsSeen: map[string]string{}, agentsBound: map[string]bool{}, ejected: map[string]bool{}, vmZone: map[string]string{}}
+	return &Tracker{vmsSeen: map[string]string{}, agentsBound: map[string]bool{}, ejected: map[string]bool{}, vmZone: map[string]string{},
+		boundTo: map[string]string{}, reboundSeen: map[string]bool{}}
 }
 
 // Observe records a snapshot.
@@ -50,6 +58,7 @@ func (t *Tracker) Observe(s *Snapshot) {
 	}
 	t.last = s
 	t.observeStaticIPs(s)
+	t.observeBindings(s)
 	for _, vm := range s.VMs {
 		t.vmsSeen[strings.ToLower(vm.InstanceUUID)] = vm.Name
 	}
@@ -107,8 +116,8 @@ func (t *Tracker) Summary(prefix string) string {
 	if t.isoTransport != "" {
 		iso = t.isoTransport + ", "
 	}
-	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up%s, %s%s%d invariant violations",
-		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), t.spread(), t.staticIPSummary(), iso, len(t.violations))
+	return fmt.Sprintf(prefix+": %d VMs created, %d agents bound, %d ISOs ejected (%d lock questions answered), %d VMs cleaned up%s%s, %s%s%d invariant violations",
+		t.Created(), len(t.agentsBound), len(t.ejected), t.lockAnswers, t.CleanedUp(), t.spread(), t.standbySummary(), t.staticIPSummary(), iso, len(t.violations))
 }
 
 // SetISOTransport records how the ISO was fetched, e.g. "ISO over HTTPS (private CA via injected
