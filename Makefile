@@ -94,7 +94,7 @@ docker-build: ## Build the manager image (needs a container engine).
 ##@ Demo and benchmarks
 .PHONY: demo
 demo: prebuild-demo envtest-assets ## Run the whole operator loop on an embedded API server and vSphere simulator.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go run ./hack/demo
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" DEMO_STANDBY="$(DEMO_STANDBY)" go run ./hack/demo
 
 .PHONY: bench-vsphere
 bench-vsphere: ## Our vSphere client vs govc, per VM, on one simulator.

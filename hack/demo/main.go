@@ -12,7 +12,9 @@
 // build that never ejects, 1 requires ejection even from a pool that did not opt in),
 // DEMO_ZONES=<n> (2..8: the simulator gets n clusters, the pool one failure domain per cluster; the summary
 // adds how the VMs spread and the zone labels are an invariant),
-// DEMO_STATIC_IPS=1 (the same scenario on a static-IP pool: no DHCP, addresses leased from an IPAM pool).
+// DEMO_STATIC_IPS=1 (the same scenario on a static-IP pool: no DHCP, addresses leased from an IPAM pool),
+// DEMO_STANDBY=<n> (0..20, default 0: the pool keeps n warm standby VMs; the demo waits for them before the
+// scale-up, the first Agents bind from them at once, and the summary adds the standby figures).
 package main
 
 import (
@@ -56,7 +58,7 @@ func run() int {
 	}
 	v := newView(os.Stdout)
 	t := harness.NewTracker()
-	d := &demo{cfg: cfg, v: v, t: t, staticSeen: map[string]bool{}, backingSeen: map[string]bool{}}
+	d := &demo{cfg: cfg, v: v, t: t, staticSeen: map[string]bool{}, backingSeen: map[string]bool{}, plateauSeen: map[string]bool{}}
 	runErr := d.run(ctx)
 	interrupted := ctx.Err() != nil
 	if runErr != nil && !interrupted {
@@ -97,6 +99,8 @@ type config struct {
 	// zones is the number of failure domains (simulated clusters); 0 without.
 	zones     int
 	staticIPs bool
+	// standby is spec.standby of the demo's pool (DEMO_STANDBY); 0 without.
+	standby int
 }
 
 func configFromEnv() (config, error) {
@@ -127,6 +131,13 @@ func configFromEnv() (config, error) {
 		return c, fmt.Errorf("DEMO_REQUIRE_EJECT=%q: want 0, 1 or unset (follow the sample's spec.iso.ejectAfterInstall)", c.requireEject)
 	}
 	c.staticIPs = os.Getenv("DEMO_STATIC_IPS") == "1"
+	if s := os.Getenv("DEMO_STANDBY"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 20 {
+			return c, fmt.Errorf("DEMO_STANDBY=%q: want an integer 0..20", s)
+		}
+		c.standby = n
+	}
 	return c, nil
 }
 
@@ -143,6 +154,10 @@ type demo struct {
 	staticSeen map[string]bool
 	// backingSeen are the Machines already reported for a destroyed backing VM (each once).
 	backingSeen map[string]bool
+	// plateauSeen are the plateau violations already recorded (each once).
+	plateauSeen map[string]bool
+	// fig are the warm standby figures so far (DEMO_STANDBY).
+	fig harness.StandbyFigures
 	// ejectRequired: a run where not every worker's ISO ejection started and finished is a violation.
 	ejectRequired bool
 	// ca signs the ISO server's certificate; stopCluster ends the demo's CNO and kubelet stand-ins.
@@ -156,7 +171,11 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	begin := time.Now()
-	d.v.println("agent-forge demo: NodePool 0 → %d → %d → %d on an embedded API server and vCenter simulator", d.cfg.first, d.cfg.peak, d.cfg.final)
+	standby := ""
+	if d.cfg.standby > 0 {
+		standby = fmt.Sprintf(" with a warm standby of %d", d.cfg.standby)
+	}
+	d.v.println("agent-forge demo: NodePool 0 → %d → %d → %d%s on an embedded API server and vCenter simulator", d.cfg.first, d.cfg.peak, d.cfg.final, standby)
 	d.v.println("==> building the manager binary (go build ./cmd -> %s/manager)", outDir)
 	bin, err := harness.BuildManager(ctx, filepath.Join(outDir, "manager"))
 	if err != nil {

@@ -32,13 +32,16 @@ func (d *demo) scenario(ctx context.Context) error {
 	s := d.t.Last()
 	d.v.println("==> discovery ISO cached at %s", s.Pool.Status.ISO.Path)
 
+	if err := d.fillStandby(ctx); err != nil {
+		return err
+	}
 	plateaus := []int{d.cfg.first, d.cfg.peak}
 	if d.cfg.first == d.cfg.peak {
 		plateaus = plateaus[1:]
 	}
 	prev := 0
-	for _, n := range plateaus {
-		if err := d.scaleUp(ctx, prev, n); err != nil {
+	for i, n := range plateaus {
+		if err := d.scaleUp(ctx, prev, n, i == 0); err != nil {
 			return err
 		}
 		prev = n
@@ -49,17 +52,30 @@ func (d *demo) scenario(ctx context.Context) error {
 	if err := d.scaleDown(ctx, d.cfg.peak, d.cfg.final); err != nil {
 		return err
 	}
-	if err := d.finishStaticIPs(ctx, len(plateaus), 1); err != nil {
+	scaleUps := len(plateaus)
+	if d.cfg.standby > 0 {
+		scaleUps++ // filling the standby is one more burst of new VMs
+	}
+	if err := d.finishStaticIPs(ctx, scaleUps, 1); err != nil {
 		return err
 	}
 	for _, name := range d.t.DestroyedUnderDemand() {
 		d.t.Violate("VM %s was destroyed while AgentMachines were still waiting (capacity released under demand, then created again)", name)
 	}
-	if c := d.t.Created(); c > d.cfg.peak {
-		d.t.Violate("%d VMs were created for a NodePool that never asked for more than %d (no VM failed to register)", c, d.cfg.peak)
+	for _, msg := range d.t.Rebound() {
+		d.t.Violate("%s: a VM released after use served a second Machine", msg)
 	}
-	if d.t.MaxVMs() > d.cfg.peak {
-		d.t.Violate("at some instant the simulator held %d VMs with the pool's marker; the NodePool never asked for more than %d", d.t.MaxVMs(), d.cfg.peak)
+	// With standby the peak holds peak workers + the standby; each standby VM the provider takes is
+	// replaced, so the run creates at most peak + standby VMs.
+	most, plus := d.cfg.peak+d.cfg.standby, ""
+	if d.cfg.standby > 0 {
+		plus = fmt.Sprintf(" plus a standby of %d", d.cfg.standby)
+	}
+	if c := d.t.Created(); c > most {
+		d.t.Violate("%d VMs were created for a NodePool that never asked for more than %d%s (no VM failed to register)", c, d.cfg.peak, plus)
+	}
+	if d.t.MaxVMs() > most {
+		d.t.Violate("at some instant the simulator held %d VMs with the pool's marker; the NodePool never asked for more than %d%s", d.t.MaxVMs(), d.cfg.peak, plus)
 	}
 	d.checkISOTransport()
 	return nil
@@ -70,22 +86,36 @@ func (d *demo) setReplicas(ctx context.Context, from, to int) error {
 	return d.sc.world.SetReplicas(ctx, d.sc.nodePool, to)
 }
 
-func (d *demo) scaleUp(ctx context.Context, from, n int) error {
+// scaleUp plays one scale-up and waits for its plateau; with standby, the first one's figures go in the
+// summary.
+func (d *demo) scaleUp(ctx context.Context, from, n int, first bool) error {
+	k := d.cfg.standby
+	w := d.watchStandby(from, n)
 	start := time.Now()
 	if err := d.setReplicas(ctx, from, n); err != nil {
 		return err
 	}
 	stage := fmt.Sprintf("scale %d -> %d: waiting for %d VMs, %d bound Agents, no waiting AgentMachine", from, n, n, n)
-	s, ok, err := d.waitFor(ctx, stage, plateauTimeout(n-from), func(s *harness.Snapshot) bool {
-		return s.ScaledUp(n)
+	if k > 0 {
+		stage = fmt.Sprintf("scale %d -> %d: waiting for %d VMs (%d bound Agents + standby %d refilled), no waiting AgentMachine", from, n, n+k, n, k)
+	}
+	timeout := plateauTimeout(n - from + k)
+	s, ok, err := d.waitFor(ctx, stage, timeout, func(s *harness.Snapshot) bool {
+		w.observe(s)
+		return s.ScaledUpWithStandby(n, k)
 	})
 	if err != nil {
 		return err
 	}
+	w.finish(from, n, first)
 	if !ok {
-		d.t.Violate("plateau %d: after %s the simulator has %d VMs (want %d), %d bound Agents, %d VsphereAgents, %d waiting AgentMachines",
-			n, plateauTimeout(n-from), len(s.VMs), n, s.BoundAgents(), len(s.VAs), s.WaitingMachines())
+		d.t.Violate("plateau %d: after %s the simulator has %d VMs (want %d), %d bound Agents, %d VsphereAgents, %d waiting AgentMachines, %d ready standby VMs (want %d)",
+			n, timeout, len(s.VMs), n+k, s.BoundAgents(), len(s.VAs), s.WaitingMachines(), s.StandbyReady(), k)
 		return nil
+	}
+	if k > 0 {
+		d.v.println("==> plateau %d reached in %.1fs: %d VMs in the simulator, %d Agents bound, %d ready standby", n, time.Since(start).Seconds(), len(s.VMs), s.BoundAgents(), s.StandbyReady())
+		return d.hold(ctx, fmt.Sprintf("plateau %d: checking the VM count stays at %d (%d workers + standby %d)", n, n+k, n, k), n, holdWindow)
 	}
 	d.v.println("==> plateau %d reached in %.1fs: %d VMs in the simulator, %d Agents bound", n, time.Since(start).Seconds(), len(s.VMs), s.BoundAgents())
 	return d.hold(ctx, fmt.Sprintf("plateau %d: checking the VM count stays at %d", n, n), n, holdWindow)
@@ -150,28 +180,41 @@ func (d *demo) installAndEject(ctx context.Context) error {
 	return nil
 }
 
+// scaleDown plays the scale-down: the surplus workers' VMs go, a standby stays (it is full, so nothing
+// released after use is kept for it).
 func (d *demo) scaleDown(ctx context.Context, from, n int) error {
+	k := d.cfg.standby
 	start := time.Now()
 	if err := d.setReplicas(ctx, from, n); err != nil {
 		return err
 	}
 	stage := fmt.Sprintf("scale %d -> %d: waiting for %d surplus VMs and Agents to be cleaned up", from, n, from-n)
+	holdStage := fmt.Sprintf("after scale-down: checking the VM count stays at %d", n)
+	if k > 0 {
+		stage += fmt.Sprintf(" (the %d standby VMs stay)", k)
+		holdStage = fmt.Sprintf("after scale-down: checking the VM count stays at %d (%d workers + standby %d)", n+k, n, k)
+	}
 	s, ok, err := d.waitFor(ctx, stage, plateauTimeout(from-n), func(s *harness.Snapshot) bool {
-		return s.ScaledDown(n)
+		return s.ScaledDownWithStandby(n, k)
 	})
 	if err != nil {
 		return err
 	}
-	if !ok {
-		d.t.Violate("after scale-down to %d and %s: %d VMs in the simulator (want %d), %d VsphereAgents, %d Agents (%d bound), %d Machines",
-			n, plateauTimeout(from-n), len(s.VMs), n, len(s.VAs), len(s.Agents), s.BoundAgents(), len(s.Machines))
-	} else {
+	switch {
+	case !ok:
+		d.t.Violate("after scale-down to %d and %s: %d VMs in the simulator (want %d), %d VsphereAgents, %d Agents (%d bound), %d Machines, %d ready standby VMs (want %d)",
+			n, plateauTimeout(from-n), len(s.VMs), n+k, len(s.VAs), len(s.Agents), s.BoundAgents(), len(s.Machines), s.StandbyReady(), k)
+	case k > 0:
+		d.v.println("==> scale-down done in %.1fs: %d VMs destroyed, %d Agents deleted, %d workers kept, %d standby VMs kept (ready, unbound)",
+			time.Since(start).Seconds(), from+k-len(s.VMs), from+k-len(s.Agents), n, s.StandbyReady())
+	default:
 		d.v.println("==> scale-down done in %.1fs: %d VMs destroyed, %d Agents deleted, %d workers kept", time.Since(start).Seconds(), from-len(s.VMs), from-len(s.Agents), n)
 	}
-	if err := d.hold(ctx, fmt.Sprintf("after scale-down: checking the VM count stays at %d", n), n, holdWindow); err != nil {
+	if err := d.hold(ctx, holdStage, n, holdWindow); err != nil {
 		return err
 	}
 	s = d.t.Last()
+	d.keptAtScaleDown(s)
 	for _, leak := range s.Leaks() {
 		d.t.Violate("leaked VM: %s", leak)
 	}

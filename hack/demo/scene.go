@@ -49,6 +49,7 @@ func setupScene(ctx context.Context, d *demo, outDir, managerBin string) (*scene
 		d.v.println("    no field needed adjusting for the simulator")
 	}
 	d.useZones(pool)
+	d.useStandby(pool)
 
 	s, err := d.h.Scenario(ctx, world.SetupOptions{
 		Namespace: pool.Namespace, HostedCluster: pool.Spec.HostedClusterRef.Name, NodePool: pool.Spec.NodePoolRef.Name,
@@ -174,9 +175,18 @@ func (d *demo) observe(ctx context.Context) (*harness.Snapshot, error) {
 	return s, nil
 }
 
-// hold keeps observing for a while and flags any moment the pool's VM count leaves want.
-func (d *demo) hold(ctx context.Context, stage string, want int, dur time.Duration) error {
+// hold keeps observing a plateau of `machines` Machines for a while and flags any moment the pool's VM
+// count leaves machines + standby, and (each once) any VM that backs no Machine beyond the standby's
+// ready VMs.
+func (d *demo) hold(ctx context.Context, stage string, machines int, dur time.Duration) error {
+	want := machines + d.cfg.standby
 	_, _, err := d.waitFor(ctx, stage, dur, func(s *harness.Snapshot) bool {
+		for _, msg := range s.PlateauViolations(d.cfg.standby) {
+			if !d.plateauSeen[msg] {
+				d.plateauSeen[msg] = true
+				d.t.Violate("%s: %s", stage, msg)
+			}
+		}
 		if len(s.VMs) != want {
 			d.t.Violate("%s: the simulator had %d VMs with the pool's marker, want %d", stage, len(s.VMs), want)
 			return true

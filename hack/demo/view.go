@@ -88,9 +88,13 @@ func frame(s *harness.Snapshot, t *harness.Tracker, width int) []string {
 			ready = string(c.Status) + "/" + c.Reason
 		}
 	}
+	standby := ""
+	if p.Status.Standby != nil {
+		standby = fmt.Sprintf("   standby %d/%d", p.Status.Standby.Ready, p.Status.Standby.Desired)
+	}
 	lines := []string{
-		fmt.Sprintf("pool %s/%s   waiting %d   desired %d   agents %d   VMs %d   ready %s",
-			p.Namespace, p.Name, p.Status.WaitingAgentMachines, p.Status.DesiredReplicas, p.Status.MatchingAgents, p.Status.VMs, ready),
+		fmt.Sprintf("pool %s/%s   waiting %d   desired %d   agents %d   VMs %d%s   ready %s",
+			p.Namespace, p.Name, p.Status.WaitingAgentMachines, p.Status.DesiredReplicas, p.Status.MatchingAgents, p.Status.VMs, standby, ready),
 		fmt.Sprintf("simulator: %d VMs with the pool's marker   machines %d (%d waiting)   agents bound %d   (run totals: %d VMs created, %d ISOs ejected)",
 			len(s.VMs), s.LiveMachines(), s.WaitingMachines(), s.BoundAgents(), t.Created(), t.Ejected()),
 		fmt.Sprintf("  %-22s %-13s %-10s %-24s %s", "VM", "PHASE", "AGENT", "MACHINE", "ISO"),
