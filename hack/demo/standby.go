@@ -58,7 +58,11 @@ func (d *demo) fillStandby(ctx context.Context) error {
 type standbyWatch struct {
 	d      *demo
 	start  time.Time
+	from   int
 	agents map[string]bool // ready standby Agents at the scale-up
+	// machinesIn is when the first new Machine was seen: what CAPI and the world take before any Agent
+	// can be bound, standby or not.
+	machinesIn time.Duration
 	// want is how many of them the scale-up should take at once: all it asks for, up to the standby.
 	want             int
 	bound            int
@@ -72,7 +76,7 @@ func (d *demo) watchStandby(from, n int) *standbyWatch {
 	if d.cfg.standby == 0 || d.t.Last() == nil {
 		return nil
 	}
-	w := &standbyWatch{d: d, start: time.Now(), agents: map[string]bool{}}
+	w := &standbyWatch{d: d, start: time.Now(), from: from, agents: map[string]bool{}}
 	for _, a := range d.t.Last().StandbyAgents() {
 		w.agents[a] = true
 	}
@@ -85,6 +89,9 @@ func (w *standbyWatch) observe(s *harness.Snapshot) {
 	if w == nil {
 		return
 	}
+	if w.machinesIn == 0 && s.LiveMachines() > w.from {
+		w.machinesIn = time.Since(w.start)
+	}
 	n := 0
 	for _, a := range s.Agents {
 		if w.agents[a.Name] && a.AgentMachine != "" {
@@ -96,8 +103,8 @@ func (w *standbyWatch) observe(s *harness.Snapshot) {
 	}
 	if !w.announcedBinding && w.bound >= w.want {
 		w.announcedBinding = true
-		w.d.v.println("==> %d Agents bound from standby %.1fs after the scale-up (no VM created, booted or registered for them); %d AgentMachines wait for new VMs",
-			w.bound, w.boundIn.Seconds(), s.WaitingMachines())
+		w.d.v.println("==> %d Agents bound from standby %.1fs after the scale-up, %.1fs after its first Machine appeared (no VM created, booted or registered for them); %d AgentMachines wait for new VMs",
+			w.bound, w.boundIn.Seconds(), (w.boundIn - w.machinesIn).Seconds(), s.WaitingMachines())
 	}
 	if w.announcedBinding && w.refilledIn == 0 && s.StandbyReady() == w.d.cfg.standby {
 		w.refilledIn = time.Since(w.start)
