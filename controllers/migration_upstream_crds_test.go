@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -77,7 +76,7 @@ func clearStoredObjects(ctx context.Context, c client.Client) {
 		for i := range list.Items {
 			obj := &list.Items[i]
 			if len(obj.GetFinalizers()) > 0 {
-				fmt.Fprintf(GinkgoWriter, "dropping finalizers %v of %s %s/%s\n", obj.GetFinalizers(), obj.GetKind(), obj.GetNamespace(), obj.GetName())
+				GinkgoWriter.Printf("dropping finalizers %v of %s %s/%s\n", obj.GetFinalizers(), obj.GetKind(), obj.GetNamespace(), obj.GetName())
 				Expect(client.IgnoreNotFound(c.Patch(ctx, obj, client.RawPatch(ktypes.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))).To(Succeed())
 			}
 			Expect(client.IgnoreNotFound(c.Delete(ctx, obj))).To(Succeed())
