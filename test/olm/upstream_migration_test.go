@@ -7,12 +7,11 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/test/olm/olmcheck"
 )
 
 // upstreamShapes are the upstream operator's CRD generations a Helm user may have stored objects
@@ -37,13 +36,13 @@ func storeUpstreamObjects(t *testing.T) (client.Client, map[string]*apiextension
 	for i, shape := range upstreamShapes {
 		if i > 0 {
 			served = loadCRDs(t, shape.crds)
-			replaceCRDs(ctx, t, c, served)
+			olmcheck.ReplaceCRDs(ctx, t, c, served)
 		}
-		storeObjects(ctx, t, c, loadObjects(t, shape.objects), uids)
+		olmcheck.StoreObjects(ctx, t, c, olmcheck.LoadObjects(t, olmcheck.Testdata(t, shape.objects)), uids)
 	}
 	var stored []*unstructured.Unstructured
 	for _, crd := range served {
-		for _, obj := range listStored(ctx, t, c, crd, "v1alpha1") {
+		for _, obj := range olmcheck.ListStored(ctx, t, c, crd, "v1alpha1") {
 			stored = append(stored, obj.DeepCopy())
 		}
 	}
@@ -65,7 +64,7 @@ func TestOLMCheckOfUpstreamObjects(t *testing.T) {
 		before := loadCRDs(t, "crds-0.2.0-before-25.yaml")
 		var problems []string
 		for name, crd := range before {
-			problems = append(problems, olmCheck(ctx, t, c, served[name], crd)...)
+			problems = append(problems, olmcheck.Check(ctx, t, c, served[name], crd)...)
 		}
 		report := strings.Join(problems, "\n")
 		for _, want := range []string{
@@ -91,10 +90,10 @@ func TestOLMCheckOfUpstreamObjects(t *testing.T) {
 	next := loadCurrentBundle(t)
 	t.Run("this bundle's CRDs pass the check", func(t *testing.T) {
 		for name, crd := range next.crds {
-			if problems := olmCheck(ctx, t, c, served[name], crd); len(problems) > 0 {
+			if problems := olmcheck.Check(ctx, t, c, served[name], crd); len(problems) > 0 {
 				t.Errorf("OLM would refuse %s:\n%s", name, strings.Join(problems, "\n"))
 			}
-			if problems := strictCheck(ctx, t, c, served[name], crd); len(problems) > 0 {
+			if problems := olmcheck.StrictCheck(ctx, t, c, served[name], crd); len(problems) > 0 {
 				t.Errorf("CEL or list-type validation of %s refuses stored upstream objects:\n%s", name, strings.Join(problems, "\n"))
 			}
 		}
@@ -103,7 +102,7 @@ func TestOLMCheckOfUpstreamObjects(t *testing.T) {
 		return
 	}
 
-	replaceCRDs(ctx, t, c, next.crds)
+	olmcheck.ReplaceCRDs(ctx, t, c, next.crds)
 	waitUntilOurSchemaServed(ctx, t, c)
 	t.Run("upstream objects decode with nothing lost", func(t *testing.T) {
 		assertNothingLost(ctx, t, c, stored)
@@ -130,30 +129,6 @@ func TestOLMCheckOfUpstreamObjects(t *testing.T) {
 		}
 		assertNothingLost(ctx, t, c, stored)
 	})
-}
-
-// replaceCRDs updates the served CRDs in place (a user applying crds.yaml, or OLM replacing them) and
-// waits until each is established again.
-func replaceCRDs(ctx context.Context, t *testing.T, c client.Client, crds map[string]*apiextensionsv1.CustomResourceDefinition) {
-	t.Helper()
-	for name, want := range crds {
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-				return false, err
-			}
-			crd.Spec = *want.Spec.DeepCopy()
-			if err := c.Update(ctx, crd); err != nil && !apierrors.IsConflict(err) {
-				return false, err
-			} else if err != nil {
-				return false, nil // changed meanwhile: read again
-			}
-			return true, nil
-		})
-		if err != nil {
-			t.Fatalf("replacing CRD %s: %v", name, err)
-		}
-	}
 }
 
 // waitUntilOurSchemaServed waits until the API server serves our VsphereAgent schema: a dry-run status
@@ -187,7 +162,7 @@ func assertNothingLost(ctx context.Context, t *testing.T, c client.Client, store
 		if err := c.Get(ctx, client.ObjectKeyFromObject(before), after); err != nil {
 			t.Fatal(err)
 		}
-		if lost := lostLeaves(before, after); len(lost) > 0 {
+		if lost := olmcheck.LostLeaves(before, after); len(lost) > 0 {
 			t.Errorf("%s %s lost what upstream wrote:\n%s", before.GetKind(), before.GetName(), strings.Join(lost, "\n"))
 		}
 	}
