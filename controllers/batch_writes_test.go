@@ -84,6 +84,7 @@ var _ = Describe("API writes per VM", func() {
 		Eventually(prepared, 60*time.Second, 250*time.Millisecond).Should(Succeed(), "the replacement's Agent is prepared (and held) too")
 
 		By("the interval passes: the standby VMs nobody bound are written Available, and one VMCreated Event names all three VMs")
+		Eventually(batch.HasWaiters, 10*time.Second, 100*time.Millisecond).Should(BeTrue(), "the Event batcher waits on the batch clock")
 		batch.Step(2 * time.Second)
 		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseAvailable) }, 30*time.Second, 250*time.Millisecond).Should(Equal(2))
 		Eventually(func(g Gomega) {
@@ -104,5 +105,31 @@ var _ = Describe("API writes per VM", func() {
 			Expect(objectEventReasons(ctx, va.Namespace, "VsphereAgent", va.Name)).NotTo(ContainElement("VMCreated"))
 		}
 		Expect(vsphereAgents(pool)).To(HaveLen(3))
+
+		By("a later batch of the same pool is an Event of its own that names its VM (not folded into the first Event's series)")
+		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
+		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseBound) }, 60*time.Second, 250*time.Millisecond).Should(Equal(2))
+		var fourth afv1.VsphereAgent
+		Eventually(func(g Gomega) {
+			vas := vsphereAgents(pool)
+			g.Expect(vas).To(HaveLen(4))
+			for _, va := range vas {
+				if len(batchLines(ctx, pool, "VMCreated", &va)) == 0 {
+					fourth = va
+				}
+			}
+			g.Expect(fourth.Status.VM.InstanceUUID).NotTo(BeEmpty(), "the replacement's VM is created")
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		Eventually(batch.HasWaiters, 10*time.Second, 100*time.Millisecond).Should(BeTrue())
+		batch.Step(2 * time.Second)
+		Eventually(func() []string { return batchLines(ctx, pool, "VMCreated", &fourth) }, 30*time.Second, 250*time.Millisecond).
+			Should(ConsistOf(ContainSubstring(fourth.Status.VM.InstanceUUID)))
+		created = nil
+		for _, e := range poolEvents(ctx, pool) {
+			if e.Reason == "VMCreated" {
+				created = append(created, e.Message)
+			}
+		}
+		Expect(created).To(ConsistOf(HavePrefix("created and powered on 3 VM(s): "), HavePrefix("created and powered on 1 VM(s): "+fourth.Name+" ")))
 	})
 })

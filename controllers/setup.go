@@ -161,7 +161,8 @@ func setupControllers(mgr ctrl.Manager, opts Options, watcher *exclusion.Watcher
 	}
 	vmRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-vm"))
 	// VMCreated and ISOEjected: one Event per pool and batch (the VsphereAgents' conditions keep each VM's).
-	if err := mgr.Add(vmRecorder.BatchEvents(opts.BatchClock, opts.StatusBatchInterval, opts.StatusBatchMax)); err != nil {
+	if err := mgr.Add(vmRecorder.BatchEvents(mgr.GetClient(), "agent-forge-vm", opts.BatchClock, opts.StatusBatchInterval, opts.StatusBatchMax,
+		ctrl.Log.WithName("events"))); err != nil {
 		return err
 	}
 	if err := (&vsphereagent.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard, Exclusion: watcher}).SetupWithManager(mgr); err != nil {

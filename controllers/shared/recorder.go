@@ -1,14 +1,21 @@
 package shared
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/eventbatch"
@@ -78,13 +85,35 @@ const (
 	SummaryISOEjected = "ejected the discovery ISO from %d VM(s)"
 )
 
+// batchEventTimeout bounds one batch Event's create.
+const batchEventTimeout = 10 * time.Second
+
 // BatchEvents makes Batch gather its lines per pool and reason into one Event per batch, flushed once
 // the batch stood still for idle or is max old on clk, split at the API's note limit. The returned
 // Batcher is a manager Runnable: it flushes what it holds when the manager stops.
-func (r *Recorder) BatchEvents(clk clock.WithTicker, idle, maxWait time.Duration) *eventbatch.Batcher {
+//
+// The batch Events are created through w (each a POST with its own name), not through the recorder:
+// the events.k8s.io recorder folds Events with the same object, reason and action within six minutes
+// into a series, patching only the first Event's count, so every later batch and every split part
+// would lose the VMs its note names.
+func (r *Recorder) BatchEvents(w client.Writer, controller string, clk clock.WithTicker, idle, maxWait time.Duration, log logr.Logger) *eventbatch.Batcher {
+	host, _ := os.Hostname()
+	var seq atomic.Uint32
 	r.batch = eventbatch.New(eventbatch.Options{Clock: clk, Idle: idle, Max: maxWait, NoteLimit: noteLimit,
 		Emit: func(ref *corev1.ObjectReference, reason, action, note string) {
-			r.Eventf(ref, nil, corev1.EventTypeNormal, reason, action, "%s", note)
+			ev := &eventsv1.Event{
+				// Named as the recorder names Events (<object>.<time in hex>), with a sequence number for
+				// the parts of a split batch written at the same instant.
+				ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: fmt.Sprintf("%s.%x%04x", ref.Name, clk.Now().UnixNano(), seq.Add(1)%0x10000)},
+				EventTime:  metav1.NewMicroTime(clk.Now()), Type: corev1.EventTypeNormal, Reason: reason, Action: action,
+				Regarding: *ref, Note: truncateNote(RedactText(note)),
+				ReportingController: controller, ReportingInstance: controller + "-" + host,
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), batchEventTimeout)
+			defer cancel()
+			if err := w.Create(ctx, ev); err != nil {
+				log.Error(err, "writing a batch Event failed; the VMs' conditions still record it", "namespace", ref.Namespace, "pool", ref.Name, "reason", reason)
+			}
 		}})
 	return r.batch
 }
