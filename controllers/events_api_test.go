@@ -72,12 +72,15 @@ var _ = Describe("Events through the events.k8s.io API", func() {
 		Expect(iso.ReportingController).To(Equal("agent-forge-pool"))
 		Expect(iso.Type).To(Equal(corev1.EventTypeNormal))
 		Expect(got["VMRequested"].Action).To(Equal(shared.ActionRequestVM))
+		// One Event per pool and batch (as a ReplicaSet's SuccessfulCreate), naming the VM and its VsphereAgent.
 		created := got["VMCreated"]
-		Expect(created.Regarding.Name).To(Equal(va.Name))
-		Expect(created.Regarding.UID).To(Equal(va.UID))
+		Expect(created.Regarding.Kind).To(Equal("VsphereAgentPool"))
+		Expect(created.Regarding.Name).To(Equal(pool.Name))
+		Expect(created.Regarding.UID).To(Equal(getPool(pool).UID))
 		Expect(created.Action).To(Equal(shared.ActionCreateVM))
+		Expect(created.Type).To(Equal(corev1.EventTypeNormal))
 		Expect(created.ReportingController).To(Equal("agent-forge-vm"))
-		Expect(created.Note).To(ContainSubstring(va.Status.VM.Name))
+		Expect(created.Note).To(Equal("created and powered on 1 VM(s): " + va.Status.VM.Name + " (VsphereAgent " + va.Name + ", instance UUID " + va.Status.VM.InstanceUUID + ")"))
 
 		By("the core view of the same Events carries what oc get events and the older readers show")
 		var core corev1.EventList

@@ -28,6 +28,7 @@ func TestREADMEListsEveryReason(t *testing.T) {
 	}
 	constant := regexp.MustCompile(`Reason[A-Za-z]+\s+=\s+"([A-Za-z]+)"`)
 	event := regexp.MustCompile(`Event[f]?\([^,]+, "(?:Warning|Normal)", "([A-Za-z]+)"`)
+	batched := regexp.MustCompile(`Recorder\.Batch\([^,]+, "([A-Za-z]+)"`) // the pools' batch Events (Normal)
 	reasons := map[string]string{}
 	// Every controller package (controllers/ and each subdirectory), the API and the planner.
 	dirs := []string{filepath.Join("..", "api", "v1alpha1"), filepath.Join("..", "internal", "planner")}
@@ -55,7 +56,7 @@ func TestREADMEListsEveryReason(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, re := range []*regexp.Regexp{constant, event} {
+			for _, re := range []*regexp.Regexp{constant, event, batched} {
 				for _, m := range re.FindAllStringSubmatch(string(src), -1) {
 					reasons[m[1]] = f
 				}

@@ -160,6 +160,11 @@ func setupControllers(mgr ctrl.Manager, opts Options, watcher *exclusion.Watcher
 		return fmt.Errorf("pool controller: %w", err)
 	}
 	vmRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-vm"))
+	// VMCreated and ISOEjected: one Event per pool and batch (the VsphereAgents' conditions keep each VM's).
+	if err := mgr.Add(vmRecorder.BatchEvents(mgr.GetClient(), "agent-forge-vm", opts.BatchClock, opts.StatusBatchInterval, opts.StatusBatchMax,
+		ctrl.Log.WithName("events"))); err != nil {
+		return err
+	}
 	if err := (&vsphereagent.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard, Exclusion: watcher}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("vsphereagent controller: %w", err)
 	}

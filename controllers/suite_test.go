@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -139,6 +140,8 @@ type operatorOptions struct {
 	// namespace and managerCheck are controllers.Options.Namespace and ManagerCheckInterval.
 	namespace    string
 	managerCheck time.Duration
+	// batchClock is controllers.Options.BatchClock (nil: real time).
+	batchClock clock.WithTicker
 }
 
 // laggingCache is the operator's cached client with Agents hidden while hide is set.
@@ -192,7 +195,7 @@ func startOperator(o operatorOptions) *operator {
 		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
 		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
 		PoolPassTimeout: o.poolPassTimeout, Liveness: o.liveness,
-		Namespace: o.namespace, ManagerCheckInterval: o.managerCheck,
+		Namespace: o.namespace, ManagerCheckInterval: o.managerCheck, BatchClock: o.batchClock,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

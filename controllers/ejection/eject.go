@@ -322,7 +322,12 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, 
 	// counting after the write counts each ejection once.
 	p.afterWrite(func() {
 		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultSuccess)
-		e.Recorder.Eventf(va, nil, "Normal", "ISOEjected", shared.ActionEjectISO, "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
+		if p.Pool == nil { // the pool is gone: the VsphereAgent is all there is to tell
+			e.Recorder.Eventf(va, nil, "Normal", "ISOEjected", shared.ActionEjectISO, "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
+			return
+		}
+		e.Recorder.Batch(p.Pool, "ISOEjected", shared.ActionEjectISO, shared.SummaryISOEjected,
+			fmt.Sprintf("%s (VsphereAgent %s): %s, CD-ROM %d", va.Status.VM.Name, va.Name, rec.ISOPath, rec.DeviceKey))
 	})
 	va.Status.ISOEjection = nil
 	done := "discovery ISO " + rec.ISOPath + " ejected"

@@ -307,7 +307,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pool *afv1.VsphereAgentPoo
 // counters, the VM list and messages waits until the status stood still for StatusBatchInterval, or
 // StatusBatchMax after the first such change: a pool whose VMs move through their phases one after
 // another gets a write per burst, not one per VM phase change. Batching is a write rate limit, so it
-// runs on the real clock, not the injected one (which tests freeze).
+// runs on Options.BatchClock (real time by default), not Clock (which the scenario suite freezes).
 func (r *Reconciler) statusBatch(key string, before, after *afv1.VsphereAgentPoolStatus) time.Duration {
 	if !inventoryOnly(before, after) {
 		return 0

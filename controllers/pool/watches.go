@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +30,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
 	r.orphanScans = newLastRun()
 	r.latency = newBoundLatency()
-	r.statusWrites = newDebouncer(clock.RealClock{}, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
+	r.statusWrites = newDebouncer(r.Opts.BatchClock, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
 	r.own = shared.NewOwnWrites[*afv1.VsphereAgentPool]()
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.ISOEvents != nil {

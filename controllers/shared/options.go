@@ -62,6 +62,11 @@ type Options struct {
 	// or StatusBatchMax after the first unwritten change (defaults 2s / 30s; a negative interval
 	// disables batching). Conditions changing status or reason are written at once.
 	StatusBatchInterval, StatusBatchMax time.Duration
+	// BatchClock drives write batching on the StatusBatch windows: the pool's status batch, the pools'
+	// batch Events (VMCreated, ISOEjected) and the deferred Available phase. Batching is a rate limit on
+	// writes, so it runs in real time by default even where Clock is faked (the scenario suite freezes
+	// Clock for the registration timeout); the specs of batching inject a fake one.
+	BatchClock clock.WithTicker
 	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its Unapprove patch.
 	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
 	// VMCheckInterval is how often a VsphereAgent looks its VM up in vCenter (by instance UUID) to see
@@ -98,6 +103,9 @@ func (o *Options) WithCrashPoint(ctx context.Context, key types.NamespacedName) 
 func (o *Options) Defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.BatchClock == nil {
+		o.BatchClock = clock.RealClock{}
 	}
 	if o.NoVMYet == nil {
 		o.NoVMYet = &NoVMYet{}

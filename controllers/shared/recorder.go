@@ -1,14 +1,24 @@
 package shared
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/eventbatch"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
 )
 
@@ -46,7 +56,8 @@ const noteLimit = 1024
 // can leak a URL token or lose an Event to a long error text. Rate limits stay with the callers
 // (EventLimiter). A VsphereAgent's Event with no related object is related to its pool.
 type Recorder struct {
-	rec events.EventRecorder
+	rec   events.EventRecorder
+	batch *eventbatch.Batcher
 }
 
 // NewRecorder wraps rec (a controller-runtime manager's GetEventRecorder, or a fake in unit tests).
@@ -66,6 +77,60 @@ func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 	}
 	// "%s" keeps a '%' in the redacted text from being read as a verb by the recorder's Sprintf.
 	r.rec.Eventf(regarding, related, eventtype, reason, action, "%s", truncateNote(RedactText(msg)))
+}
+
+// Batched outcomes: one Event per pool and batch names every VM (see Batch).
+const (
+	SummaryVMCreated  = "created and powered on %d VM(s)"
+	SummaryISOEjected = "ejected the discovery ISO from %d VM(s)"
+)
+
+// batchEventTimeout bounds one batch Event's create.
+const batchEventTimeout = 10 * time.Second
+
+// BatchEvents makes Batch gather its lines per pool and reason into one Event per batch, flushed once
+// the batch stood still for idle or is max old on clk, split at the API's note limit. The returned
+// Batcher is a manager Runnable: it flushes what it holds when the manager stops.
+//
+// The batch Events are created through w (each a POST with its own name), not through the recorder:
+// the events.k8s.io recorder folds Events with the same object, reason and action within six minutes
+// into a series, patching only the first Event's count, so every later batch and every split part
+// would lose the VMs its note names.
+func (r *Recorder) BatchEvents(w client.Writer, controller string, clk clock.WithTicker, idle, maxWait time.Duration, log logr.Logger) *eventbatch.Batcher {
+	host, _ := os.Hostname()
+	var seq atomic.Uint32
+	r.batch = eventbatch.New(eventbatch.Options{Clock: clk, Idle: idle, Max: maxWait, NoteLimit: noteLimit,
+		Emit: func(ref *corev1.ObjectReference, reason, action, note string) {
+			ev := &eventsv1.Event{
+				// Named as the recorder names Events (<object>.<time in hex>), with a sequence number for
+				// the parts of a split batch written at the same instant.
+				ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: fmt.Sprintf("%s.%x%04x", ref.Name, clk.Now().UnixNano(), seq.Add(1)%0x10000)},
+				EventTime:  metav1.NewMicroTime(clk.Now()), Type: corev1.EventTypeNormal, Reason: reason, Action: action,
+				Regarding: *ref, Note: truncateNote(RedactText(note)),
+				ReportingController: controller, ReportingInstance: controller + "-" + host,
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), batchEventTimeout)
+			defer cancel()
+			if err := w.Create(ctx, ev); err != nil {
+				log.Error(err, "writing a batch Event failed; the VMs' conditions still record it", "namespace", ref.Namespace, "pool", ref.Name, "reason", reason)
+			}
+		}})
+	return r.batch
+}
+
+// Batch records a routine per-VM outcome (VMCreated, ISOEjected) as a line of the pool's batch Event
+// (type Normal, regarding the pool; summary is one of the Summary formats), as a ReplicaSet records
+// one SuccessfulCreate for its Pods: an Event per VM is an API write per VM. The VM's own record is
+// its conditions. Without BatchEvents (unit tests) the line is an Event of its own at once.
+func (r *Recorder) Batch(pool *afv1.VsphereAgentPool, reason, action, summary, line string) {
+	ref := corev1.ObjectReference{APIVersion: afv1.GroupVersion.String(), Kind: "VsphereAgentPool",
+		Namespace: pool.Namespace, Name: pool.Name, UID: pool.UID}
+	line = RedactText(line)
+	if r.batch == nil {
+		r.Eventf(&ref, nil, corev1.EventTypeNormal, reason, action, "%s", eventbatch.Notes(summary, []string{line}, noteLimit)[0])
+		return
+	}
+	r.batch.Add(ref, reason, action, summary, line)
 }
 
 // truncateNote cuts msg to noteLimit bytes on a rune boundary, marking the cut.

@@ -69,6 +69,9 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 // awaiting a reboot into discovery) and released VMs' Agents are never touched.
 func (r *Reconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error) {
 	a, va, pool := s.agent, s.va, s.pool
+	if a != nil && a.IsBound() {
+		recordPreparedBeforeBinding(va, a)
+	}
 	if a == nil || a.IsBound() || a.IsUnbinding() || va.Status.VM.Phase == afv1.VMPhaseReleased {
 		return true, nil
 	}

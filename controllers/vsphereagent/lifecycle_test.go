@@ -100,7 +100,16 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 					wantEvents:       []string{"Normal VMCreated"},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0},
 					wantRequeueAfter: lifecycleRegistrationTimeout},
-				{name: "Agent registers: prepared, Available", advance: 3 * time.Minute, world: registerAgent,
+				{name: "Agent registers: prepared, the Available write held for the status batch interval", advance: 3 * time.Minute, world: registerAgent,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
+					wantConditions: map[string]string{
+						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + shared.ReasonAwaitingRegistration,
+						afv1.ConditionReady: "False/" + shared.ReasonAwaitingRegistration,
+					},
+					wantRequeueAfter: 2 * time.Second},
+				{name: "one second later: still held", advance: time.Second,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration, wantRequeueAfter: time.Second},
+				{name: "it stood for the interval unbound (a standby VM): Available", advance: time.Second,
 					wantPhase: afv1.VMPhaseAvailable, wantReason: shared.ReasonAgentPrepared,
 					wantConditions: map[string]string{
 						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered,
@@ -126,8 +135,14 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 			steps: []lcStep{
 				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
 					wantEvents: []string{"Normal VMCreated"}, wantRequeueAfter: lifecycleRegistrationTimeout},
-				{name: "Agent registers", advance: time.Minute, world: registerAgent, wantPhase: afv1.VMPhaseAvailable, wantReason: shared.ReasonAgentPrepared},
-				{name: "the provider reserves the Agent", advance: time.Minute, world: bindAgent, wantPhase: afv1.VMPhaseBound, wantReason: shared.ReasonAgentBound},
+				{name: "Agent registers: Available held", advance: time.Minute, world: registerAgent, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration},
+				{name: "the provider reserves the Agent within the interval: Provisioning -> Bound in one write", advance: time.Second, world: bindAgent,
+					wantPhase: afv1.VMPhaseBound, wantReason: shared.ReasonAgentBound,
+					wantConditions: map[string]string{
+						afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered, afv1.ConditionAgentPrepared: "True/" + shared.ReasonAgentPrepared,
+						afv1.ConditionReady: "True/" + string(afv1.VMPhaseBound),
+					},
+					wantTransitioned: []string{"Phase", afv1.ConditionAgentRegistered, afv1.ConditionAgentPrepared, afv1.ConditionReady}},
 				{name: "unbound on scale-down, the host awaits a reboot into discovery: Released, one Warning Event", advance: time.Hour, world: unbindPendingUserAction,
 					wantPhase: afv1.VMPhaseReleased, wantReason: shared.ReasonUnbindingPendingUserAction,
 					wantConditions: map[string]string{
@@ -418,7 +433,7 @@ func (h *lcHarness) newRow(t *testing.T, row *lcRow) {
 	row.rec = events.NewFakeRecorder(100)
 	// VM look-ups (observeVM) are paced past every row's horizon: these rows follow one lifecycle; what
 	// someone else does to a VM is specified against the simulator (controllers/external_interruptions_test.go).
-	opts := shared.Options{Clock: row.clock, Sessions: vspherefake.NewSessions(row.fake), VMCheckInterval: 24 * time.Hour}
+	opts := shared.Options{Clock: row.clock, BatchClock: row.clock, Sessions: vspherefake.NewSessions(row.fake), VMCheckInterval: 24 * time.Hour}
 	opts.Defaults()
 	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: shared.NewRecorder(row.rec), Opts: opts}
 	h.waitForCache(t, pool)

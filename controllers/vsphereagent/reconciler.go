@@ -57,6 +57,8 @@ type Reconciler struct {
 	staticIPOnce sync.Once
 	// checks paces observeVM's look-ups of each VM.
 	checks vmChecks
+	// holds defers the Available phase write (holdAvailable).
+	holds availableHolds
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -87,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Get(ctx, req.NamespacedName, va); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.own.Forget(req.NamespacedName)
+			r.holds.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -190,6 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	va.Status.ObservedGeneration = va.Generation
 	r.setReady(s)
+	r.holdAvailable(s, before)
 	return ctrl.Result{}, nil
 }
 
@@ -334,7 +338,8 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	if info.Adopted {
 		r.Recorder.Eventf(va, nil, "Normal", "VMAdopted", shared.ActionCreateVM, "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
 	} else {
-		r.Recorder.Eventf(va, nil, "Normal", "VMCreated", shared.ActionCreateVM, "created and powered on VM %s (instance UUID %s)", info.Name, info.InstanceUUID)
+		r.Recorder.Batch(pool, "VMCreated", shared.ActionCreateVM, shared.SummaryVMCreated,
+			fmt.Sprintf("%s (VsphereAgent %s, instance UUID %s)", info.Name, va.Name, info.InstanceUUID))
 	}
 	return true, nil
 }
