@@ -204,6 +204,7 @@ func run(ctx context.Context, c config) error {
 		}
 		logf("burst %d: every AgentMachine bound %.0f s after the NodePools were raised", b+1, time.Since(start).Seconds())
 		logBurst(tr.snapshot(), b+1)
+		logWorldPace(w, b+1)
 	}
 	// The cost window closes once the standby is full again: one whole cycle of taking and refilling.
 	if err := waitStandby(ctx, tr, pools, c.standby, c.burstTimeout); err != nil {
@@ -305,6 +306,17 @@ func logBurst(ms []machineTimes, burst int) {
 	logf("burst %d: p50 %s p99 %s with standby (%d), p50 %s p99 %s without (%d)", burst,
 		seconds(f[armWith].p50), seconds(f[armWith].p99), len(f[armWith].samples),
 		seconds(f[armWithout].p50), seconds(f[armWithout].p99), len(f[armWithout].samples))
+	for _, a := range []arm{armWith, armWithout} {
+		var toOwned, toBound []float64
+		for _, m := range in {
+			if m.arm == a && !m.owned.IsZero() && !m.bound.IsZero() {
+				toOwned = append(toOwned, max(m.owned.Sub(m.start()), 0).Seconds())
+				toBound = append(toBound, m.bound.Sub(maxTime(m.owned, m.start())).Seconds())
+			}
+		}
+		logf("burst %d: %s, medians: waiting -> owner Machine set (CAPI) %s, then -> bound %s", burst, a,
+			seconds(percentile(toOwned, 50)), seconds(percentile(toBound, 50)))
+	}
 }
 
 // standbySampler takes each arm's census every interval.
@@ -354,4 +366,24 @@ func (s *standbySampler) samples(a arm, unused bool) []countSample {
 		return append([]countSample(nil), s.unused[a]...)
 	}
 	return append([]countSample(nil), s.free[a]...)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// logWorldPace logs how long the world's provider (binding) and assisted-service binding loops take a
+// run: the world works every AgentMachine each run where the real provider reconciles one on its watch
+// event, so a slow run here adds to the standby's bind time what the real provider does not pay.
+func logWorldPace(w *world.Driver, burst int) {
+	t := w.Timing()
+	for _, name := range []string{"binding", "agent-binding"} {
+		if l, ok := t.Loops[name]; ok {
+			logf("burst %d: world loop %s: %d runs, last %.1f s, longest %.1f s, %d failed", burst, name, l.Runs,
+				l.LastRun.Seconds(), l.LongestRun.Seconds(), l.Errors)
+		}
+	}
 }

@@ -22,6 +22,8 @@ type machineTimes struct {
 	// seen is the AgentMachine's first appearance; waiting its first AgentReserved=False/NoSuitableAgents
 	// (zero when the provider reserved an Agent on its first look); bound its first status.agentRef.
 	seen, waiting, bound time.Time
+	// owned is when CAPI's Machine controller had set the owner Machine (the provider reserves nothing before).
+	owned time.Time
 }
 
 // start is where an AgentMachine's demand->bound interval begins: the first time it was seen waiting
@@ -91,9 +93,21 @@ func (t *tracker) observe(obj any, now time.Time) {
 	if m.waiting.IsZero() && m.bound.IsZero() && noSuitableAgents(u) {
 		m.waiting = now
 	}
+	if m.owned.IsZero() && ownedByMachine(u) {
+		m.owned = now
+	}
 	if ref, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "name"); ref != "" && m.bound.IsZero() {
 		m.bound = now
 	}
+}
+
+func ownedByMachine(u *unstructured.Unstructured) bool {
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind == world.MachineGVK.Kind {
+			return true
+		}
+	}
+	return false
 }
 
 // noSuitableAgents reads the provider's "nothing fits" as it writes it: AgentReserved=False/NoSuitableAgents
