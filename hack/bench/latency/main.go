@@ -37,7 +37,7 @@ import (
 type config struct {
 	pools, standby, bursts, burstMax int
 	registration, validation         time.Duration
-	burstTimeout                     time.Duration
+	burstTimeout, worldInterval      time.Duration
 	minRatio                         float64
 	seed                             uint64
 }
@@ -50,6 +50,8 @@ func main() {
 	flag.IntVar(&c.burstMax, "burst-max", 3, "a burst raises each NodePool by 1 to this many replicas")
 	flag.DurationVar(&c.registration, "registration-delay", 60*time.Second, "the world's discovery boot: VM powered on until its Agent registers")
 	flag.DurationVar(&c.validation, "validation-delay", 20*time.Second, "the world's validation: Agent registered until Validated=True")
+	flag.DurationVar(&c.worldInterval, "world-interval", 200*time.Millisecond,
+		"pause between two runs of each world loop (the real provider reacts to watch events and requeues a conflict within milliseconds)")
 	flag.DurationVar(&c.burstTimeout, "burst-timeout", 10*time.Minute, "bound on one burst's binding and on each standby fill")
 	flag.Float64Var(&c.minRatio, "min-ratio", 10, "fail unless standby is at least this many times faster at p50")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of the burst sizes")
@@ -139,7 +141,7 @@ func run(ctx context.Context, c config) error {
 	}
 	w, err := h.StartWorld(world.Options{Namespaces: namespaces, Loops: true, Reader: wc, Workers: 10,
 		RegistrationDelay: c.registration, ValidationDelay: c.validation, InstallDelay: time.Second,
-		InfraEnvFor: harness.BenchInfraEnv}, 500*time.Millisecond)
+		InfraEnvFor: harness.BenchInfraEnv}, c.worldInterval)
 	if err != nil {
 		return err
 	}
@@ -232,9 +234,9 @@ func run(ctx context.Context, c config) error {
 	}
 	logHistogram(tr.snapshot(), armOf)
 	fmt.Printf("latency: %d pools, demand->bound p50 %s p99 %s with standby %d vs p50 %s p99 %s without, standby cost %.0f VM-hours/day"+
-		" (%d bursts of 1-%d per pool, discovery boot %s + validation %s in real time)\n",
+		" (%d bursts of 1-%d per pool, discovery boot %s + validation %s in real time, world loops every %s)\n",
 		c.pools, seconds(figs[armWith].p50), seconds(figs[armWith].p99), c.standby, seconds(figs[armWithout].p50), seconds(figs[armWithout].p99),
-		cost, c.bursts, c.burstMax, c.registration, c.validation)
+		cost, c.bursts, c.burstMax, c.registration, c.validation, c.worldInterval)
 	if figErr != nil {
 		return figErr
 	}
