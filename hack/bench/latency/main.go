@@ -234,9 +234,9 @@ func run(ctx context.Context, c config) error {
 	}
 	logHistogram(tr.snapshot(), armOf)
 	fmt.Printf("latency: %d pools, demand->bound p50 %s p99 %s with standby %d vs p50 %s p99 %s without, standby cost %.0f VM-hours/day"+
-		" (%d bursts of 1-%d per pool, discovery boot %s + validation %s in real time, world loops every %s)\n",
+		" (%.1fx at p50; %d bursts of 1-%d per pool, discovery boot %s + validation %s in real time, world loops every %s)\n",
 		c.pools, seconds(figs[armWith].p50), seconds(figs[armWith].p99), c.standby, seconds(figs[armWithout].p50), seconds(figs[armWithout].p99),
-		cost, c.bursts, c.burstMax, c.registration, c.validation, c.worldInterval)
+		cost, figs[armWithout].p50/figs[armWith].p50, c.bursts, c.burstMax, c.registration, c.validation, c.worldInterval)
 	if figErr != nil {
 		return figErr
 	}
