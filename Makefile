@@ -108,6 +108,10 @@ bench-iso: ## Streaming ISO cache vs download-then-upload, 1 GiB.
 bench-scale: envtest-assets ## 50 pools x 20 waiting AgentMachines on envtest + simulator.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go run ./hack/bench/scale
 
+.PHONY: bench-latency
+bench-latency: envtest-assets ## Demand->bound p50/p99 with and without warm standby, side by side (LATENCY_ARGS: flags).
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go run ./hack/bench/latency $(LATENCY_ARGS)
+
 ##@ Tools
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) GOFLAGS= go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -109,18 +108,6 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-// isoInfraEnv is the InfraEnv whose ISO a VM boots (each bench pool has its own InfraEnv "ie").
-func isoInfraEnv(vm world.VM) (types.NamespacedName, bool) {
-	m := isoNamespace.FindStringSubmatch(vm.ISOPath)
-	if m == nil {
-		return types.NamespacedName{}, false
-	}
-	return types.NamespacedName{Namespace: m[1], Name: "ie"}, true
-}
-
-// isoNamespace finds the pool namespace in a cached ISO's datastore path "[ds] agent-forge/<ns>/<pool>/<sha>.iso".
-var isoNamespace = regexp.MustCompile(`\] agent-forge/([^/]+)/`)
-
 func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Duration) error {
 	h, err := harness.Start(ctx, harness.Options{Progress: func(m string) { logf("%s", m) }, ISOSize: 64 << 10})
 	if err != nil {
@@ -146,7 +133,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	for i := 0; i < nPools; i++ {
 		ns := fmt.Sprintf("bench-%02d", i)
 		s, err := h.Scenario(ctx, world.SetupOptions{Namespace: ns, HostedCluster: "hc", NodePool: "np", InfraEnv: "ie",
-			AgentLabels: map[string]string{"bench.agent-forge/pool": ns}})
+			AgentLabels: map[string]string{harness.BenchPoolLabel: ns}})
 		if err != nil {
 			return err
 		}
@@ -174,7 +161,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	if *serialWorld { // the world before: one serial pass of every behaviour, lists from the API server
 		wo = world.Options{Namespaces: namespaces, InstallDelay: time.Second}
 	}
-	wo.InfraEnvFor = isoInfraEnv
+	wo.InfraEnvFor = harness.BenchInfraEnv
 	w, err := h.StartWorld(wo, 500*time.Millisecond)
 	if err != nil {
 		return err
@@ -197,14 +184,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}
 
 	for _, s := range scenarios {
-		p := samplePool.DeepCopy()
-		p.Namespace, p.Name = s.Namespace, "workers"
-		p.Spec.HostedClusterRef.Name, p.Spec.NodePoolRef.Name, p.Spec.InfraEnvRef.Name = s.HostedCluster.Name, s.NodePool.Name, s.InfraEnv.Name
-		p.Spec.ControlPlaneNamespace = s.ControlPlaneNamespace
-		p.Spec.VSphere.CredentialsSecretRef.Name = s.Secret.Name
-		p.Spec.VSphere.Folder = "agent-forge/" + s.Namespace
-		p.Spec.Agent.Labels = map[string]afv1.LabelValue{"bench.agent-forge/pool": afv1.LabelValue(s.Namespace)}
-		p.Spec.Template = afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20}
+		p := harness.BenchPool(samplePool, s)
 		if err := h.Client.Create(ctx, p); err != nil {
 			return fmt.Errorf("creating pool %s: %w", s.Namespace, err)
 		}
