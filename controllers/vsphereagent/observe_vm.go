@@ -73,6 +73,7 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 	if err != nil {
 		return r.vmGone(s), nil
 	}
+	r.ejector().SawVM(va.UID, s.pool, info) // arms the ejection at Bound without a look-up of its own
 	if info.Ownership.OwnerUID != string(va.UID) || !strings.EqualFold(info.BIOSUUID, va.Status.VM.BIOSUUID) {
 		r.reportVM(s, false, shared.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer carries this VsphereAgent's ownership marker or recorded BIOS UUID; "+
 			"nothing is done to it until that is restored", info.Name, va.Status.VM.InstanceUUID))
