@@ -278,6 +278,22 @@ func (f *Fake) FindVM(_ context.Context, datacenter, instanceUUID, biosUUID stri
 	return nil, vsphere.NewError(vsphere.ClassNotFound, "FindVM", "no VM with instance UUID %q or BIOS UUID %q", instanceUUID, biosUUID)
 }
 
+// LookupVMs reads the VMs that exist by instance UUID (one FindVM call counted); absent ones are left out.
+func (f *Fake) LookupVMs(_ context.Context, datacenter string, instanceUUIDs []string) (map[string]*vsphere.VMInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(FindVM); err != nil {
+		return nil, err
+	}
+	out := map[string]*vsphere.VMInfo{}
+	for _, uuid := range instanceUUIDs {
+		if vm, ok := f.vms[uuid]; ok && uuid != "" && vm.Datacenter == datacenter {
+			out[strings.ToLower(uuid)] = infoOf(vm)
+		}
+	}
+	return out, nil
+}
+
 // DestroyVM removes the VM after verifying its marker; absent is success.
 func (f *Fake) DestroyVM(_ context.Context, datacenter, instanceUUID string, owner vsphere.Ownership) error {
 	f.mu.Lock()
