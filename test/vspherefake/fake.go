@@ -28,6 +28,7 @@ type Method string
 const (
 	CreateVM        Method = "CreateVM"
 	FindVM          Method = "FindVM"
+	LookupVMs       Method = "LookupVMs"
 	DestroyVM       Method = "DestroyVM"
 	PowerOnVM       Method = "PowerOnVM"
 	ListPoolVMs     Method = "ListPoolVMs"
@@ -278,11 +279,11 @@ func (f *Fake) FindVM(_ context.Context, datacenter, instanceUUID, biosUUID stri
 	return nil, vsphere.NewError(vsphere.ClassNotFound, "FindVM", "no VM with instance UUID %q or BIOS UUID %q", instanceUUID, biosUUID)
 }
 
-// LookupVMs reads the VMs that exist by instance UUID (one FindVM call counted); absent ones are left out.
+// LookupVMs reads the VMs that exist by instance UUID in one call; absent ones are left out.
 func (f *Fake) LookupVMs(_ context.Context, datacenter string, instanceUUIDs []string) (map[string]*vsphere.VMInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.call(FindVM); err != nil {
+	if err := f.call(LookupVMs); err != nil {
 		return nil, err
 	}
 	out := map[string]*vsphere.VMInfo{}
