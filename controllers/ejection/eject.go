@@ -59,7 +59,7 @@ func (e *Ejector) Step(ctx context.Context, p *Pass) error {
 	}
 	if !p.Pool.Spec.ISO.EjectAfterInstall {
 		// A Disabled condition already says why (e.g. an armed record dropped): kept.
-		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || !(finished(c) || c.Reason == afv1.ReasonEjectionDisabled) {
+		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || (!finished(c) && c.Reason != afv1.ReasonEjectionDisabled) {
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
 		}
 		return nil
