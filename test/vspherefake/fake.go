@@ -527,7 +527,8 @@ func (f *Fake) EjectISO(_ context.Context, req vsphere.EjectRequest) (*vsphere.E
 			return nil, vsphere.NewError(vsphere.ClassRefused, vsphere.OpEject, "CD-ROM %d holds %q, not %q: media changed", cd.Key, cd.ISOPath, req.ExpectedISOPath)
 		}
 		cd.ISOPath, cd.Connected = "", false
-		return &vsphere.EjectResult{State: vsphere.EjectDone}, nil
+		// As the real client: the finished step hands back its read of the VM.
+		return &vsphere.EjectResult{State: vsphere.EjectDone, VM: infoOf(vm)}, nil
 	}
 	return nil, vsphere.NewError(vsphere.ClassRefused, vsphere.OpEject, "VM %q has no CD-ROM with key %d", vm.Name, req.DeviceKey)
 }
