@@ -77,13 +77,16 @@ func armedMessage(va *afv1.VsphereAgent) string {
 }
 
 // stepArmed handles an armed record that has not started: it waits for Installed=True, is dropped
-// (nothing was touched) when the feature is disabled, the VM released or its Machine being deleted,
+// (nothing was touched) when the feature is disabled, the VM gone or released or its Machine being deleted,
 // and otherwise starts the ejection from the record.
 func (e *Ejector) stepArmed(ctx context.Context, p *Pass) error {
 	va, rec := p.VA, p.VA.Status.ISOEjection
 	switch {
 	case !p.Pool.Spec.ISO.EjectAfterInstall:
 		e.dropArmed(p, "spec.iso.ejectAfterInstall is false; the ejection recorded when the VM was bound never started and was dropped (nothing was touched)")
+		return nil
+	case vmGone(va):
+		e.dropArmed(p, "not started: the VM no longer exists in vCenter; the ejection recorded when it was bound was dropped")
 		return nil
 	case va.Status.VM.Phase == afv1.VMPhaseReleased:
 		e.dropArmed(p, "not started: the VM is released (scale-down); the ejection recorded when it was bound was dropped, its cleanup follows")
@@ -103,6 +106,12 @@ func (e *Ejector) stepArmed(ctx context.Context, p *Pass) error {
 		return nil
 	}
 	return e.stepEjection(ctx, p)
+}
+
+// vmGone reports whether this pass's look-up (observeVM, before the ejection) found the VM gone.
+func vmGone(va *afv1.VsphereAgent) bool {
+	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
+	return c != nil && c.Reason == shared.ReasonVMNotFound
 }
 
 func (e *Ejector) dropArmed(p *Pass, msg string) {

@@ -19,7 +19,10 @@ import (
 // TestEjectionArmedAtBoundWithoutALookUp: in a pool that ejects, the pass that makes the VM Bound writes
 // the ejection record from the CD-ROM its creation read (no look-up of its own), and the pass that sees
 // Installed=True ejects from that record and writes only the result. Over the whole life: no FindVM.
-func TestEjectionArmedAtBoundWithoutALookUp(t *testing.T) {
+// armedVM runs a VM of a pool that ejects to Bound (Agent registered and reserved, not installed) and
+// returns the harness, the row, a pass function and the status after the Bound pass.
+func armedVM(t *testing.T) (*lcHarness, *lcRow, func() *afv1.VsphereAgent, *afv1.VsphereAgent) {
+	t.Helper()
 	h := startLifecycleHarness(t)
 	row := &lcRow{}
 	h.newRow(t, row)
@@ -52,6 +55,11 @@ func TestEjectionArmedAtBoundWithoutALookUp(t *testing.T) {
 	pass()
 	bindAgent(t, h, row)
 	bound := pass()
+	return h, row, pass, bound
+}
+
+func TestEjectionArmedAtBoundWithoutALookUp(t *testing.T) {
+	h, row, pass, bound := armedVM(t)
 	rec := bound.Status.ISOEjection
 	switch {
 	case bound.Status.VM.Phase != afv1.VMPhaseBound:
@@ -102,4 +110,34 @@ func installAgent(t *testing.T, h *lcHarness, row *lcRow) {
 		t.Fatal(err)
 	}
 	h.waitForCache(t, a)
+}
+
+// TestArmedRecordOfAGoneVMIsDropped: a VM deleted in vCenter while its ejection is armed: the look-up
+// reports it gone and the armed record is dropped (nothing to resume), no ejection is tried.
+func TestArmedRecordOfAGoneVMIsDropped(t *testing.T) {
+	_, row, pass, bound := armedVM(t)
+	if bound.Status.ISOEjection == nil {
+		t.Fatal("no armed record")
+	}
+	vm, ok := row.fake.VM(bound.Status.VM.InstanceUUID)
+	if !ok {
+		t.Fatal("no VM")
+	}
+	if err := row.fake.DestroyVM(t.Context(), vm.Datacenter, vm.InstanceUUID, vm.Ownership); err != nil {
+		t.Fatal(err)
+	}
+	row.clock.Step(row.r.Opts.VMCheckInterval)
+	got := pass()
+	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != shared.ReasonVMNotFound {
+		t.Fatalf("VMHealthy %+v, want VMNotFound", c)
+	}
+	if got.Status.ISOEjection != nil {
+		t.Errorf("armed record %+v kept for a VM that is gone", got.Status.ISOEjection)
+	}
+	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjectionDisabled {
+		t.Errorf("ISOEjected %+v, want EjectionDisabled (dropped)", c)
+	}
+	if n := row.fake.Calls(vspherefake.EjectISO); n != 0 {
+		t.Errorf("%d EjectISO calls for a gone VM", n)
+	}
 }
