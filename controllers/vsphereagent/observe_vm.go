@@ -48,6 +48,12 @@ func (c *vmChecks) due(uid types.UID, now time.Time, every time.Duration) (time.
 
 func (c *vmChecks) done(uid types.UID, now time.Time) { c.m.Store(uid, now) }
 
+// forget drops what is remembered of a VsphereAgent being deleted (no look-up runs during deletion).
+func (c *vmChecks) forget(uid types.UID) {
+	c.m.Delete(uid)
+	c.fetched.Delete(uid)
+}
+
 // observeVM looks the created VM up by its instance UUID every VMCheckInterval and reports what someone
 // else did to it (SPEC §4: ownership is proven by the instance UUID and the marker, never by the name):
 //   - gone: a VM that never joined a cluster fails (VMNotFound) and the pool replaces it; a VM that backs
