@@ -238,6 +238,12 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 			p.Agent.Name, p.Agent.UID, rec.AgentUID), metrics.ISOOpEject)
 		return nil
 	}
+	if rec.TaskRef == "" && rec.QuestionID == "" && rec.Attempts == 0 && !e.started(va.UID) && p.Agent != nil && !p.Agent.IsInstalled() {
+		// Never started and the Agent is not installed: a record written ahead whose armed mark was lost
+		// (an outdated CRD pruned it) waits like an armed one.
+		rec.Armed = true
+		return nil
+	}
 	if rec.TaskRef == "" && rec.QuestionID == "" && rec.Attempts == 0 {
 		if err := crashpoint.Hit(ctx, CrashAfterRecord); err != nil {
 			return err

@@ -141,3 +141,24 @@ func TestArmedRecordOfAGoneVMIsDropped(t *testing.T) {
 		t.Errorf("%d EjectISO calls for a gone VM", n)
 	}
 }
+
+// TestRecordWithoutArmedMarkWaitsForInstallation: a record that never started whose armed mark was lost
+// (an outdated CRD pruned it) does not start while the Agent is not installed; the mark is restored.
+func TestRecordWithoutArmedMarkWaitsForInstallation(t *testing.T) {
+	h, row, pass, bound := armedVM(t)
+	if bound.Status.ISOEjection == nil {
+		t.Fatal("no armed record")
+	}
+	bound.Status.ISOEjection.Armed = false
+	if err := h.admin.Status().Update(h.ctx, bound); err != nil {
+		t.Fatal(err)
+	}
+	h.waitForCache(t, bound)
+	got := pass()
+	if got.Status.ISOEjection == nil || !got.Status.ISOEjection.Armed {
+		t.Errorf("record %+v: want it kept and armed again", got.Status.ISOEjection)
+	}
+	if n := row.fake.Calls(vspherefake.EjectISO); n != 0 {
+		t.Errorf("%d EjectISO calls before Installed=True", n)
+	}
+}
