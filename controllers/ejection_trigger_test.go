@@ -29,15 +29,14 @@ var _ = Describe("ISO ejection trigger", func() {
 		es := startEjectScenario(operatorOptions{}, notInstalled, optedIn)
 		va := es.boundVAs(ctx, 1)[0]
 		Eventually(func() string { return ejectReason(&va) }, 20*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonWaitingForInstallation))
-		Expect(ejectCondition(&va).Message).To(ContainSubstring("is bound but reports Installed=False"))
+		Expect(ejectCondition(&va).Message).To(ContainSubstring("starts when Agent " + va.Status.VM.AgentName + " reports Installed=True"))
 		Consistently(func() []string { return attachedISOs(vmOf(&va)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
-		Expect(getVA(&va).Status.ISOEjection).To(BeNil())
+		Expect(getVA(&va).Status.ISOEjection.Armed).To(BeTrue(), "recorded with Bound, not started")
 	})
 
 	for _, tc := range []struct {
-		name    string
-		change  func(conds []any) []any
-		message string
+		name   string
+		change func(conds []any) []any
 	}{
 		{"reports Installed=Unknown", func(conds []any) []any {
 			for _, c := range conds {
@@ -46,7 +45,7 @@ var _ = Describe("ISO ejection trigger", func() {
 				}
 			}
 			return conds
-		}, "reports Installed=Unknown"},
+		}},
 		{"reports no Installed condition", func(conds []any) []any {
 			var out []any
 			for _, c := range conds {
@@ -55,7 +54,7 @@ var _ = Describe("ISO ejection trigger", func() {
 				}
 			}
 			return out
-		}, "reports Installed=absent"},
+		}},
 	} {
 		It("does not eject when the Agent "+tc.name, func(ctx context.Context) {
 			es := startEjectScenario(operatorOptions{}, notInstalled, optedIn)
@@ -72,9 +71,10 @@ var _ = Describe("ISO ejection trigger", func() {
 				}
 				return k8s.Status().Update(ctx, a)
 			})).To(Succeed())
-			Eventually(func() string { return ejectCondition(&va).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring(tc.message))
-			Expect(ejectReason(&va)).To(Equal(afv1.ReasonWaitingForInstallation))
+			Eventually(func() string { return ejectReason(&va) }, 20*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonWaitingForInstallation))
 			Consistently(func() []string { return attachedISOs(vmOf(&va)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
+			Expect(ejectReason(&va)).To(Equal(afv1.ReasonWaitingForInstallation))
+			Expect(getVA(&va).Status.ISOEjection.Armed).To(BeTrue(), "the armed record waits for Installed=True")
 		})
 	}
 

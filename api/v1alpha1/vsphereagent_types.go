@@ -159,6 +159,12 @@ type ISOEjectionRecord struct {
 	// StartedAt is when the ejection was recorded.
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ejection Started",xDescriptors="urn:alm:descriptor:text"
 	StartedAt metav1.Time `json:"startedAt"`
+	// Armed marks a record written ahead, with the VM's Bound status: nothing has been touched, and the
+	// ejection starts from it (with no further write) once the Agent reports Installed=True. An armed
+	// record is dropped, not finished, when the feature is disabled, the VM released or its Machine
+	// deleted before it started.
+	// +optional
+	Armed bool `json:"armed,omitempty"`
 	// TaskRef is the vSphere reconfigure task, checked on later passes instead of waited on.
 	// +optional
 	TaskRef string `json:"taskRef,omitempty"`

@@ -50,12 +50,16 @@ const (
 // trigger holds, or advances a recorded one by one step.
 func (e *Ejector) Step(ctx context.Context, p *Pass) error {
 	va := p.VA
-	if va.Status.ISOEjection != nil {
-		// A recorded operation always finishes, even if the pool opted out meanwhile.
+	if rec := va.Status.ISOEjection; rec != nil {
+		if rec.Armed && !e.started(va.UID) {
+			return e.stepArmed(ctx, p)
+		}
+		// A started operation always finishes, even if the pool opted out meanwhile.
 		return e.stepEjection(ctx, p)
 	}
 	if !p.Pool.Spec.ISO.EjectAfterInstall {
-		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || !finished(c) {
+		// A Disabled condition already says why (e.g. an armed record dropped): kept.
+		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || (!finished(c) && c.Reason != afv1.ReasonEjectionDisabled) {
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
 		}
 		return nil
@@ -71,6 +75,9 @@ func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
 	}
 	if reason, msg := ejectionTrigger(p); reason != "" {
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, reason, msg, va.Generation)
+		if reason == afv1.ReasonWaitingForInstallation && va.Status.VM.Phase == afv1.VMPhaseBound && p.Agent != nil {
+			return e.arm(ctx, p) // written with Bound: no write of its own when the ejection starts
+		}
 		return nil
 	}
 	if m, deleting, err := e.machineDeleting(ctx, p); err != nil {
@@ -231,6 +238,12 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 			p.Agent.Name, p.Agent.UID, rec.AgentUID), metrics.ISOOpEject)
 		return nil
 	}
+	if rec.TaskRef == "" && rec.QuestionID == "" && rec.Attempts == 0 && !e.started(va.UID) && p.Agent != nil && !p.Agent.IsInstalled() {
+		// Never started and the Agent is not installed: a record written ahead whose armed mark was lost
+		// (an outdated CRD pruned it) waits like an armed one.
+		rec.Armed = true
+		return nil
+	}
 	if rec.TaskRef == "" && rec.QuestionID == "" && rec.Attempts == 0 {
 		if err := crashpoint.Hit(ctx, CrashAfterRecord); err != nil {
 			return err
@@ -256,6 +269,9 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 		TaskRef: taskRef, QuestionID: rec.QuestionID, ConfirmQuestionID: rec.QuestionID,
 	}
 	res, err := vs.EjectISO(ctx, req)
+	// The VM may be touched from here on: the record is no longer armed (persisted with the next write).
+	armed := rec.Armed
+	rec.Armed = false
 	if err != nil {
 		return e.ejectStepFailed(p, err)
 	}
@@ -295,6 +311,7 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 			// restart in between loses nothing: the vSphere layer takes over a running reconfigure, and
 			// a finished one shows in the device.
 			e.tasks.Store(va.UID, res.TaskRef)
+			rec.Armed = armed // nothing to write yet; e.tasks says it started
 			p.requeueAfter(ejectFirstCheck)
 			if !res.Adopted {
 				return crashpoint.Hit(ctx, CrashAfterReconfigure)

@@ -29,6 +29,8 @@ type Ejector struct {
 
 	// tasks remembers, by VsphereAgent UID, a reconfigure seen once and not yet recorded (stepEjection).
 	tasks sync.Map
+	// media remembers, by VsphereAgent UID, the CD-ROMs its VM had when created (Created, arm).
+	media sync.Map
 }
 
 // Pass is what one VsphereAgent pass hands the ejection: the objects it read and its hooks. The

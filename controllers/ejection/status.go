@@ -21,6 +21,10 @@ func Summary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
 			continue
 		}
 		seen = true
+		if rec := vas[i].Status.ISOEjection; rec != nil && rec.Armed && c.Reason != afv1.ReasonEjectionFailed {
+			sum.Waiting++ // recorded ahead, nothing started: it waits for the installation
+			continue
+		}
 		switch c.Reason {
 		case afv1.ReasonEjected:
 			sum.Ejected++
@@ -46,8 +50,13 @@ func Summary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
 // Returns true while the caller should wait for the ejection.
 func (e *Ejector) FinishOrClose(ctx context.Context, p *Pass) (bool, error) {
 	va := p.VA
+	e.media.Delete(va.UID)
 	rec := va.Status.ISOEjection
 	if rec == nil {
+		return false, nil
+	}
+	if rec.Armed && !e.started(va.UID) {
+		va.Status.ISOEjection = nil // recorded ahead and never started: nothing to finish or close
 		return false, nil
 	}
 	why := ""

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
@@ -20,9 +21,21 @@ import (
 // phases after it.
 const vmObserveTimeout = 30 * time.Second
 
-// vmChecks remembers when each VsphereAgent last looked its VM up (lost on restart: the first pass of
-// a new process looks again).
-type vmChecks struct{ m sync.Map }
+// vmChecks remembers when each VsphereAgent last looked its VM up, and reads of VMs fetched along with
+// another VM's look-up (lost on restart: the first pass of a new process looks again).
+type vmChecks struct {
+	m       sync.Map
+	fetched sync.Map // UID -> fetchedRead
+}
+
+// fetchedRead is a VM read by another VsphereAgent's look-up (lookUpVM), waiting for its own pass.
+type fetchedRead struct {
+	info *vsphere.VMInfo
+	at   time.Time
+}
+
+// maxPeerLookups bounds how many other VMs one look-up reads along.
+const maxPeerLookups = 200
 
 func (c *vmChecks) due(uid types.UID, now time.Time, every time.Duration) (time.Duration, bool) {
 	v, ok := c.m.Load(uid)
@@ -34,6 +47,12 @@ func (c *vmChecks) due(uid types.UID, now time.Time, every time.Duration) (time.
 }
 
 func (c *vmChecks) done(uid types.UID, now time.Time) { c.m.Store(uid, now) }
+
+// forget drops what is remembered of a VsphereAgent being deleted (no look-up runs during deletion).
+func (c *vmChecks) forget(uid types.UID) {
+	c.m.Delete(uid)
+	c.fetched.Delete(uid)
+}
 
 // observeVM looks the created VM up by its instance UUID every VMCheckInterval and reports what someone
 // else did to it (SPEC §4: ownership is proven by the instance UUID and the marker, never by the name):
@@ -60,19 +79,20 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	lookup, cancel := context.WithTimeout(ctx, vmObserveTimeout)
 	defer cancel()
-	// By instance UUID only: a clone may carry the BIOS UUID, never our instance UUID and marker.
-	info, err := vs.FindVM(lookup, poolspec.DatacenterOf(va, s.pool), va.Status.VM.InstanceUUID, "")
+	info, at, err := r.lookUpVM(lookup, s, vs, now)
 	if err != nil && vsphere.ClassOf(err) != vsphere.ClassNotFound {
 		s.log.V(1).Info("VM look-up failed; next try at the next check", "vm", va.Status.VM.Name, "error", err.Error())
 		s.requeueAfter(r.Opts.VMCheckInterval)
 		return true, nil
 	}
-	// Paced only once the finding is persisted: a pass whose status write conflicts looks again.
-	s.afterWrite = append(s.afterWrite, func() { r.checks.done(va.UID, now) })
-	s.requeueAfter(r.Opts.VMCheckInterval)
+	// Paced from the read's time (a read fetched along with another VM's look-up aligns this VM's next
+	// look-up with that VM's), and only once the finding is persisted: a pass whose write conflicts looks again.
+	s.afterWrite = append(s.afterWrite, func() { r.checks.done(va.UID, at) })
+	s.requeueAfter(r.Opts.VMCheckInterval - now.Sub(at))
 	if err != nil {
 		return r.vmGone(s), nil
 	}
+	r.ejector().SawVM(va.UID, s.pool, info) // arms the ejection at Bound without a look-up of its own
 	if info.Ownership.OwnerUID != string(va.UID) || !strings.EqualFold(info.BIOSUUID, va.Status.VM.BIOSUUID) {
 		r.reportVM(s, false, shared.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer carries this VsphereAgent's ownership marker or recorded BIOS UUID; "+
 			"nothing is done to it until that is restored", info.Name, va.Status.VM.InstanceUUID))
@@ -96,6 +116,68 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 		r.reportVM(s, true, shared.ReasonVMRunning, "", runningMessage(info.Name, info.Folder))
 	}
 	return true, nil
+}
+
+// lookUpVM reads the VM for observeVM and returns when it was read. A read fetched along with another
+// VM's look-up is used while younger than VMCheckInterval. Otherwise the VMs of the same pool and
+// datacenter due within half an interval are read along in the same call (LookupVMs: one retrieval for
+// the VMs the session knows), so that a pool's look-ups cost about one call per interval instead of one
+// per VM. A VM the batch leaves out (reference not known, gone, instance UUID changed) is looked up
+// alone by instance UUID only: a clone may carry the BIOS UUID, never our instance UUID and marker.
+func (r *Reconciler) lookUpVM(ctx context.Context, s *vmScope, vs vsphere.Client, now time.Time) (*vsphere.VMInfo, time.Time, error) {
+	va, every := s.va, r.Opts.VMCheckInterval
+	if v, ok := r.checks.fetched.LoadAndDelete(va.UID); ok {
+		if f := v.(fetchedRead); now.Sub(f.at) < every {
+			return f.info, f.at, nil
+		}
+	}
+	dc := poolspec.DatacenterOf(va, s.pool)
+	if peers := r.duePeers(ctx, s, dc, now); len(peers) > 0 {
+		uuids := []string{va.Status.VM.InstanceUUID}
+		for _, uuid := range peers {
+			uuids = append(uuids, uuid)
+		}
+		if got, err := vs.LookupVMs(ctx, dc, uuids); err == nil {
+			for uid, uuid := range peers {
+				if info, ok := got[strings.ToLower(uuid)]; ok {
+					r.checks.fetched.Store(uid, fetchedRead{info: info, at: now})
+				}
+			}
+			if info, ok := got[strings.ToLower(va.Status.VM.InstanceUUID)]; ok {
+				return info, now, nil
+			}
+		}
+	}
+	info, err := vs.FindVM(ctx, dc, va.Status.VM.InstanceUUID, "")
+	return info, now, err
+}
+
+// duePeers lists, by UID, the instance UUIDs of the other VMs of s's pool in datacenter dc whose
+// look-up is due within half an interval and that have no fetched read waiting.
+func (r *Reconciler) duePeers(ctx context.Context, s *vmScope, dc string, now time.Time) map[types.UID]string {
+	list := &afv1.VsphereAgentList{}
+	if err := r.List(ctx, list, client.InNamespace(s.va.Namespace), client.MatchingFields{shared.IndexPoolRef: s.pool.Name}); err != nil {
+		return nil
+	}
+	out := map[types.UID]string{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		switch {
+		case len(out) >= maxPeerLookups:
+			return out
+		case p.UID == s.va.UID, p.Status.VM.InstanceUUID == "", !p.DeletionTimestamp.IsZero(), poolspec.DatacenterOf(p, s.pool) != dc:
+			continue
+		case p.Status.VM.Phase == afv1.VMPhaseReleased, p.Status.VM.Phase == afv1.VMPhaseFailed:
+			continue
+		}
+		if _, waiting := r.checks.fetched.Load(p.UID); waiting {
+			continue
+		}
+		if left, _ := r.checks.due(p.UID, now, r.Opts.VMCheckInterval); left <= r.Opts.VMCheckInterval/2 {
+			out[p.UID] = p.Status.VM.InstanceUUID
+		}
+	}
+	return out
 }
 
 // runningMessage is VMHealthy's message for a VM found running where it belongs. ensureVM sets it when

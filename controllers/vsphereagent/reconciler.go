@@ -330,6 +330,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 		va.Status.VM.CreatedAt = &now
 	}
 	r.checks.done(va.UID, now.Time) // just created: the next look-up is one VMCheckInterval away
+	r.ejector().SawVM(va.UID, pool, info)
 	r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, shared.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
 	if !info.Adopted { // just created and powered on in the pool's folder: what the first look-up would say

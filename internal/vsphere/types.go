@@ -175,6 +175,9 @@ type Client interface {
 	CreateVM(ctx context.Context, spec VMSpec) (*VMInfo, error)
 	// FindVM looks a VM up by instance UUID, then BIOS UUID. Returns an error classified NotFound when absent.
 	FindVM(ctx context.Context, datacenter, instanceUUID, biosUUID string) (*VMInfo, error)
+	// LookupVMs reads, in one call, the VMs whose references the session knows (created or found by it),
+	// keyed by lower-case instance UUID; the others are left out (look them up with FindVM).
+	LookupVMs(ctx context.Context, datacenter string, instanceUUIDs []string) (map[string]*VMInfo, error)
 	// PowerOnVM powers an owned VM on after verifying its ownership marker; already on is success, absent
 	// is a NotFound error.
 	PowerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error

@@ -72,11 +72,7 @@ func (c *client) retrieveVM(ctx context.Context, ref types.ManagedObjectReferenc
 	vmSpec := types.ObjectSpec{Obj: ref}
 	propSet := []types.PropertySpec{{Type: "VirtualMachine", PathSet: withInstanceUUID(r.props)}}
 	if r.folders {
-		vmSpec.SelectSet = append(vmSpec.SelectSet,
-			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "vmParent"}, Type: "VirtualMachine", Path: "parent",
-				SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderParent"}}},
-			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "folderParent"}, Type: "Folder", Path: "parent",
-				SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderParent"}}})
+		vmSpec.SelectSet = append(vmSpec.SelectSet, parentFolders()...)
 		propSet = append(propSet, types.PropertySpec{Type: "Folder", PathSet: []string{"name", "parent"}})
 	}
 	if r.recent {

@@ -28,6 +28,7 @@ type Method string
 const (
 	CreateVM        Method = "CreateVM"
 	FindVM          Method = "FindVM"
+	LookupVMs       Method = "LookupVMs"
 	DestroyVM       Method = "DestroyVM"
 	PowerOnVM       Method = "PowerOnVM"
 	ListPoolVMs     Method = "ListPoolVMs"
@@ -278,6 +279,22 @@ func (f *Fake) FindVM(_ context.Context, datacenter, instanceUUID, biosUUID stri
 	return nil, vsphere.NewError(vsphere.ClassNotFound, "FindVM", "no VM with instance UUID %q or BIOS UUID %q", instanceUUID, biosUUID)
 }
 
+// LookupVMs reads the VMs that exist by instance UUID in one call; absent ones are left out.
+func (f *Fake) LookupVMs(_ context.Context, datacenter string, instanceUUIDs []string) (map[string]*vsphere.VMInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(LookupVMs); err != nil {
+		return nil, err
+	}
+	out := map[string]*vsphere.VMInfo{}
+	for _, uuid := range instanceUUIDs {
+		if vm, ok := f.vms[uuid]; ok && uuid != "" && vm.Datacenter == datacenter {
+			out[strings.ToLower(uuid)] = infoOf(vm)
+		}
+	}
+	return out, nil
+}
+
 // DestroyVM removes the VM after verifying its marker; absent is success.
 func (f *Fake) DestroyVM(_ context.Context, datacenter, instanceUUID string, owner vsphere.Ownership) error {
 	f.mu.Lock()
@@ -510,7 +527,8 @@ func (f *Fake) EjectISO(_ context.Context, req vsphere.EjectRequest) (*vsphere.E
 			return nil, vsphere.NewError(vsphere.ClassRefused, vsphere.OpEject, "CD-ROM %d holds %q, not %q: media changed", cd.Key, cd.ISOPath, req.ExpectedISOPath)
 		}
 		cd.ISOPath, cd.Connected = "", false
-		return &vsphere.EjectResult{State: vsphere.EjectDone}, nil
+		// As the real client: the finished step hands back its read of the VM.
+		return &vsphere.EjectResult{State: vsphere.EjectDone, VM: infoOf(vm)}, nil
 	}
 	return nil, vsphere.NewError(vsphere.ClassRefused, vsphere.OpEject, "VM %q has no CD-ROM with key %d", vm.Name, req.DeviceKey)
 }
