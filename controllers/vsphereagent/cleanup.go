@@ -65,9 +65,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var mac, bios string
 	if agent == nil {
-		mac, bios, err := r.vmIdentity(ctx, s)
-		if err != nil {
+		if mac, bios, err = r.vmIdentity(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
 		if agent, err = shared.FreshAgentByMAC(ctx, r.APIReader, va.Namespace, mac, bios); err != nil {
@@ -129,6 +129,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Eventf(va, nil, "Normal", "VMDestroyed", shared.ActionDestroyVM, "destroyed VM %s", va.Status.VM.Name)
+	if agent == nil {
+		// The VM's discovery agent may have registered between the look-up above and the destroy (a VM
+		// released right after its creation): with the VM gone, an unbound Agent of its identity would be
+		// left behind for good.
+		if agent, err = lateAgent(ctx, r.APIReader, va.Namespace, mac, bios); err != nil {
+			return ctrl.Result{}, err
+		}
+		if agent != nil {
+			if err := shared.Unapprove(ctx, r.Client, agent); errors.Is(err, shared.ErrReservationWon) {
+				agent = nil // the provider reserved it meanwhile: not ours to delete
+			} else if err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
 	if agent != nil {
 		if err := shared.DeleteAgent(ctx, r.Client, agent); err != nil {
 			return ctrl.Result{}, err
@@ -164,6 +179,15 @@ func (r *Reconciler) vmIdentity(ctx context.Context, s *vmScope) (mac, bios stri
 		return "", "", nil
 	}
 	return agents.NormalizeMAC(info.MACAddress), info.BIOSUUID, nil
+}
+
+// lateAgent is the unbound Agent of a destroyed VM's identity that registered while it was destroyed.
+func lateAgent(ctx context.Context, reader client.Reader, namespace, mac, bios string) (*agents.Agent, error) {
+	agent, err := shared.FreshAgentByMAC(ctx, reader, namespace, mac, bios)
+	if err != nil || agent == nil || agent.IsBound() {
+		return nil, err
+	}
+	return agent, nil
 }
 
 func mustJSON(v any) []byte {

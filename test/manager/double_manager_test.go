@@ -37,6 +37,17 @@ func TestTwoInstallsOnlyOneActs(t *testing.T) {
 
 	const standingDown, acting = "agent_forge_other_manager_active 1", "agent_forge_other_manager_active 0"
 	b.eventually(t, startTimeout, "the second install stands down", func() bool { return metricsContain(b, standingDown) })
+	// Until the second install has marked its Lease as this operator's (its first check after acquiring
+	// it), that Lease looks like upstream's, and the first install may stand down for a check: the safe
+	// direction, since an unmarked Lease may be upstream 1.0.x, which destroys VMs without ownership
+	// checks. From the mark on, the older install acts and the newer waits.
+	b.eventually(t, startTimeout, "the second install marks its Lease as this operator's", func() bool {
+		l := &coordinationv1.Lease{}
+		return p.Get(context.Background(), client.ObjectKey{Namespace: nsB, Name: leaseName}, l) == nil &&
+			l.Labels[exclusion.MarkLabel] == exclusion.MarkValue
+	})
+	a.eventually(t, startTimeout, "the first install acts again once the second install's Lease is marked", func() bool { return metricsContain(a, acting) })
+	aLogBefore := len(a.output.String())
 	if out := b.output.String(); !strings.Contains(out, "another agent-forge manager is active; standing down") || !strings.Contains(out, nsA) {
 		t.Errorf("the second install does not log the other manager's Lease namespace %s", nsA)
 	}
@@ -48,8 +59,8 @@ func TestTwoInstallsOnlyOneActs(t *testing.T) {
 			t.Fatalf("first install acting %t, second standing down %t (while holding its Lease): want exactly the first acting", aActs, bWaits)
 		}
 	}
-	if strings.Contains(a.output.String(), "standing down") {
-		t.Error("the older install stood down because of the younger one")
+	if strings.Contains(a.output.String()[aLogBefore:], "standing down") {
+		t.Error("the older install stood down because of the younger one after its Lease was marked")
 	}
 
 	if code := a.stop(t); code != 0 {
