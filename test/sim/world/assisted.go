@@ -68,6 +68,13 @@ func (d *Driver) registerAgents(ctx context.Context) error {
 				d.trackExisting(vm, client.ObjectKeyFromObject(existing))
 				continue
 			}
+			// Only a running host calls home: the list above may be seconds old under load, and a VM
+			// destroyed meanwhile registers nothing.
+			if running, err := stillPoweredOn(ctx, d.vc, vm); err != nil {
+				return err
+			} else if !running {
+				continue
+			}
 			agent, err := d.createAgent(ctx, vm, g.infraEnvs[j])
 			if err != nil {
 				return err

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -116,6 +119,25 @@ func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM
 		out = append(out, vm)
 	}
 	return out, nil
+}
+
+// stillPoweredOn reads a listed VM again by its BIOS UUID: whether it still exists and runs.
+func stillPoweredOn(ctx context.Context, c *vim25.Client, vm VM) (bool, error) {
+	ref, err := object.NewSearchIndex(c).FindByUuid(ctx, nil, vm.BIOSUUID, true, types.NewBool(false))
+	if err != nil {
+		return false, fmt.Errorf("finding VM %s: %w", vm.Name, err)
+	}
+	if ref == nil {
+		return false, nil
+	}
+	var m mo.VirtualMachine
+	if err := property.DefaultCollector(c).RetrieveOne(ctx, ref.Reference(), []string{"runtime.powerState"}, &m); err != nil {
+		if fault.Is(err, &types.ManagedObjectNotFound{}) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading VM %s: %w", vm.Name, err)
+	}
+	return m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn, nil
 }
 
 // cdromConnected reports whether a CD-ROM is (or will be at power-on) connected: a booting host
