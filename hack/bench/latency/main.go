@@ -85,7 +85,7 @@ type benchPool struct {
 }
 
 func run(ctx context.Context, c config) error {
-	h, err := harness.Start(ctx, harness.Options{Progress: func(m string) { logf("%s", m) }, ISOSize: 64 << 10})
+	h, sample, err := harness.StartBench(ctx, func(m string) { logf("%s", m) })
 	if err != nil {
 		return err
 	}
@@ -95,13 +95,6 @@ func run(ctx context.Context, c config) error {
 			logf("cleanup: %v", err)
 		}
 	}()
-	sample, err := harness.LoadSamplePool()
-	if err != nil {
-		return err
-	}
-	if _, err := h.AdaptToSimulator(ctx, sample); err != nil {
-		return err
-	}
 
 	half := c.pools / 2
 	pools := make([]*benchPool, 0, c.pools)

@@ -109,7 +109,7 @@ func logf(format string, args ...any) {
 }
 
 func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Duration) error {
-	h, err := harness.Start(ctx, harness.Options{Progress: func(m string) { logf("%s", m) }, ISOSize: 64 << 10})
+	h, samplePool, err := harness.StartBench(ctx, func(m string) { logf("%s", m) })
 	if err != nil {
 		return err
 	}
@@ -119,14 +119,6 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 			logf("cleanup: %v", err)
 		}
 	}()
-
-	samplePool, err := harness.LoadSamplePool()
-	if err != nil {
-		return err
-	}
-	if _, err := h.AdaptToSimulator(ctx, samplePool); err != nil {
-		return err
-	}
 	logf("creating %d hub scenarios (namespace pair, HostedCluster, NodePool, InfraEnv, Secret each)", nPools)
 	var scenarios []*world.Scenario
 	var namespaces []string

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -39,3 +40,22 @@ func BenchInfraEnv(vm world.VM) (types.NamespacedName, bool) {
 }
 
 var benchISONamespace = regexp.MustCompile(`\] agent-forge/([^/]+)/`)
+
+// StartBench starts the harness the benches run on (a small ISO: they measure the operator, not the
+// download) and returns it with the shipped sample pool adapted to its simulator, ready for BenchPool.
+// The caller closes the harness.
+func StartBench(ctx context.Context, progress func(string)) (*Harness, *afv1.VsphereAgentPool, error) {
+	h, err := Start(ctx, Options{Progress: progress, ISOSize: 64 << 10})
+	if err != nil {
+		return nil, nil, err
+	}
+	sample, err := LoadSamplePool()
+	if err == nil {
+		_, err = h.AdaptToSimulator(ctx, sample)
+	}
+	if err != nil {
+		_ = h.Close()
+		return nil, nil, err
+	}
+	return h, sample, nil
+}
