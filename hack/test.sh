@@ -16,22 +16,32 @@ export KUBEBUILDER_ASSETS
 go test "${flags[@]}" -run '^$' ./controllers/ >/dev/null
 
 log="$(mktemp)"
+mainlog="$(mktemp)"
 pid=""
 cleanup() {
   [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
-  rm -f "$log"
+  rm -f "$log" "$mainlog"
 }
 trap cleanup EXIT
 AGENT_FORGE_SUITE_SHARD=2/2 go test "${flags[@]}" -run '^TestControllers$' ./controllers/ >"$log" 2>&1 &
 pid=$!
 
 rc=0
-AGENT_FORGE_SUITE_SHARD=1/2 go test "${flags[@]}" ./... || rc=$?
+AGENT_FORGE_SUITE_SHARD=1/2 go test "${flags[@]}" ./... 2>&1 | tee "$mainlog" || rc=$?
 shard=0
 wait "$pid" || shard=$?
 pid=""
 echo "controllers scenario suite, shard 2/2:"
 cat "$log"
+# A data race fails a test binary with only "race detected during execution of test" at its end; the
+# report itself can be thousands of lines above. Repeat the first of each log's reports last, where a
+# CI log's tail shows it.
+for f in "$mainlog" "$log"; do
+  if grep -q "WARNING: DATA RACE" "$f"; then
+    echo "first data race report of $([[ $f == "$log" ]] && echo "shard 2/2" || echo "go test ./...") ($(grep -c "WARNING: DATA RACE" "$f") in all):"
+    sed -n '/WARNING: DATA RACE/,/^==================$/p' "$f" | head -80
+  fi
+done
 if ((rc != 0 || shard != 0)); then
   exit 1
 fi

@@ -47,6 +47,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: ejection.PollInterval}, err
 	}
 	r.checks.forget(va.UID)
+	r.Opts.NoVMYet.Forget(va.UID)
 	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
 	done := func(reason, msg string) (ctrl.Result, error) {
 		if err := r.leases().Settle(ctx, va, pool, reason == "CleanedUp"); err != nil {

@@ -22,6 +22,9 @@ type apiWrites struct {
 
 	mu        sync.Mutex
 	recording map[string]int // "PATCH /apis/.../namespaces/ns/vsphereagents/x/status" -> count
+	// reads counts, while recording, the operator's live reads (GETs and LISTs that are not watches:
+	// what it asks the API server instead of its informer cache), by target.
+	reads map[string]int
 }
 
 // wrap is a rest.Config WrapTransport: every transport built from the config counts into c.
@@ -49,31 +52,51 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 func (c *apiWrites) count(req *http.Request) {
-	if req.Method != http.MethodGet {
-		c.total.Add(1)
-		c.mu.Lock()
-		if c.recording != nil {
-			c.recording[req.Method+" "+req.URL.Path]++
+	if req.Method == http.MethodGet {
+		if req.URL.Query().Get("watch") != "true" {
+			c.mu.Lock()
+			if c.reads != nil {
+				c.reads["GET "+req.URL.Path]++
+			}
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
+		return
 	}
+	c.total.Add(1)
+	c.mu.Lock()
+	if c.recording != nil {
+		c.recording[req.Method+" "+req.URL.Path]++
+	}
+	c.mu.Unlock()
 }
 
 // record starts recording write targets; stop returns them, most frequent first.
 func (c *apiWrites) record() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.recording = map[string]int{}
+	c.recording, c.reads = map[string]int{}, map[string]int{}
 }
 
 func (c *apiWrites) stop() []target {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]target, 0, len(c.recording))
-	for k, n := range c.recording {
+	out := sortedTargets(c.recording)
+	c.recording = nil
+	return out
+}
+
+// liveReads returns the live reads recorded since record, most frequent first.
+func (c *apiWrites) liveReads() []target {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedTargets(c.reads)
+}
+
+func sortedTargets(m map[string]int) []target {
+	out := make([]target, 0, len(m))
+	for k, n := range m {
 		out = append(out, target{k, n})
 	}
-	c.recording = nil
 	sort.Slice(out, func(i, j int) bool { return out[i].n > out[j].n || (out[i].n == out[j].n && out[i].what < out[j].what) })
 	return out
 }

@@ -263,6 +263,8 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}
 	provisionWrites, provisionSOAP := writes.total.Load()-writesBefore, soapN.Load()-soapBefore
 
+	logf("operator live API reads while provisioning (GET/LIST not served by its cache), by resource:")
+	logByKind(writes.liveReads(), nPools, vms)
 	logf("operator API writes while provisioning, by verb and resource (%d conflicts):", writes.conflicts.Load()-conflictsBefore)
 	logByKind(writes.stop(), nPools, vms)
 	logf("operator vSphere calls while provisioning, by method:")
