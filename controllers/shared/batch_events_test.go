@@ -8,24 +8,33 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 // Batch Events are written as events.k8s.io/v1 Events of the pool, each under its own name (the split
 // parts of one batch too, written at the same instant), with the lines redacted and every note within
-// the API's limit.
+// the API's limit. The Events are created on a real API server (envtest), which validates them as it
+// validates the operator's (names, the note limit, regarding, reporting fields).
 func TestBatchEventsWritesOneEventPerPartAboutThePool(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := eventsv1.AddToScheme(scheme); err != nil {
+	env, err := testenv.Start(testenv.Options{WithoutExternalCRDs: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	r := NewRecorder(&captureRecorder{})
 	b := r.BatchEvents(c, "agent-forge-vm", clk, 2*time.Second, 30*time.Second, logr.Discard())
@@ -38,7 +47,7 @@ func TestBatchEventsWritesOneEventPerPartAboutThePool(t *testing.T) {
 	b.FlushDue()
 
 	var list eventsv1.EventList
-	if err := c.List(context.Background(), &list); err != nil {
+	if err := c.List(context.Background(), &list, client.InNamespace("ns")); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) < 2 {
