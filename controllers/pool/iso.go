@@ -68,11 +68,11 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 	var upd ISOUpdate
 	status := afv1.ISOStatus{}
 	if pool.Status.ISO != nil {
-		status = *pool.Status.ISO
+		status = *pool.Status.ISO.DeepCopy() // the refresh job reads it in its own goroutine
 	}
 	var cond *metav1.Condition
 	if res, ok := c.manager.Result(key); ok {
-		status = res.Status
+		status = *res.Status.DeepCopy()
 		cond = res.Condition
 	}
 	upd.Status = &status
@@ -90,7 +90,7 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 		Refresh: iso.RefreshRequest{
 			Datacenter: pool.Spec.VSphere.Datacenter, Datastore: pool.Spec.VSphere.ISODatastore, Prefix: iso.PathPrefix(pool),
 			Source: src, ForceToken: pool.Annotations[afv1.AnnotationForceISORefresh], Conditional: need.Conditional, Revalidate: need.Revalidate,
-			Status: status, PreviousReady: shared.FindCondition(pool.Status.Conditions, afv1.ConditionISOReady),
+			Status: status, PreviousReady: previousReady(pool),
 			CABundle: req.CABundle, CABundleSource: req.CABundleSource, MaxSize: maxISOSize(pool),
 		},
 	}
@@ -124,4 +124,13 @@ func maxISOSize(pool *afv1.VsphereAgentPool) int64 {
 		return q.Value()
 	}
 	return 0
+}
+
+// previousReady is a copy of the pool's ISOReady condition for a refresh job: the job runs in its own
+// goroutine while the pass goes on to rewrite the pool's conditions in place.
+func previousReady(pool *afv1.VsphereAgentPool) *metav1.Condition {
+	if c := shared.FindCondition(pool.Status.Conditions, afv1.ConditionISOReady); c != nil {
+		return c.DeepCopy()
+	}
+	return nil
 }
