@@ -45,8 +45,9 @@ var _ = Describe("Discovery ISO cache through the pool controller", func() {
 		tokens = append(tokens, srv.RotateToken("second-secret-token"))
 		Expect(world.SetInfraEnvImage(ctx, k8s, s.InfraEnv, srv.URL(), time.Now().Add(time.Minute))).To(Succeed())
 		Eventually(func() []string { return poolEventReasons(ctx, pool) }, 90*time.Second, 200*time.Millisecond).Should(ContainElement("ISOReused"))
+		// The job's Event is emitted when it finishes; the pool's next pass writes its result to status.
+		Eventually(func() string { return getPool(pool).Status.ISO.URLHash }, 30*time.Second, 200*time.Millisecond).Should(Equal(iso.URLHash(srv.URL())))
 		Expect(isoPath(getPool(pool))).To(Equal(want))
-		Expect(getPool(pool).Status.ISO.URLHash).To(Equal(iso.URLHash(srv.URL())))
 
 		By("failing a forced refresh: the condition says so and the cached ISO stays in use")
 		srv.SetMode(sim.ISONotFound)
