@@ -50,7 +50,7 @@ func (r *Reconciler) readCABundle(ctx context.Context, pool *afv1.VsphereAgentPo
 	var err error
 	if kind == afv1.CABundleKindSecret {
 		var s corev1.Secret
-		err = r.APIReader.Get(ctx, objKey, &s)
+		err = r.APIReader.Get(shared.SecretReadContext(ctx), objKey, &s)
 		data = s.Data
 	} else {
 		var cm corev1.ConfigMap

@@ -10,16 +10,19 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 // secretScheme knows Secrets (built once: the fuzz test runs the path thousands of times).
@@ -50,12 +53,42 @@ func (o credentialsOutput) texts() []string {
 	return append(out, o.logs...)
 }
 
+// secretStore stores the credentials Secret a run reads and returns the reader the pool reads it with.
+type secretStore func(t testing.TB, secret *corev1.Secret) client.Reader
+
+// fakeSecretStore serves the Secret from a fake client: the fuzz body runs thousands of times.
+func fakeSecretStore(_ testing.TB, secret *corev1.Secret) client.Reader {
+	return fake.NewClientBuilder().WithScheme(secretScheme).WithObjects(secret).Build()
+}
+
+// apiServerSecretStore stores the Secret on a real API server (envtest), created or replaced, and
+// reads it back as the operator does (an uncached read).
+func apiServerSecretStore(c client.Client) secretStore {
+	return func(t testing.TB, secret *corev1.Secret) client.Reader {
+		t.Helper()
+		ctx := context.Background()
+		var stored corev1.Secret
+		err := c.Get(ctx, client.ObjectKeyFromObject(secret), &stored)
+		switch {
+		case apierrors.IsNotFound(err):
+			err = c.Create(ctx, secret.DeepCopy())
+		case err == nil:
+			stored.Data = secret.Data
+			err = c.Update(ctx, &stored)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+}
+
 // runCredentials drives the pool's real credentials path (connectVSphere: the Secret read, its
-// validation, the login) with in against a fake API reader and a session cache whose logins end at
+// validation, the login) with in, the Secret stored by store, and a session cache whose logins end at
 // once (a 1 ns login deadline: the TLS settings are built and checked, no packet leaves), then sets
 // VSphereReachable as setStatus does. Logs go to a sink that keeps every line at every verbosity; the
 // error a pass returns is logged the way controller-runtime logs a Reconciler error.
-func runCredentials(t testing.TB, in credentialsInput) credentialsOutput {
+func runCredentials(t testing.TB, in credentialsInput, store secretStore) credentialsOutput {
 	t.Helper()
 	var logs []string
 	sink := funcr.New(func(prefix, args string) { logs = append(logs, prefix+" "+args) }, funcr.Options{Verbosity: 10})
@@ -70,7 +103,7 @@ func runCredentials(t testing.TB, in credentialsInput) credentialsOutput {
 	rec := events.NewFakeRecorder(16)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	r := &Reconciler{
-		APIReader: fake.NewClientBuilder().WithScheme(secretScheme).WithObjects(secret).Build(),
+		APIReader: store(t, secret),
 		Recorder:  shared.NewRecorder(rec),
 		Opts: shared.Options{Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{
 			Logger: sink.WithName("vsphere"), Clock: clk, LoginTimeout: time.Nanosecond,
@@ -169,14 +202,14 @@ func FuzzPreflightCredentials(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, server, username, password, thumbprint, caBundle string) {
 		in := credentialsInput{server, username, password, thumbprint, caBundle}
-		out := runCredentials(t, in)
+		out := runCredentials(t, in, fakeSecretStore)
 		if out.err == nil {
 			t.Fatalf("a login with a 1 ns deadline succeeded for %q", server)
 		}
 		if out.condition.Message == "" || len(out.events) != 1 {
 			t.Fatalf("a refused Secret must give a condition message and one Event: %+v", out)
 		}
-		if found := leaks(in, out, runCredentials(t, neutral(in))); len(found) > 0 {
+		if found := leaks(in, out, runCredentials(t, neutral(in), fakeSecretStore)); len(found) > 0 {
 			t.Fatalf("secrets %q written:\ncondition: %s\nevents: %q\nlogs: %q", found, out.condition.Message, out.events, out.logs)
 		}
 	})
@@ -223,9 +256,14 @@ var credentialSeeds = []struct {
 // refused Secret gives a condition whose message names the problem and one Event, and the leak check
 // finds the secret when it is written.
 func TestPreflightCredentialsSeeds(t *testing.T) {
+	_, c := testenv.StartForTest(t, testenv.Options{WithoutExternalCRDs: true})
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	store := apiServerSecretStore(c)
 	for _, seed := range credentialSeeds {
 		t.Run(seed.in.server, func(t *testing.T) {
-			out := runCredentials(t, seed.in)
+			out := runCredentials(t, seed.in, store)
 			if out.condition.Status != metav1.ConditionFalse || (seed.reason != "" && out.condition.Reason != seed.reason) {
 				t.Errorf("condition %s/%s, want False/%s", out.condition.Status, out.condition.Reason, seed.reason)
 			}
@@ -238,7 +276,7 @@ func TestPreflightCredentialsSeeds(t *testing.T) {
 			if len(out.logs) == 0 || !strings.Contains(strings.Join(out.logs, "\n"), "Reconciler error") {
 				t.Errorf("logs %q, want the Reconciler error line", out.logs)
 			}
-			fixed := runCredentials(t, neutral(seed.in))
+			fixed := runCredentials(t, neutral(seed.in), store)
 			if found := leaks(seed.in, out, fixed); len(found) > 0 {
 				t.Errorf("secrets %q written: %q", found, out.texts())
 			}

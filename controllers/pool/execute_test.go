@@ -27,15 +27,7 @@ import (
 //
 // The creates reach a real API server (envtest); only the answer the client sees is replaced.
 func TestLostCreateResponseKeepsTheVsphereAgentExpected(t *testing.T) {
-	env, err := testenv.Start(testenv.Options{WithoutExternalCRDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	api, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, api := testenv.StartForTest(t, testenv.Options{WithoutExternalCRDs: true})
 	for i, tc := range []struct {
 		name     string
 		stored   bool

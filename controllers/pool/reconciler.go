@@ -460,7 +460,7 @@ func (r *Reconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
 // connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
 // announced by a Warning Event (rate-limited, see shared.EventLimiter) as well as VSphereReachable.
 func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
-	creds, err := shared.LoadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	creds, err := r.Opts.Credentials.Read(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
 	if err != nil {
 		s.vsErr = err
 		r.credentialsRefused(s, err)
@@ -469,6 +469,7 @@ func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
 	s.creds = creds
 	vs, err := r.Opts.Sessions.Get(ctx, creds)
 	if err != nil {
+		r.Opts.Credentials.ForgetRefused(s.pool, err)
 		s.vsErr = err
 		r.credentialsRefused(s, err)
 		s.requeueAfter(time.Minute)

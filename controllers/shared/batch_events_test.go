@@ -23,15 +23,7 @@ import (
 // the API's limit. The Events are created on a real API server (envtest), which validates them as it
 // validates the operator's (names, the note limit, regarding, reporting fields).
 func TestBatchEventsWritesOneEventPerPartAboutThePool(t *testing.T) {
-	env, err := testenv.Start(testenv.Options{WithoutExternalCRDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := testenv.StartForTest(t, testenv.Options{WithoutExternalCRDs: true})
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
 		t.Fatal(err)
 	}

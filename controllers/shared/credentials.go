@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,13 +43,20 @@ func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 			fmt.Sprintf("credentials Secret %s/%s is outside the pool's namespace; start the operator with --allow-cross-namespace-secrets to allow it", ns, ref.Name)}
 	}
 	var s corev1.Secret
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
+	if err := reader.Get(SecretReadContext(ctx), client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsNotFound, fmt.Sprintf("credentials Secret %s/%s not found", ns, ref.Name)}
 		}
 		return vsphere.Credentials{}, err
 	}
 	return CredentialsFromSecret(ns, ref.Name, s.Data)
+}
+
+// SecretReadContext is ctx for reading a Secret: client-go logs request and response bodies through
+// the context's logger at verbosity 8 and up, so the read gets a logger that discards and no log level
+// ever prints a Secret's data.
+func SecretReadContext(ctx context.Context) context.Context {
+	return logr.NewContext(ctx, logr.Discard())
 }
 
 // CredentialsFromSecret reads and validates the data of the credentials Secret ns/name (pure: the

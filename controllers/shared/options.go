@@ -28,6 +28,9 @@ type Options struct {
 	TrustedCABundleFile string
 	// Sessions hands out vSphere clients (default: a process-wide session cache).
 	Sessions vsphere.Sessions
+	// Credentials shares the credentials a pool's pass read with its VM passes for a short time
+	// (default: DefaultCredentialsMaxAge on Clock; see CredentialsCache).
+	Credentials *CredentialsCache
 	// NoVMYet passes the VsphereAgents the pool created to the VsphereAgent controller (see NoVMYet).
 	NoVMYet *NoVMYet
 	// DebounceIdle and DebounceMax batch bursts of demand: creation waits until demand was stable for
@@ -106,6 +109,9 @@ func (o *Options) Defaults() {
 	}
 	if o.BatchClock == nil {
 		o.BatchClock = clock.RealClock{}
+	}
+	if o.Credentials == nil {
+		o.Credentials = NewCredentialsCache(o.Clock, DefaultCredentialsMaxAge)
 	}
 	if o.NoVMYet == nil {
 		o.NoVMYet = &NoVMYet{}

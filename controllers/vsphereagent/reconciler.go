@@ -120,6 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		result := "success"
 		if retErr != nil {
 			result = "error"
+			if s.pool != nil {
+				r.Opts.Credentials.ForgetRefused(s.pool, retErr) // a session vCenter stopped accepting
+			}
 		}
 		metrics.ReconcileDuration.WithLabelValues("vsphereagent", result).Observe(r.Opts.Clock.Since(start).Seconds())
 		if retErr == nil && res.RequeueAfter == 0 {
@@ -264,12 +267,13 @@ func (r *Reconciler) client(ctx context.Context, s *vmScope) (vsphere.Client, er
 	if s.pool == nil {
 		return nil, fmt.Errorf("VsphereAgentPool %s is gone: no credentials to reach vCenter", s.va.Spec.PoolRef.Name)
 	}
-	creds, err := shared.LoadCredentials(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	creds, err := r.Opts.Credentials.Recent(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
 	if err != nil {
 		return nil, err
 	}
 	vs, err := r.Opts.Sessions.Get(ctx, creds)
 	if err != nil {
+		r.Opts.Credentials.ForgetRefused(s.pool, err)
 		return nil, err
 	}
 	s.vs = vs

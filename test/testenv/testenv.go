@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -161,4 +163,20 @@ func Start(opts Options) (*Env, error) {
 
 func strict(cfg *rest.Config) error {
 	return restconfig.WithFieldValidation(cfg, metav1.FieldValidationStrict)
+}
+
+// StartForTest starts an API server for one Go test (stopped at its cleanup) and returns it with a
+// client (watches included) built from its config.
+func StartForTest(t testing.TB, opts Options) (*Env, client.WithWatch) {
+	t.Helper()
+	env, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, c
 }
