@@ -222,7 +222,7 @@ func (d *Driver) reconcileAgentMachine(ctx context.Context, v amView, candidate 
 	}
 	agentNS, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "namespace")
 	agent := newObject(AgentGVK)
-	if err := d.c.Get(ctx, types.NamespacedName{Namespace: agentNS, Name: agentName}, agent); err != nil {
+	if err := d.read(ctx, types.NamespacedName{Namespace: agentNS, Name: agentName}, agent); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // agentRef is never cleared and no other Agent is chosen: upstream backs off
 		}
@@ -342,12 +342,12 @@ func (d *Driver) ensureHookAndFinalizer(ctx context.Context, am, machine *unstru
 func (d *Driver) clusterDeploymentRef(ctx context.Context, machine *unstructured.Unstructured) (map[string]any, error) {
 	clusterName := machine.GetLabels()[LabelClusterName]
 	cluster := newObject(ClusterGVK)
-	if err := d.c.Get(ctx, types.NamespacedName{Namespace: machine.GetNamespace(), Name: clusterName}, cluster); err != nil {
+	if err := d.read(ctx, types.NamespacedName{Namespace: machine.GetNamespace(), Name: clusterName}, cluster); err != nil {
 		return nil, err
 	}
 	acName, _, _ := unstructured.NestedString(cluster.Object, "spec", "infrastructureRef", "name")
 	ac := newObject(AgentClusterGVK)
-	if err := d.c.Get(ctx, types.NamespacedName{Namespace: machine.GetNamespace(), Name: acName}, ac); err != nil {
+	if err := d.read(ctx, types.NamespacedName{Namespace: machine.GetNamespace(), Name: acName}, ac); err != nil {
 		return nil, err
 	}
 	ref, _, _ := unstructured.NestedMap(ac.Object, "status", "clusterDeploymentReference")

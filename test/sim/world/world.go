@@ -337,6 +337,16 @@ func (d *Driver) inScope(ns string) bool {
 	return ok
 }
 
+// read gets one object as the real controllers read it: from Options.Reader (an informer cache) when
+// set, else from the API server. Only for objects the caller does not write back from the read: a
+// cache may lag, and the real controllers' writes after such a read are resourceVersion-checked.
+func (d *Driver) read(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	if d.opts.Reader != nil {
+		return d.opts.Reader.Get(ctx, key, obj)
+	}
+	return d.c.Get(ctx, key, obj)
+}
+
 // list lists objects of a kind in every namespace in scope. With many namespaces one
 // cluster-wide list filtered here is far cheaper than a list per namespace.
 func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOption) ([]*unstructuredObj, error) {
