@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -25,6 +26,8 @@ type apiWrites struct {
 	// reads counts, while recording, the operator's live reads (GETs and LISTs that are not watches:
 	// what it asks the API server instead of its informer cache), by target.
 	reads map[string]int
+	// eventReasons counts, while recording, the Events created by reason.
+	eventReasons map[string]int
 }
 
 // wrap is a rest.Config WrapTransport: every transport built from the config counts into c.
@@ -63,18 +66,51 @@ func (c *apiWrites) count(req *http.Request) {
 		return
 	}
 	c.total.Add(1)
+	reason := ""
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/events") {
+		reason = eventReason(req)
+	}
 	c.mu.Lock()
 	if c.recording != nil {
 		c.recording[req.Method+" "+req.URL.Path]++
+		if reason != "" {
+			c.eventReasons[reason]++
+		}
 	}
 	c.mu.Unlock()
+}
+
+// eventReason is the reason of an Event a request creates ("?" when its body cannot be read again).
+func eventReason(req *http.Request) string {
+	if req.GetBody == nil {
+		return "?"
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return "?"
+	}
+	defer func() { _ = body.Close() }()
+	var e struct {
+		Reason string `json:"reason"`
+	}
+	if err := json.NewDecoder(body).Decode(&e); err != nil || e.Reason == "" {
+		return "?"
+	}
+	return e.Reason
 }
 
 // record starts recording write targets; stop returns them, most frequent first.
 func (c *apiWrites) record() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.recording, c.reads = map[string]int{}, map[string]int{}
+	c.recording, c.reads, c.eventReasons = map[string]int{}, map[string]int{}, map[string]int{}
+}
+
+// events returns the Events created since record, by reason, most frequent first.
+func (c *apiWrites) events() []target {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return sortedTargets(c.eventReasons)
 }
 
 func (c *apiWrites) stop() []target {

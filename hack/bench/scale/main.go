@@ -266,7 +266,12 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	logf("operator live API reads while provisioning (GET/LIST not served by its cache), by resource:")
 	logByKind(writes.liveReads(), nPools, vms)
 	logf("operator API writes while provisioning, by verb and resource (%d conflicts):", writes.conflicts.Load()-conflictsBefore)
+	events := writes.events()
 	logByKind(writes.stop(), nPools, vms)
+	logf("operator Events created while provisioning, by reason:")
+	for _, t := range events {
+		logf("  %6d  %-40s %7.1f/pool  %5.2f/VM", t.n, t.what, float64(t.n)/float64(max(nPools, 1)), float64(t.n)/float64(max(vms, 1)))
+	}
 	logf("operator vSphere calls while provisioning, by method:")
 	for _, t := range soapByMethod.since(soapMethodsBefore) {
 		logf("  %6d  %-40s %5.2f/VM", t.n, t.what, float64(t.n)/float64(max(vms, 1)))
