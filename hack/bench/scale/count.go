@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"io"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 
 	"github.com/vmware/govmomi/vim25/soap"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // apiWrites counts the operator's API writes (every request that is not a GET: create, update,
@@ -90,13 +93,22 @@ func eventReason(req *http.Request) string {
 		return "?"
 	}
 	defer func() { _ = body.Close() }()
-	var e struct {
-		Reason string `json:"reason"`
-	}
-	if err := json.NewDecoder(body).Decode(&e); err != nil || e.Reason == "" {
+	raw, err := io.ReadAll(body)
+	if err != nil {
 		return "?"
 	}
-	return e.Reason
+	// JSON or protobuf (client-go's events clients send protobuf): the universal deserializer reads both.
+	obj, _, err := clientgoscheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	if err != nil {
+		return "?"
+	}
+	switch e := obj.(type) {
+	case *eventsv1.Event:
+		return e.Reason
+	case *corev1.Event:
+		return e.Reason
+	}
+	return "?"
 }
 
 // record starts recording write targets; stop returns them, most frequent first.

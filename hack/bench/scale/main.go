@@ -209,6 +209,10 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	retriesBefore := readRetries(ctrlmetrics.Registry, reconcileErrs)
 	writes.record()
 	logf("autoscaler: %d NodePools 0 -> %d at once", nPools, perPool)
+	requestsBefore, err := apiServerRequests(ctx, h.Env.Config)
+	if err != nil {
+		return err
+	}
 	cpuBefore := cpuSeconds()
 	start := time.Now()
 	for _, s := range scenarios { // the world renders the Machines on its next pass, as HyperShift would
@@ -231,6 +235,14 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	logf("CPU used until demand was satisfied (%d cores here), by process:", runtime.NumCPU())
 	for _, l := range cpuUsed(cpuBefore, cpuSeconds()) {
 		logf("  %s", l)
+	}
+	if requestsAfter, err := apiServerRequests(ctx, h.Env.Config); err == nil {
+		logf("requests the API server served until then (every client), by verb and resource, top 15:")
+		for _, t := range requestsSince(requestsBefore, requestsAfter, 15) {
+			logf("  %7d  %s", t.n, t.what)
+		}
+	} else {
+		logf("note: %v", err)
 	}
 	logf("demand satisfied in %.1fs; waiting for the world to finish installing and go quiet", satisfied.Seconds())
 
