@@ -251,7 +251,7 @@ func (d *Driver) ensureMachineDeployment(ctx context.Context, np *unstructured.U
 // returns the Cluster's name (the HostedCluster's infraID); "" while the HostedCluster does not exist.
 func (d *Driver) ensureHostedClusterInfra(ctx context.Context, hostedCluster types.NamespacedName, cpNS string) (string, error) {
 	hc := newObject(HostedClusterGVK)
-	if err := d.c.Get(ctx, hostedCluster, hc); err != nil {
+	if err := d.read(ctx, hostedCluster, hc); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	infraID, _, _ := unstructured.NestedString(hc.Object, "spec", "infraID")
