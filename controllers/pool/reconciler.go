@@ -193,7 +193,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.own.Forget(req.NamespacedName)
 			r.statusWrites.forget(req.String())
 			r.latency.forget(req.NamespacedName)
-			r.Opts.Credentials.ForgetPool(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -461,7 +460,7 @@ func (r *Reconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
 // connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
 // announced by a Warning Event (rate-limited, see shared.EventLimiter) as well as VSphereReachable.
 func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
-	creds, err := r.Opts.Credentials.ForPool(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	creds, err := r.Opts.Credentials.Read(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
 	if err != nil {
 		s.vsErr = err
 		r.credentialsRefused(s, err)

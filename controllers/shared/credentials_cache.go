@@ -2,9 +2,6 @@ package shared
 
 import (
 	"context"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,22 +13,20 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// DefaultCredentialsMaxAge is how long a pass may use credentials another pass read.
+// DefaultCredentialsMaxAge is how long a VM pass may use credentials its pool's pass read.
 const DefaultCredentialsMaxAge = 15 * time.Second
 
-// CredentialsCache lets the passes of a pool and of its VMs use credentials read from the API server
-// within MaxAge, instead of each pass reading the Secret (the operator has no Secret watch: only get).
-// A rotated or deleted Secret is therefore seen within MaxAge, at once by the pass of a pool whose spec
-// or annotations changed (a user touching the pool), and credentials vCenter refused are dropped at
-// once. Entries are per Secret, so pools sharing a Secret share one entry.
+// CredentialsCache lets the VM passes of a pool use the credentials its pool's pass last read, instead
+// of each reading the Secret from the API server (the operator has no Secret watch: only get). The
+// pool's pass always reads the Secret itself, so a rotated or deleted Secret is seen by the next pool
+// pass at once and by every VM pass within MaxAge; credentials vCenter refused are dropped at once.
+// Entries are per Secret, so pools sharing a Secret share one entry.
 type CredentialsCache struct {
 	clock  clock.PassiveClock
 	maxAge time.Duration
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]credentialsEntry
-	// stamps is, per pool, its generation and annotations at its last pass that read the Secret.
-	stamps map[types.NamespacedName]string
 }
 
 type credentialsEntry struct {
@@ -42,57 +37,11 @@ type credentialsEntry struct {
 // NewCredentialsCache returns a cache whose entries serve VM passes for maxAge (0: never; every read
 // goes to the API server).
 func NewCredentialsCache(c clock.PassiveClock, maxAge time.Duration) *CredentialsCache {
-	return &CredentialsCache{clock: c, maxAge: maxAge, entries: map[types.NamespacedName]credentialsEntry{}, stamps: map[types.NamespacedName]string{}}
+	return &CredentialsCache{clock: c, maxAge: maxAge, entries: map[types.NamespacedName]credentialsEntry{}}
 }
 
-// ForPool is the pool pass's read: Recent while the pool is as it was at its last pass that read the
-// Secret, a fresh Read when its generation or annotations changed since (or it never read).
-func (c *CredentialsCache) ForPool(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
-	if c == nil {
-		return LoadCredentials(ctx, reader, pool, allowCrossNamespace)
-	}
-	poolKey, stamp := types.NamespacedName{Namespace: pool.Namespace, Name: pool.Name}, poolStamp(pool)
-	c.mu.Lock()
-	unchanged := c.stamps[poolKey] == stamp
-	c.mu.Unlock()
-	if unchanged {
-		return c.Recent(ctx, reader, pool, allowCrossNamespace)
-	}
-	creds, err := c.Read(ctx, reader, pool, allowCrossNamespace)
-	if err == nil {
-		c.mu.Lock()
-		c.stamps[poolKey] = stamp
-		c.mu.Unlock()
-	}
-	return creds, err
-}
-
-// ForgetPool drops what the cache remembers of a deleted pool.
-func (c *CredentialsCache) ForgetPool(key types.NamespacedName) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.stamps, key)
-}
-
-// poolStamp identifies the pool's spec and annotations (touching the pool changes it).
-func poolStamp(pool *afv1.VsphereAgentPool) string {
-	keys := make([]string, 0, len(pool.Annotations))
-	for k := range pool.Annotations {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString(strconv.FormatInt(pool.Generation, 10))
-	for _, k := range keys {
-		b.WriteString("\x00" + k + "=" + pool.Annotations[k])
-	}
-	return b.String()
-}
-
-// Read reads the pool's credentials Secret from the API server and keeps the result for Recent. A failed read drops the entry: the VM passes then read, and fail, for themselves.
+// Read reads the pool's credentials Secret from the API server (the pool's pass) and keeps the result
+// for Recent. A failed read drops the entry: the VM passes then read, and fail, for themselves.
 func (c *CredentialsCache) Read(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
 	if c == nil { // no cache: every pass reads
 		return LoadCredentials(ctx, reader, pool, allowCrossNamespace)
