@@ -33,23 +33,20 @@ func (e *CredentialsError) Error() string { return e.msg }
 // LoadCredentials reads the pool's credentials Secret with an uncached read (Secrets are not cached
 // cluster-wide: least privilege and memory) and validates it.
 func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
-	ref := pool.Spec.VSphere.CredentialsSecretRef
-	ns := ref.Namespace
-	if ns == "" {
-		ns = pool.Namespace
-	}
+	key := credentialsSecretKey(pool)
+	ns, name := key.Namespace, key.Name
 	if ns != pool.Namespace && !allowCrossNamespace {
 		return vsphere.Credentials{}, &CredentialsError{ReasonCrossNamespaceSecret,
-			fmt.Sprintf("credentials Secret %s/%s is outside the pool's namespace; start the operator with --allow-cross-namespace-secrets to allow it", ns, ref.Name)}
+			fmt.Sprintf("credentials Secret %s/%s is outside the pool's namespace; start the operator with --allow-cross-namespace-secrets to allow it", ns, name)}
 	}
 	var s corev1.Secret
-	if err := reader.Get(SecretReadContext(ctx), client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
+	if err := reader.Get(SecretReadContext(ctx), key, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsNotFound, fmt.Sprintf("credentials Secret %s/%s not found", ns, ref.Name)}
+			return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsNotFound, fmt.Sprintf("credentials Secret %s/%s not found", ns, name)}
 		}
 		return vsphere.Credentials{}, err
 	}
-	return CredentialsFromSecret(ns, ref.Name, s.Data)
+	return CredentialsFromSecret(ns, name, s.Data)
 }
 
 // SecretReadContext is ctx for reading a Secret: client-go logs request and response bodies through
