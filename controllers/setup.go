@@ -161,7 +161,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, watcher *exclusion.Watcher
 	}
 	vmRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-vm"))
 	// VMCreated and ISOEjected: one Event per pool and batch (the VsphereAgents' conditions keep each VM's).
-	if err := mgr.Add(vmRecorder.BatchEvents(mgr.GetClient(), "agent-forge-vm", opts.BatchClock, opts.StatusBatchInterval, opts.StatusBatchMax,
+	if err := mgr.Add(vmRecorder.BatchEvents(mgr.GetClient(), "agent-forge-vm", opts.BatchClock, opts.EventBatchIdle, opts.EventBatchMax,
 		ctrl.Log.WithName("events"))); err != nil {
 		return err
 	}

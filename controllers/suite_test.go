@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -142,6 +143,10 @@ type operatorOptions struct {
 	managerCheck time.Duration
 	// batchClock is controllers.Options.BatchClock (nil: real time).
 	batchClock clock.WithTicker
+	// availableHoldMax is controllers.Options.AvailableHoldMax; 0 here holds Available for the batch
+	// interval only: most specs turn the provider's binding off while AgentMachines wait, and a hold up
+	// to the production 30 s would only slow them (the spec "API writes per VM" runs the default).
+	availableHoldMax time.Duration
 }
 
 // laggingCache is the operator's cached client with Agents hidden while hide is set.
@@ -196,6 +201,11 @@ func startOperator(o operatorOptions) *operator {
 		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
 		PoolPassTimeout: o.poolPassTimeout, Liveness: o.liveness,
 		Namespace: o.namespace, ManagerCheckInterval: o.managerCheck, BatchClock: o.batchClock,
+		AvailableHoldMax: cmp.Or(o.availableHoldMax, -1),
+		// The batch windows the specs were written against (production: status 2s / 1m, Events 10s / 2m):
+		// the windows are the batcher's and the status batch's unit tests' to vary, and a spec that waits
+		// for an Event or a pool counter should not wait two minutes for it.
+		StatusBatchMax: 30 * time.Second, EventBatchIdle: 2 * time.Second, EventBatchMax: 30 * time.Second,
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

@@ -343,8 +343,8 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, 
 			e.Recorder.Eventf(va, nil, "Normal", "ISOEjected", shared.ActionEjectISO, "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
 			return
 		}
-		e.Recorder.Batch(p.Pool, "ISOEjected", shared.ActionEjectISO, shared.SummaryISOEjected,
-			fmt.Sprintf("%s (VsphereAgent %s): %s, CD-ROM %d", va.Status.VM.Name, va.Name, rec.ISOPath, rec.DeviceKey))
+		e.Recorder.Batch(p.Pool, "ISOEjected", shared.ActionEjectISO, shared.SummaryISOEjected(rec.ISOPath),
+			fmt.Sprintf("%s (VsphereAgent %s, CD-ROM %d)", va.Status.VM.Name, va.Name, rec.DeviceKey))
 	})
 	va.Status.ISOEjection = nil
 	done := "discovery ISO " + rec.ISOPath + " ejected"

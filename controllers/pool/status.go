@@ -14,6 +14,9 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
 
+// ReasonDeficit is CapacitySatisfied=False's reason while more VMs are needed than exist or are on their way.
+const ReasonDeficit = "Deficit"
+
 // setStatus writes every counter and every owned condition from what the pass observed.
 func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	p := s.pool
@@ -128,7 +131,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, shared.ReasonProvisioning,
 			fmt.Sprintf("%d AgentMachine(s) wait; %d VM(s) in flight", s.waiting, s.plan.InFlight), gen)
 	default:
-		reason, msg := "Deficit", fmt.Sprintf("%d more VM(s) needed", s.plan.Deficit)
+		reason, msg := ReasonDeficit, fmt.Sprintf("%d more VM(s) needed", s.plan.Deficit)
 		for _, a := range s.plan.Actions {
 			if a.Kind == planner.ActionWait || a.Kind == planner.ActionRefuse {
 				reason, msg = a.Reason, a.Message

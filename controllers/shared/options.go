@@ -62,9 +62,21 @@ type Options struct {
 	Liveness *liveness.Tracker
 	// StatusBatchInterval and StatusBatchMax batch pool status writes that only move counters, the VM
 	// list or messages: such a change is written once the status stood still for StatusBatchInterval,
-	// or StatusBatchMax after the first unwritten change (defaults 2s / 30s; a negative interval
-	// disables batching). Conditions changing status or reason are written at once.
+	// or StatusBatchMax after the first unwritten change (defaults 2s / 1m; a negative interval
+	// disables batching). Conditions changing status or reason are written at once. A steady scale-up
+	// moves a pool's counters every few seconds, so its status is written about once per StatusBatchMax.
 	StatusBatchInterval, StatusBatchMax time.Duration
+	// EventBatchIdle and EventBatchMax batch a pool's batch Events (VMCreated, ISOEjected): one goes out
+	// once no VM joined it for EventBatchIdle, at the latest EventBatchMax after its first VM (defaults
+	// 10s / 2m; a negative idle writes each line at once). A steady scale-up adds a VM every few seconds
+	// to each pool, and 2s / 30s windows wrote an Event per pool and reason every 30 s (0.5 per VM
+	// each in the 50-pool bench). Kubernetes' own event correlator folds similar Events of an object
+	// within 10 minutes.
+	EventBatchIdle, EventBatchMax time.Duration
+	// AvailableHoldMax is how long a prepared VM's Available write may wait while AgentMachines of its
+	// pool wait (the provider is about to bind it, and then Provisioning -> Bound is one write); default
+	// 30s; a negative value holds it for StatusBatchInterval only.
+	AvailableHoldMax time.Duration
 	// BatchClock drives write batching on the StatusBatch windows: the pool's status batch, the pools'
 	// batch Events (VMCreated, ISOEjected) and the deferred Available phase. Batching is a rate limit on
 	// writes, so it runs in real time by default even where Clock is faked (the scenario suite freezes
@@ -150,7 +162,16 @@ func (o *Options) Defaults() {
 		o.StatusBatchInterval = 2 * time.Second
 	}
 	if o.StatusBatchMax == 0 {
-		o.StatusBatchMax = 30 * time.Second
+		o.StatusBatchMax = time.Minute
+	}
+	if o.EventBatchIdle == 0 {
+		o.EventBatchIdle = 10 * time.Second
+	}
+	if o.EventBatchMax == 0 {
+		o.EventBatchMax = 2 * time.Minute
+	}
+	if o.AvailableHoldMax == 0 {
+		o.AvailableHoldMax = 30 * time.Second
 	}
 	if o.CRDPollInterval == 0 {
 		o.CRDPollInterval = 30 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -28,7 +29,7 @@ const (
 	ActionPreflight      = "Preflight"          // pool refusals: credentials, vCenter, placement, privileges, selector, static IPs
 	ActionClaimNodePool  = "ClaimNodePool"      // NodePoolAlreadyClaimed
 	ActionPlaceVM        = "PlaceVM"            // CreationsFailing, InsufficientCapacity (failure domains)
-	ActionRequestVM      = "RequestVM"          // VMRequested, CreateFailed (the pool creating VsphereAgents)
+	ActionRequestVM      = "RequestVM"          // CreateFailed (the pool creating VsphereAgents)
 	ActionReplaceVM      = "ReplaceVM"          // OutdatedImage
 	ActionReleaseVM      = "ReleaseVM"          // VMReleased, SurplusKept
 	ActionCleanUpOrphan  = "CleanUpOrphan"      // OrphanFound, OrphanKept, OrphanDestroyed, OrphanCleanupFailed
@@ -81,9 +82,14 @@ func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 
 // Batched outcomes: one Event per pool and batch names every VM (see Batch).
 const (
-	SummaryVMCreated  = "created and powered on %d VM(s)"
-	SummaryISOEjected = "ejected the discovery ISO from %d VM(s)"
+	SummaryVMCreated = "created and powered on %d VM(s)"
 )
+
+// SummaryISOEjected is the ISOEjected batch's head: the ISO's path is named once per Event, not once per
+// VM (a content-addressed path is about 90 bytes; per line it halved how many VMs a 1 kB note names).
+func SummaryISOEjected(isoPath string) string {
+	return "ejected the discovery ISO " + strings.ReplaceAll(isoPath, "%", "%%") + " from %d VM(s)"
+}
 
 // batchEventTimeout bounds one batch Event's create.
 const batchEventTimeout = 10 * time.Second

@@ -92,3 +92,9 @@ func TestRecorder(t *testing.T) {
 		})
 	}
 }
+
+func TestSummaryISOEjectedNamesThePathVerbatim(t *testing.T) {
+	if got := fmt.Sprintf(SummaryISOEjected("[ds 100%] agent-forge/iso/a.iso"), 2); got != "ejected the discovery ISO [ds 100%] agent-forge/iso/a.iso from 2 VM(s)" {
+		t.Fatalf("summary %q", got)
+	}
+}

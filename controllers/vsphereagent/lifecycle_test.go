@@ -158,6 +158,28 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 			},
 		},
 		{
+			name: "AgentMachines of the pool wait: the Available write held up to the status batch maximum",
+			setup: func(t *testing.T, h *lcHarness, row *lcRow) {
+				row.pool.Status.WaitingAgentMachines = 1
+				if err := h.admin.Status().Update(h.ctx, row.pool); err != nil {
+					t.Fatal(err)
+				}
+				h.waitForCache(t, row.pool)
+			},
+			steps: []lcStep{
+				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
+					wantEvents: []string{"Normal VMCreated"}, wantRequeueAfter: lifecycleRegistrationTimeout},
+				{name: "Agent registers: held for StatusBatchMax, the provider is about to bind", advance: time.Minute, world: registerAgent,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration, wantRequeueAfter: 30 * time.Second},
+				{name: "29 s later: still held", advance: 29 * time.Second,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration, wantRequeueAfter: time.Second},
+				{name: "nobody bound it within the maximum: Available", advance: time.Second,
+					wantPhase: afv1.VMPhaseAvailable, wantReason: shared.ReasonAgentPrepared,
+					wantConditions:   map[string]string{afv1.ConditionAgentPrepared: "True/" + shared.ReasonAgentPrepared},
+					wantTransitioned: []string{"Phase", afv1.ConditionAgentRegistered, afv1.ConditionAgentPrepared, afv1.ConditionReady}},
+			},
+		},
+		{
 			name: "no Agent registers: Failed at exactly registrationTimeout after the VM's creation",
 			steps: []lcStep{
 				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,

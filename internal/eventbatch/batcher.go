@@ -31,10 +31,11 @@ type Options struct {
 	Emit      Emit
 }
 
-// key is one batch: the same object, reason and action.
+// key is one batch: the same object, reason, action and summary (a summary may name what its lines
+// share, such as the ISO ejected from every VM of the batch).
 type key struct {
-	ref            corev1.ObjectReference
-	reason, action string
+	ref                     corev1.ObjectReference
+	reason, action, summary string
 }
 
 type batch struct {
@@ -64,10 +65,10 @@ func New(o Options) *Batcher {
 }
 
 // Add records one line (one VM's outcome) for the batch of ref, reason and action. summary is the
-// note's head, a fmt format with one %d for the number of lines the Event names (the first Add of a
-// batch sets it).
+// note's head, a fmt format with one %d for the number of lines the Event names; lines with another
+// summary make a batch of their own.
 func (b *Batcher) Add(ref corev1.ObjectReference, reason, action, summary, line string) {
-	k := key{ref: ref, reason: reason, action: action}
+	k := key{ref: ref, reason: reason, action: action, summary: summary}
 	b.mu.Lock()
 	if b.stopped || b.o.Idle < 0 {
 		b.mu.Unlock()

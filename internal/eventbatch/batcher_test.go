@@ -3,6 +3,7 @@ package eventbatch
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +113,25 @@ func TestBatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestAnotherSummaryIsABatchOfItsOwn(t *testing.T) {
+	b, clk, s := newBatcher(2 * time.Second)
+	// A refresh between two ejections: each Event names the ISO its VMs had, never one for both.
+	b.Add(pool("a"), "ISOEjected", "EjectISO", "ejected [ds] old.iso from %d VM(s)", "vm-1")
+	b.Add(pool("a"), "ISOEjected", "EjectISO", "ejected [ds] new.iso from %d VM(s)", "vm-2")
+	b.Add(pool("a"), "ISOEjected", "EjectISO", "ejected [ds] old.iso from %d VM(s)", "vm-3")
+	clk.Step(2 * time.Second)
+	b.FlushDue()
+	var notes []string
+	for _, e := range s.events() {
+		notes = append(notes, e.note)
+	}
+	want := []string{"ejected [ds] new.iso from 1 VM(s): vm-2", "ejected [ds] old.iso from 2 VM(s): vm-1; vm-3"}
+	sort.Strings(notes)
+	if fmt.Sprint(notes) != fmt.Sprint(want) {
+		t.Fatalf("notes %q, want %q", notes, want)
 	}
 }
 

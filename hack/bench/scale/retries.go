@@ -226,7 +226,7 @@ func (r retryReport) logSurplus(ctx context.Context, c client.Client, want int) 
 	sort.Slice(events.Items, func(i, j int) bool { return eventTime(events.Items[i]).Before(eventTime(events.Items[j])) })
 	for _, e := range events.Items {
 		pool := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
-		if releasing[pool] && (e.Reason == "VMReleased" || e.Reason == "SurplusKept" || e.Reason == "VMRequested") {
+		if releasing[pool] && (e.Reason == "VMReleased" || e.Reason == "SurplusKept") {
 			logf("  %s %s %s: %s", eventTime(e).Format("15:04:05.000"), e.Reason, pool, e.Message)
 		}
 	}
