@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vmware/govmomi/vim25/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -113,6 +114,43 @@ var _ = Describe("External interruptions of the hub's objects", func() {
 			g.Expect(list.Items).To(BeEmpty(), "no Agent left behind")
 		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(creates.Load()).To(BeEquivalentTo(1), "one VM for one demand")
+	})
+
+	It("deletes the Agent assisted-service creates after the VM it registered from was destroyed, and no other", func(ctx context.Context) {
+		_, s, d, pool := startPoolScenarioWith(operatorOptions{}, world.Options{Register: func(world.VM) bool { return false }}, nil)
+		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
+		var va afv1.VsphereAgent
+		Eventually(func(g Gomega) {
+			vas := vsphereAgents(pool)
+			g.Expect(vas).To(HaveLen(1))
+			g.Expect(vas[0].Status.VM.MACAddress).NotTo(BeEmpty())
+			va = vas[0]
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		host := world.VM{Name: va.Status.VM.Name, BIOSUUID: va.Status.VM.BIOSUUID, InstanceUUID: va.Status.VM.InstanceUUID, MAC: va.Status.VM.MACAddress}
+
+		By("the demand goes before the host's registration reached the hub: the VM is destroyed, no Agent to delete yet")
+		Expect(d.SetReplicas(ctx, s.NodePool, 0)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(vsphereAgents(pool)).To(BeEmpty())
+			g.Expect(poolVMs(pool)).To(BeEmpty())
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+
+		By("a host with the same MAC but another serial registers (a static-IP lease reuses MACs): not the destroyed VM's")
+		other := host
+		other.BIOSUUID = "4203aaaa-bbbb-cccc-dddd-eeeeffff0001"
+		stranger, err := d.RegisterHost(ctx, other, s.InfraEnv)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("the destroyed VM's registration arrives: assisted-service creates its Agent")
+		late, err := d.RegisterHost(ctx, host, s.InfraEnv)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKeyFromObject(late), agents.New(agents.AgentGVK))
+		}, 30*time.Second, 250*time.Millisecond).Should(Satisfy(apierrors.IsNotFound), "the late Agent is deleted")
+		Eventually(func() []string { return poolEventReasons(ctx, pool) }, 10*time.Second, 250*time.Millisecond).Should(ContainElement("OrphanAgentDeleted"))
+		Consistently(func() error {
+			return k8s.Get(ctx, client.ObjectKeyFromObject(stranger), agents.New(agents.AgentGVK))
+		}, 2*time.Second, 250*time.Millisecond).Should(Succeed(), "an Agent whose serial is not the destroyed VM's is kept")
 	})
 
 	It("reports a deleted InfraEnv without touching bound VMs, and resumes with the new image when it is re-created", func(ctx context.Context) {

@@ -20,8 +20,9 @@ import (
 )
 
 // carryOut does what s.plan decided, in its order: remember the burst window, create VsphereAgents,
-// release VMs (replacing outdated ones last), delete expired failures, scan for orphans. A step that
-// fails does not stop the others; every release re-checks the Agent live (a reservation wins).
+// release VMs (replacing outdated ones last), delete expired failures, scan for orphans, delete the
+// Agents of VMs destroyed before they registered. A step that fails does not stop the others; every
+// release re-checks the Agent live (a reservation wins).
 func (r *Reconciler) carryOut(ctx context.Context, s *poolScope) error {
 	p := &s.plan
 	poolKey := client.ObjectKeyFromObject(s.pool).String()
@@ -56,6 +57,9 @@ func (r *Reconciler) carryOut(ctx context.Context, s *poolScope) error {
 		if err := r.scanOrphans(ctx, s); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := r.deleteLateAgents(ctx, s); err != nil {
+		errs = append(errs, err)
 	}
 	return kerrors.NewAggregate(errs)
 }

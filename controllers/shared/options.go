@@ -33,6 +33,9 @@ type Options struct {
 	Credentials *CredentialsCache
 	// NoVMYet passes the VsphereAgents the pool created to the VsphereAgent controller (see NoVMYet).
 	NoVMYet *NoVMYet
+	// DestroyedHosts passes the VMs a cleanup destroyed before their Agent appeared to the pool, which
+	// deletes such an Agent when it shows up late (see LateRegistrationWindow).
+	DestroyedHosts *DestroyedHosts
 	// DebounceIdle and DebounceMax batch bursts of demand: creation waits until demand was stable for
 	// DebounceIdle, or DebounceMax after the first change (defaults 1s / 10s; negative disables).
 	DebounceIdle, DebounceMax time.Duration
@@ -127,6 +130,9 @@ func (o *Options) Defaults() {
 	}
 	if o.NoVMYet == nil {
 		o.NoVMYet = &NoVMYet{}
+	}
+	if o.DestroyedHosts == nil {
+		o.DestroyedHosts = &DestroyedHosts{}
 	}
 	if o.Sessions == nil {
 		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere"), Clock: o.Clock, ExtraCAFile: o.TrustedCABundleFile})

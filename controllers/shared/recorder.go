@@ -32,7 +32,7 @@ const (
 	ActionRequestVM      = "RequestVM"          // CreateFailed (the pool creating VsphereAgents)
 	ActionReplaceVM      = "ReplaceVM"          // OutdatedImage
 	ActionReleaseVM      = "ReleaseVM"          // VMReleased, SurplusKept
-	ActionCleanUpOrphan  = "CleanUpOrphan"      // OrphanFound, OrphanKept, OrphanDestroyed, OrphanCleanupFailed
+	ActionCleanUpOrphan  = "CleanUpOrphan"      // OrphanFound, OrphanKept, OrphanDestroyed, OrphanCleanupFailed, OrphanAgentDeleted
 	ActionDeletePool     = "DeletePool"         // DeletionPaused, PoolDeleted
 	ActionLeaseAddresses = "LeaseAddresses"     // static IP leases: claimed, prepared, held, released, invalid
 	ActionRefreshISO     = iso.ActionRefreshISO // ISOUploaded, ISOReused, ISORefreshFailed, ISOTempCleanedUp

@@ -1,6 +1,7 @@
 package vsphereagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,7 +130,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	if err := crashpoint.Hit(ctx, crashpoint.VMDestroyed); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(va, nil, "Normal", "VMDestroyed", shared.ActionDestroyVM, "destroyed VM %s", va.Status.VM.Name)
+	vmName := cmp.Or(va.Status.VM.Name, va.Name) // a VM's name is its VsphereAgent's; the status may lack it
+	r.Recorder.Eventf(va, nil, "Normal", "VMDestroyed", shared.ActionDestroyVM, "destroyed VM %s", vmName)
 	if agent == nil {
 		// The VM's discovery agent may have registered between the look-up above and the destroy (a VM
 		// released right after its creation): with the VM gone, an unbound Agent of its identity would be
@@ -143,6 +145,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 			} else if err != nil {
 				return ctrl.Result{}, err
 			}
+		} else {
+			// Its registration may still be on its way (or its Agent not carry its inventory yet): the
+			// pool deletes such an Agent when it shows up (shared.LateRegistrationWindow).
+			r.Opts.DestroyedHosts.Add(types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, shared.DestroyedHost{
+				VM: vmName, VsphereAgent: va.Name, MAC: mac, BIOSUUID: bios, At: r.Opts.Clock.Now(),
+			})
 		}
 	}
 	if agent != nil {

@@ -201,6 +201,13 @@ func (d *Driver) infraEnvFor(ctx context.Context, vm VM) (types.NamespacedName, 
 	return client.ObjectKeyFromObject(ies[0]), true, nil
 }
 
+// RegisterHost plays a registration assisted-service accepted from vm before the VM was destroyed: it
+// creates the host's Agent now, whether or not the VM still exists (assisted-service writes the Agent
+// from the host record, not from the VM).
+func (d *Driver) RegisterHost(ctx context.Context, vm VM, infraEnv types.NamespacedName) (*unstructured.Unstructured, error) {
+	return d.createAgent(ctx, vm, infraEnv)
+}
+
 // createAgent creates the Agent the way assisted-service does: unapproved, unbound, labelled with
 // its InfraEnv (plus the InfraEnv's spec.agentLabels), named by host ID, inventory from the VM.
 func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.NamespacedName) (*unstructured.Unstructured, error) {
