@@ -57,7 +57,7 @@ func (r *Reconciler) deleteLateAgent(ctx context.Context, s *poolScope, key clie
 	if agent.IsBound() {
 		// Not ours to delete any more: whoever bound it owns what follows.
 		log.Info("an Agent of a destroyed VM is bound; left alone")
-		r.Opts.DestroyedHosts.Forget(key, host.MAC)
+		r.Opts.DestroyedHosts.Forget(key, host)
 		return nil
 	}
 	if err := shared.Unapprove(ctx, r.Client, agent); errors.Is(err, shared.ErrReservationWon) {
@@ -68,7 +68,7 @@ func (r *Reconciler) deleteLateAgent(ctx context.Context, s *poolScope, key clie
 	if err := shared.DeleteAgent(ctx, r.Client, agent); err != nil {
 		return err
 	}
-	r.Opts.DestroyedHosts.Forget(key, host.MAC)
+	r.Opts.DestroyedHosts.Forget(key, host)
 	log.Info("deleted the Agent of a VM destroyed before it registered")
 	r.Recorder.Eventf(s.pool, nil, "Normal", ReasonOrphanAgentDeleted, shared.ActionCleanUpOrphan,
 		"deleted Agent %s: it registered from VM %s (VsphereAgent %s) after the VM was destroyed", agent.Name, host.VM, host.VsphereAgent)
@@ -81,12 +81,12 @@ const ReasonOrphanAgentDeleted = "OrphanAgentDeleted"
 // destroyedHostOf is the destroyed VM an Agent registered from: its MAC and its serial both match (a
 // MAC alone is not proof: a static-IP lease hands the same MAC to the VM that replaces it).
 func destroyedHostOf(a agents.Agent, hosts []shared.DestroyedHost) (shared.DestroyedHost, bool) {
-	serial := agents.NormalizeUUID(a.Serial)
-	if serial == "" {
+	if agents.NormalizeUUID(a.Serial) == "" {
 		return shared.DestroyedHost{}, false
 	}
 	for _, h := range hosts {
-		if a.HasMAC(h.MAC) && agents.NormalizeUUID(h.BIOSUUID) == serial {
+		// IsHostOf lets a missing UUID pass; here both are known, so it requires MAC and serial.
+		if agents.NormalizeUUID(h.BIOSUUID) != "" && a.IsHostOf(h.MAC, h.BIOSUUID) {
 			return h, true
 		}
 	}

@@ -50,9 +50,26 @@ func (d *DestroyedHosts) Of(pool types.NamespacedName, now time.Time) []Destroye
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	kept := d.keep(pool, func(h DestroyedHost) bool { return now.Sub(h.At) < LateRegistrationWindow })
+	return append([]DestroyedHost(nil), kept...)
+}
+
+// Forget drops a destroyed VM whose late Agent was dealt with: by MAC and BIOS UUID, since a static-IP
+// lease may have handed the same MAC to another VM destroyed within the window.
+func (d *DestroyedHosts) Forget(pool types.NamespacedName, host DestroyedHost) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.keep(pool, func(h DestroyedHost) bool { return h.MAC != host.MAC || h.BIOSUUID != host.BIOSUUID })
+}
+
+// keep filters the pool's records in place (d.mu held) and returns what is left.
+func (d *DestroyedHosts) keep(pool types.NamespacedName, keep func(DestroyedHost) bool) []DestroyedHost {
 	kept := d.byPool[pool][:0]
 	for _, h := range d.byPool[pool] {
-		if now.Sub(h.At) < LateRegistrationWindow {
+		if keep(h) {
 			kept = append(kept, h)
 		}
 	}
@@ -61,25 +78,5 @@ func (d *DestroyedHosts) Of(pool types.NamespacedName, now time.Time) []Destroye
 		return nil
 	}
 	d.byPool[pool] = kept
-	return append([]DestroyedHost(nil), kept...)
-}
-
-// Forget drops a destroyed VM whose late Agent was dealt with.
-func (d *DestroyedHosts) Forget(pool types.NamespacedName, mac string) {
-	if d == nil {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	kept := d.byPool[pool][:0]
-	for _, h := range d.byPool[pool] {
-		if h.MAC != mac {
-			kept = append(kept, h)
-		}
-	}
-	if len(kept) == 0 {
-		delete(d.byPool, pool)
-	} else {
-		d.byPool[pool] = kept
-	}
+	return kept
 }

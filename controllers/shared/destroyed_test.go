@@ -1,6 +1,7 @@
 package shared
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -32,10 +33,15 @@ func TestDestroyedHosts(t *testing.T) {
 		{"another pool's", func(d *DestroyedHosts) { d.Add(b, DestroyedHost{MAC: "m1", At: t0}) }, a, 0, nil},
 		{"unknown MAC: not recorded", func(d *DestroyedHosts) { d.Add(a, DestroyedHost{At: t0}) }, a, 0, nil},
 		{"forgotten once dealt with, the others kept", func(d *DestroyedHosts) {
-			d.Add(a, DestroyedHost{MAC: "m1", At: t0})
-			d.Add(a, DestroyedHost{MAC: "m2", At: t0})
-			d.Forget(a, "m1")
+			d.Add(a, DestroyedHost{MAC: "m1", BIOSUUID: "u1", At: t0})
+			d.Add(a, DestroyedHost{MAC: "m2", BIOSUUID: "u2", At: t0})
+			d.Forget(a, DestroyedHost{MAC: "m1", BIOSUUID: "u1"})
 		}, a, 0, []string{"m2"}},
+		{"a MAC reused by a static-IP lease: only the VM dealt with is forgotten", func(d *DestroyedHosts) {
+			d.Add(a, DestroyedHost{MAC: "m1", BIOSUUID: "u1", At: t0})
+			d.Add(a, DestroyedHost{MAC: "m1", BIOSUUID: "u2", At: t0})
+			d.Forget(a, DestroyedHost{MAC: "m1", BIOSUUID: "u1"})
+		}, a, 0, []string{"m1"}},
 		{"an older one expires, a newer one stays", func(d *DestroyedHosts) {
 			d.Add(a, DestroyedHost{MAC: "old", At: t0})
 			d.Add(a, DestroyedHost{MAC: "new", At: t0.Add(10 * time.Minute)})
@@ -45,19 +51,14 @@ func TestDestroyedHosts(t *testing.T) {
 			d := &DestroyedHosts{}
 			tc.setup(d)
 			got := macs(d.Of(tc.pool, t0.Add(tc.at)))
-			if len(got) != len(tc.want) {
+			if !slices.Equal(got, tc.want) {
 				t.Fatalf("Of = %v, want %v", got, tc.want)
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Fatalf("Of = %v, want %v", got, tc.want)
-				}
 			}
 		})
 	}
 	var none *DestroyedHosts // the zero Options: nothing remembered, nothing panics
 	none.Add(a, DestroyedHost{MAC: "m1", At: t0})
-	none.Forget(a, "m1")
+	none.Forget(a, DestroyedHost{MAC: "m1"})
 	if got := none.Of(a, t0); got != nil {
 		t.Fatalf("nil DestroyedHosts returned %v", got)
 	}
