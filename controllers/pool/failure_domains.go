@@ -234,13 +234,16 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 	for _, pl := range placements {
 		v := domainView{placement: pl, Domain: planner.Domain{Name: pl.Name, MaxVMs: pl.MaxVMs, VMs: unseen[pl.Name], InFlight: unseen[pl.Name]}}
 		for _, va := range byDomain[pl.Name] {
-			if !va.DeletionTimestamp.IsZero() || va.Status.VM.Phase == afv1.VMPhaseFailed {
+			// Releasing and failed VMs exist until destroyed: the domain's maxVMs counts them too.
+			if !planner.MayHaveVM(va.Status.VM.Phase, va.Status.VM.Reason) {
 				continue
 			}
 			v.VMs++
 			switch va.Status.VM.Phase {
 			case "", afv1.VMPhasePending, afv1.VMPhaseProvisioning:
-				v.InFlight++
+				if va.DeletionTimestamp.IsZero() {
+					v.InFlight++
+				}
 			}
 		}
 		v.status = afv1.FailureDomainStatus{Name: pl.Name, VMs: int32(v.VMs), InFlight: int32(v.InFlight), Available: true}
