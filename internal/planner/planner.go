@@ -252,8 +252,8 @@ func Plan(s Snapshot) Decisions {
 		MaxVMs: s.MaxVMs, MaxConcurrentProvisioning: s.MaxConcurrentProvisioning,
 		Paused: s.Paused, RemoveSurplus: s.RemoveSurplus, BlockReason: block, DomainOf: domainOf(s), Standby: s.Standby,
 	})
-	d := Decisions{Block: block, Breaker: &breaker, BreakerState: breakerState, Deficit: c.Deficit, InFlight: c.InFlight, Available: c.Available, InUse: c.InUse,
-		Failed: c.Failed, Actions: c.Actions,
+	d := Decisions{Block: block, Breaker: &breaker, BreakerState: breakerState, Deficit: c.Deficit, InFlight: c.InFlight,
+		Available: c.Available, InUse: c.InUse, Failed: c.Failed, Actions: c.Actions,
 		Standby: Standby{Desired: s.Standby, Ready: c.StandbyReady, Short: c.StandbyShort, Limit: c.StandbyLimit}}
 	for _, r := range outdated {
 		d.Actions = append(d.Actions, r.action())
@@ -273,10 +273,8 @@ func Plan(s Snapshot) Decisions {
 		// for waiting demand, waits for the burst window.
 		n := c.Immediate
 		if c.Create > c.Immediate {
-			var wait time.Duration
-			d.Burst, wait = s.Debounce.Observe(s.Burst, s.Waiting, s.Now)
-			d.RequeueAfter = wait
-			if wait == 0 {
+			d.Burst, d.RequeueAfter = s.Debounce.Observe(s.Burst, s.Waiting, s.Now)
+			if d.RequeueAfter == 0 {
 				d.CloseBurst = true
 				n = c.Create
 			}
