@@ -681,6 +681,11 @@ type VsphereAgentPoolStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Warm Standby"
 	Standby *StandbyStatus `json:"standby,omitempty"`
+	// RegistrationBreaker is the registration breaker's memory (see RegistrationBreakerStatus). Unset
+	// while it never tripped.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Registration Breaker"
+	RegistrationBreaker *RegistrationBreakerStatus `json:"registrationBreaker,omitempty"`
 	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
 	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable, StaticIPsReady, StandbyReady.
 	// +optional

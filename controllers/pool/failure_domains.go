@@ -233,16 +233,9 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 	reason := ""
 	for _, pl := range placements {
 		v := domainView{placement: pl, Domain: planner.Domain{Name: pl.Name, MaxVMs: pl.MaxVMs, VMs: unseen[pl.Name], InFlight: unseen[pl.Name]}}
-		for _, va := range byDomain[pl.Name] {
-			if !va.DeletionTimestamp.IsZero() || va.Status.VM.Phase == afv1.VMPhaseFailed {
-				continue
-			}
-			v.VMs++
-			switch va.Status.VM.Phase {
-			case "", afv1.VMPhasePending, afv1.VMPhaseProvisioning:
-				v.InFlight++
-			}
-		}
+		vms, inFlight := domainCounts(byDomain[pl.Name])
+		v.VMs += vms
+		v.InFlight += inFlight
 		v.status = afv1.FailureDomainStatus{Name: pl.Name, VMs: int32(v.VMs), InFlight: int32(v.InFlight), Available: true}
 		key := poolKey + "/" + pl.Name
 		label := poolspec.DomainLabel(pl.Name)
@@ -315,6 +308,25 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 	sort.Strings(problems)
 	shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, false, reason, strings.Join(problems, "; "), p.Generation)
 	return nil
+}
+
+// domainCounts counts a failure domain's VMs for its maxVMs: every one that may exist in vCenter
+// (releasing and failed ones too, until recorded gone: planner.MayHaveVM), and of them those in flight
+// (not registered yet, not being deleted).
+func domainCounts(vas []*afv1.VsphereAgent) (vms, inFlight int) {
+	for _, va := range vas {
+		if !planner.MayHaveVM(va.Status.VM.Phase, va.Status.VM.Reason) {
+			continue
+		}
+		vms++
+		switch va.Status.VM.Phase {
+		case "", afv1.VMPhasePending, afv1.VMPhaseProvisioning:
+			if va.DeletionTimestamp.IsZero() {
+				inFlight++
+			}
+		}
+	}
+	return vms, inFlight
 }
 
 // batchDomainCounts copies into b the per-domain counters of after (VMs, in flight, headroom) of domains

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
@@ -78,5 +79,34 @@ func TestDomainCountersAreBatched(t *testing.T) {
 	}
 	if reflect.DeepEqual(b.FailureDomains[1], after.FailureDomains[1]) {
 		t.Fatal("a domain that became unavailable must not be batched")
+	}
+}
+
+func TestDomainCounts(t *testing.T) {
+	gone := metav1.Now()
+	va := func(phase afv1.VMPhase, reason string, deleting bool) *afv1.VsphereAgent {
+		o := &afv1.VsphereAgent{}
+		o.Status.VM.Phase, o.Status.VM.Reason = phase, reason
+		if deleting {
+			o.DeletionTimestamp = &gone
+		}
+		return o
+	}
+	tests := []struct {
+		name          string
+		vas           []*afv1.VsphereAgent
+		vms, inFlight int
+	}{
+		{"in flight and available", []*afv1.VsphereAgent{va(afv1.VMPhaseProvisioning, "", false), va(afv1.VMPhaseAvailable, "", false)}, 2, 1},
+		{"a VM being destroyed (destroy held) still counts, not in flight", []*afv1.VsphereAgent{va(afv1.VMPhaseDeleting, "Deleting", true), va(afv1.VMPhasePending, "", true)}, 2, 0},
+		{"a failed VM recorded destroyed does not count", []*afv1.VsphereAgent{va(afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout, false)}, 0, 0},
+		{"a failed VM not recorded gone counts", []*afv1.VsphereAgent{va(afv1.VMPhaseFailed, "Other", false)}, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if vms, inFlight := domainCounts(tt.vas); vms != tt.vms || inFlight != tt.inFlight {
+				t.Errorf("domainCounts = %d, %d; want %d, %d", vms, inFlight, tt.vms, tt.inFlight)
+			}
+		})
 	}
 }

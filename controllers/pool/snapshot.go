@@ -27,11 +27,11 @@ func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 		},
 		CurrentImage: currentImage(s), ReplaceOutdated: poolspec.ReplaceOutdated(s.pool),
 		RegistrationFailureThreshold: r.Opts.RegistrationFailureThreshold, FailedRetention: r.Opts.FailedRetention,
-		Debounce: r.debounce.settings(), Burst: r.debounce.window(poolKey), Standby: int(s.pool.Spec.Standby),
+		Breaker: breakerOf(s.pool.Status.RegistrationBreaker), Generation: s.pool.Generation,
+		BreakerBackoff: planner.Backoff{Base: r.Opts.RegistrationBackoff, Ceiling: r.Opts.RegistrationBackoffMax},
+		Debounce:       r.debounce.settings(), Burst: r.debounce.window(poolKey), Standby: int(s.pool.Spec.Standby),
 	}
-	if l := s.pool.Spec.Limits; l != nil {
-		snap.MaxVMs, snap.MaxConcurrentProvisioning = l.MaxVMs, l.MaxConcurrentProvisioning
-	}
+	snap.MaxVMs, snap.MaxConcurrentProvisioning = poolspec.Limits(s.pool)
 	for _, a := range s.matching {
 		if !s.ourAgents[a.Name] && a.Labels[afv1.LabelPool] == "" && a.IsSuitable() {
 			snap.ForeignAvailable++

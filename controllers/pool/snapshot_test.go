@@ -11,6 +11,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
 // TestSnapshotCopiesFacts checks the pool's gatherer: what the pass observed lands in the planner's
@@ -44,7 +45,8 @@ func TestSnapshotCopiesFacts(t *testing.T) {
 	r.debounce.remember("ns/pool", &planner.Burst{Value: 2, First: now.Add(-time.Second), LastChange: now})
 
 	snap := r.snapshot(s)
-	if snap.Waiting != 4 || !snap.Now.Equal(now) || snap.RemoveSurplus || snap.MaxVMs == nil || *snap.MaxVMs != 7 || snap.MaxConcurrentProvisioning != nil {
+	if snap.Waiting != 4 || !snap.Now.Equal(now) || snap.RemoveSurplus || snap.MaxVMs == nil || *snap.MaxVMs != 7 ||
+		snap.MaxConcurrentProvisioning == nil || *snap.MaxConcurrentProvisioning != poolspec.DefaultMaxConcurrentProvisioning {
 		t.Errorf("demand, policy or limits not copied: %+v", snap)
 	}
 	if snap.Blocks != (planner.Blocks{Preflight: "InvalidPlacement", NoSession: true, NoISO: true}) {

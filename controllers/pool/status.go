@@ -114,12 +114,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 		shared.SetCondition(&st.Conditions, afv1.ConditionISOReady, s.isoCond.status, s.isoCond.reason, s.isoCond.message, gen)
 	}
 
-	if s.plan.Block == planner.ReasonRegistrationFailing {
-		shared.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, s.plan.Block,
-			fmt.Sprintf("the last %d VMs failed (no Agent registered within the registration timeout, or vCenter refused their creation: see the Failed VsphereAgents' reasons); creation stopped. Check the discovery ISO boots and reaches assisted-service, then delete the Failed VsphereAgents to retry", r.Opts.RegistrationFailureThreshold), gen)
-	} else {
-		shared.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, true, shared.ReasonRegistrationHealthy, "VMs register their Agents", gen)
-	}
+	r.setRegistrationOK(s)
 
 	// Capacity.
 	switch {

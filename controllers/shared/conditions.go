@@ -38,7 +38,7 @@ const (
 	ReasonVMMoved           = "VMMoved"
 	ReasonVMPoweredOff      = "VMPoweredOff"
 	ReasonVMPoweredOn       = "VMPoweredOn"
-	ReasonVMNotFound        = "VMNotFound"
+	ReasonVMNotFound        = planner.ReasonVMNotFound
 	ReasonVMIdentityChanged = "VMIdentityChanged"
 	// ReasonUnbindingPendingUserAction: the VM's Agent was unbound after installation and awaits a
 	// reboot of its host into discovery (assisted-service unbinding-pending-user-action); the VM is

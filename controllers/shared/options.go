@@ -46,6 +46,9 @@ type Options struct {
 	FailedRetention time.Duration
 	// RegistrationFailureThreshold is how many failed registrations in a row stop creation (default 3).
 	RegistrationFailureThreshold int
+	// RegistrationBackoff is how long the registration breaker's first trip holds creation, doubled for
+	// each further trip in a row, at most RegistrationBackoffMax (defaults 1h and 24h).
+	RegistrationBackoff, RegistrationBackoffMax time.Duration
 	// CRDPollInterval is how often the manager checks for missing external CRDs (default 30s).
 	CRDPollInterval time.Duration
 	// PoolWorkers and VMWorkers are the controllers' concurrent reconciles (defaults 4 and 16): vCenter
@@ -151,6 +154,12 @@ func (o *Options) Defaults() {
 	}
 	if o.RegistrationFailureThreshold == 0 {
 		o.RegistrationFailureThreshold = 3
+	}
+	if o.RegistrationBackoff == 0 {
+		o.RegistrationBackoff = time.Hour
+	}
+	if o.RegistrationBackoffMax == 0 {
+		o.RegistrationBackoffMax = 24 * time.Hour
 	}
 	if o.PoolWorkers == 0 {
 		o.PoolWorkers = 4

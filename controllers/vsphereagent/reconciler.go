@@ -46,6 +46,8 @@ type Reconciler struct {
 	Exclusion *exclusion.Watcher
 	// refusals remembers VsphereAgents failed by a permanent create refusal until the cache shows it.
 	refusals refusalMemory
+	// admits holds the maxVMs slots of VMs being created (admitVM).
+	admits admissions
 	// own lets a pass see this controller's last write of its VsphereAgent while the cache still lags
 	// (else it would create the VM again and write the same status with a stale resourceVersion).
 	own *shared.OwnWrites[*afv1.VsphereAgent]
@@ -294,6 +296,9 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 		r.setPhase(va, afv1.VMPhasePending, shared.ReasonWaitingForISO)
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
 		return false, nil
+	}
+	if ok, err := r.admitVM(ctx, s); err != nil || !ok {
+		return false, err
 	}
 	mac, ready, err := r.staticIPLease(ctx, s)
 	if err != nil || !ready {

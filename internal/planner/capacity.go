@@ -15,6 +15,8 @@ type vmState struct {
 	CreatedAt time.Time
 	// Ready: Available and its Agent is suitable for the provider (validated, connected, approved).
 	Ready bool
+	// Absent: its VM is recorded as destroyed or never created (see MayHaveVM): no longer counted.
+	Absent bool
 }
 
 // capacityInput is what the capacity step counts.
@@ -27,6 +29,8 @@ type capacityInput struct {
 	Standby int
 	// BlockReason stops creation ("" when creation may go on).
 	BlockReason string
+	// Probe: the registration breaker's hold is over and one VM at a time probes the image.
+	Probe bool
 	// DomainOf maps VM names to their failure domain; surplus is taken from the most populated domain
 	// first (zones.go). Nil when the pool has no failure domains.
 	DomainOf map[string]string
@@ -50,7 +54,8 @@ type capacity struct {
 }
 
 // computeCapacity plans the pool's size:
-// deficit = waiting − suitable unbound Agents − VMs in flight, floor 0, capped by the limits.
+// deficit = waiting − suitable unbound Agents − VMs in flight, floor 0, capped by the limits; maxVMs
+// counts every VM that may exist in vCenter, whatever its state.
 // Surplus = our available VMs (and in-flight ones) beyond what waiting demand needs; never VMs in use.
 func computeCapacity(in capacityInput) capacity {
 	var p capacity
@@ -58,10 +63,15 @@ func computeCapacity(in capacityInput) capacity {
 	ready := 0
 	for _, vm := range in.VMs {
 		switch vm.State {
-		case VMReleasing:
-			continue
-		case VMFailed:
-			p.Failed++
+		case VMReleasing, VMFailed:
+			// Neither capacity nor supply, but their VMs exist in vCenter until destroyed (a destroy held
+			// by a backup snapshot or a vCenter fault, a Machine still deleting): maxVMs counts them.
+			if vm.State == VMFailed {
+				p.Failed++
+			}
+			if !vm.Absent {
+				total++
+			}
 			continue
 		case VMReleased:
 			// Still a VM until destroyed: counts against maxVMs, never as supply.
@@ -119,6 +129,10 @@ func computeCapacity(in capacityInput) capacity {
 		if in.MaxConcurrentProvisioning != nil {
 			create = p.capBy(create, int(*in.MaxConcurrentProvisioning), inFlight, ReasonMaxConcurrent,
 				fmt.Sprintf("%d VM(s) in flight, limits.maxConcurrentProvisioning %d", inFlight, *in.MaxConcurrentProvisioning))
+		}
+		if in.Probe {
+			create = p.capBy(create, 1, inFlight, ReasonRegistrationProbing,
+				fmt.Sprintf("%d VM(s) in flight; the registration breaker's hold is over and one VM at a time probes the image", inFlight))
 		}
 		p.Create = create
 		p.Immediate = min(p.Immediate, create)

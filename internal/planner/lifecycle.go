@@ -76,6 +76,25 @@ func Lifecycle(o VMObservation) VMLifecycle {
 	return VMInFlight
 }
 
+// ReasonVMNotFound is the Failed reason of a VM found gone from vCenter before it joined a cluster.
+const ReasonVMNotFound = "VMNotFound"
+
+// MayHaveVM reports whether a VsphereAgent in this phase, with this reason, may have a VM in vCenter (or
+// one being created), so it counts against limits.maxVMs whatever its lifecycle state: a VM whose destroy
+// is held (a backup snapshot, a vCenter fault, a Machine still deleting) still exists. Only a Failed one
+// whose reason records its VM as absent is free: destroyed before it failed (RegistrationTimeout), seen
+// gone (VMNotFound), or never created as ours (a permanent create refusal).
+func MayHaveVM(phase afv1.VMPhase, reason string) bool {
+	if phase != afv1.VMPhaseFailed {
+		return true
+	}
+	switch reason {
+	case ReasonRegistrationTimeout, ReasonVMNotFound, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, ReasonOwnershipMismatch:
+		return false
+	}
+	return true
+}
+
 // failedExpired reports whether a Failed VsphereAgent has been kept for longer than retention: it has
 // served as evidence for the registration breaker and is deleted now (the pool replaced it long ago).
 // One already being deleted, or whose failure time is unknown, is left alone.
@@ -102,22 +121,9 @@ func CountsTowardsBreaker(reason string) bool {
 	return false
 }
 
-// registrationFailing is the pool's registration breaker: it is open (creation stops, instead of
-// creating VMs in a loop) when at least threshold of the pool's VMs failed (with a reason that counts,
-// see CountsTowardsBreaker) after the last time any of its VMs registered an Agent. Deleting the failed
-// VsphereAgents, or FailedRetention expiring them, closes it again.
+// registrationFailing is the closed registration breaker's trip rule: at least threshold of the pool's
+// VMs failed (with a reason that counts, see CountsTowardsBreaker) after the last time any of its VMs
+// registered an Agent. What happens after a trip (the hold, its backoff, the probe) is stepBreaker's.
 func registrationFailing(vms []VMObservation, threshold int) bool {
-	var lastSuccess time.Time
-	for _, o := range vms {
-		if o.RegisteredAt.After(lastSuccess) {
-			lastSuccess = o.RegisteredAt
-		}
-	}
-	failed := 0
-	for _, o := range vms {
-		if o.Phase == afv1.VMPhaseFailed && CountsTowardsBreaker(o.Reason) && !o.PhaseChangedAt.IsZero() && o.PhaseChangedAt.After(lastSuccess) {
-			failed++
-		}
-	}
-	return failed >= threshold
+	return failuresAfter(vms, lastRegistration(vms)) >= threshold
 }

@@ -114,3 +114,27 @@ func TestCountsTowardsBreaker(t *testing.T) {
 		}
 	}
 }
+
+func TestMayHaveVM(t *testing.T) {
+	tests := []struct {
+		phase  afv1.VMPhase
+		reason string
+		want   bool
+	}{
+		{afv1.VMPhaseProvisioning, "", true},
+		{afv1.VMPhasePending, afv1.ReasonVMCreateFailed, true}, // a create task that failed may have left a VM
+		{afv1.VMPhaseDeleting, "Deleting", true},               // its destroy may be held
+		{afv1.VMPhaseReleased, "", true},
+		{afv1.VMPhaseFailed, ReasonRegistrationTimeout, false}, // destroyed before it failed
+		{afv1.VMPhaseFailed, ReasonVMNotFound, false},
+		{afv1.VMPhaseFailed, afv1.ReasonDuplicateName, false}, // never created as ours
+		{afv1.VMPhaseFailed, afv1.ReasonInvalidPlacement, false},
+		{afv1.VMPhaseFailed, ReasonOwnershipMismatch, false},
+		{afv1.VMPhaseFailed, "SomethingElse", true}, // a failure that does not record the VM's absence
+	}
+	for _, tt := range tests {
+		if got := MayHaveVM(tt.phase, tt.reason); got != tt.want {
+			t.Errorf("MayHaveVM(%s, %q) = %t, want %t", tt.phase, tt.reason, got, tt.want)
+		}
+	}
+}

@@ -42,8 +42,13 @@ type Snapshot struct {
 	// InfraEnv's current one); ReplaceOutdated is spec.iso.replaceOutdatedVMs.
 	CurrentImage    Image
 	ReplaceOutdated bool
-	// RegistrationFailureThreshold opens the registration breaker (registrationFailing).
+	// RegistrationFailureThreshold trips the registration breaker (stepBreaker); Breaker is its memory
+	// from the last pass (status.registrationBreaker), BreakerBackoff how long each trip in a row holds
+	// creation; Generation is the pool's metadata.generation (a spec change resets the breaker).
 	RegistrationFailureThreshold int
+	Breaker                      Breaker
+	BreakerBackoff               Backoff
+	Generation                   int64
 	// FailedRetention is how long a Failed VM is kept as evidence before it expires.
 	FailedRetention time.Duration
 	// Debounce batches bursts of demand; Burst is the burst an earlier pass left open (nil: none).
@@ -90,6 +95,10 @@ type Decisions struct {
 	Expire []string
 	// Block is why creation stops ("" when it does not): the first of blockRules that applies.
 	Block string
+	// Breaker is the registration breaker's memory to keep for the next pass; BreakerState is
+	// BreakerClosed, BreakerOpen or BreakerProbing.
+	Breaker      *Breaker
+	BreakerState string
 	// RequeueAfter is when the pool looks again for this plan's sake (0: no need).
 	RequeueAfter time.Duration
 	// Burst is the burst window to remember for the next pass (nil: none open). CloseBurst: Creates
@@ -177,10 +186,8 @@ const (
 var blockRules = []func(Snapshot) string{
 	// The registration breaker first: its evidence is the pool's own failed VMs.
 	func(s Snapshot) string {
-		if registrationFailing(observations(s.VMs), s.RegistrationFailureThreshold) {
-			return ReasonRegistrationFailing
-		}
-		return ""
+		_, state := s.breaker()
+		return when(state == BreakerOpen, ReasonRegistrationFailing)
 	},
 	func(s Snapshot) string { return s.Blocks.Preflight },
 	func(s Snapshot) string { return s.Blocks.StaticIP },
@@ -199,8 +206,8 @@ func when(cond bool, reason string) string {
 //  1. each VM's one lifecycle state (Lifecycle);
 //  2. a VM in flight not created yet whose failure domain is gone, or skips it for failing creations,
 //     is abandoned: released, and not supply, so its demand goes to another domain (abandoned);
-//  3. the first of blockRules that applies stops creation (registration breaker, preflight, static
-//     addressing, vCenter session, ISO);
+//  3. the first of blockRules that applies stops creation (registration breaker while open, preflight,
+//     static addressing, vCenter session, ISO); a breaker probing after its hold lets one VM be in flight;
 //  4. a VM that booted an outdated image is replaced: released, and not supply, so demand creates its
 //     successor; never while creation is blocked or the pool paused (DecideImage);
 //  5. capacity: deficit and the warm standby's shortfall, creation capped by the limits, released and
@@ -213,7 +220,8 @@ func Plan(s Snapshot) Decisions {
 	states := make([]vmState, len(s.VMs))
 	var abandon []Release
 	for i, vm := range s.VMs {
-		states[i] = vmState{Name: vm.Name, State: Lifecycle(vm.VMObservation), CreatedAt: vm.CreatedAt, Ready: vm.AgentReady}
+		states[i] = vmState{Name: vm.Name, State: Lifecycle(vm.VMObservation), CreatedAt: vm.CreatedAt, Ready: vm.AgentReady,
+			Absent: !MayHaveVM(vm.Phase, vm.Reason)}
 		if r, ok := abandoned(vm, states[i].State, s.Domains); ok {
 			states[i].State = VMReleasing // not supply: the demand goes to another failure domain
 			abandon = append(abandon, r)
@@ -238,16 +246,20 @@ func Plan(s Snapshot) Decisions {
 	byName(abandon)
 	byName(outdated)
 
-	c := computeCapacity(capacityInput{
+	breaker, breakerState := s.breaker()
+	c := computeCapacity(capacityInput{Probe: breakerState == BreakerProbing,
 		Waiting: s.Waiting, ForeignAvailable: s.ForeignAvailable, PendingCreates: s.PendingCreates, VMs: states,
 		MaxVMs: s.MaxVMs, MaxConcurrentProvisioning: s.MaxConcurrentProvisioning,
 		Paused: s.Paused, RemoveSurplus: s.RemoveSurplus, BlockReason: block, DomainOf: domainOf(s), Standby: s.Standby,
 	})
-	d := Decisions{Block: block, Deficit: c.Deficit, InFlight: c.InFlight, Available: c.Available, InUse: c.InUse,
-		Failed: c.Failed, Actions: c.Actions,
+	d := Decisions{Block: block, Breaker: &breaker, BreakerState: breakerState, Deficit: c.Deficit, InFlight: c.InFlight,
+		Available: c.Available, InUse: c.InUse, Failed: c.Failed, Actions: c.Actions,
 		Standby: Standby{Desired: s.Standby, Ready: c.StandbyReady, Short: c.StandbyShort, Limit: c.StandbyLimit}}
 	for _, r := range outdated {
 		d.Actions = append(d.Actions, r.action())
+	}
+	if breakerState == BreakerOpen {
+		d.RequeueAfter = breaker.HeldUntil.Sub(s.Now) // the hold ends: a probe may go
 	}
 	if s.Paused {
 		d.Burst = s.Burst

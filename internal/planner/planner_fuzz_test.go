@@ -185,7 +185,8 @@ func fuzzSnapshot(waiting, foreign, pending uint16, vmBytes []byte, maxVMs, maxC
 //     outdated ones (in flight or available, booted an older image, no lease, replacement on, neither
 //     blocked nor paused) are exactly the ones released with those reasons, and are not supply;
 //   - Deficit is exactly max(0, waiting − foreign free Agents − pending creates − our supply VMs);
-//     the creations due are the deficit capped by maxVMs (every live VM and pending create counts) and
+//     the creations due are the deficit capped by maxVMs (every VM that may exist in vCenter, releasing
+//     and failed ones included, and every pending create counts) and
 //     maxConcurrentProvisioning (VMs in flight and pending creates), never beyond either limit, and
 //     none beyond a domain's maxVMs or headroom nor in a skipped domain; creates + supply ≥ demand
 //     unless paused, blocked, waiting for the burst window or held by a limit or the domains;
@@ -286,6 +287,16 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 		if vm.Phase == afv1.VMPhaseFailed && !vm.Deleting && s.Now.Sub(vm.PhaseChangedAt) > s.FailedRetention && !s.Paused {
 			wantExpire = append(wantExpire, vm.Name)
 		}
+		// maxVMs counts every VM that may exist in vCenter, whatever its state: all but a Failed one whose
+		// reason records its VM destroyed or never created.
+		switch {
+		case vm.Phase != afv1.VMPhaseFailed:
+			live++
+		case vm.Reason == ReasonRegistrationTimeout, vm.Reason == "VMNotFound", vm.Reason == afv1.ReasonDuplicateName,
+			vm.Reason == afv1.ReasonInvalidPlacement, vm.Reason == ReasonOwnershipMismatch:
+		default:
+			live++
+		}
 		switch st {
 		case VMReleasing, VMFailed:
 			continue
@@ -297,7 +308,6 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 			supply++
 			inFlight++
 		}
-		live++
 	}
 	if !sameSet(d.Expire, wantExpire) {
 		t.Fatalf("expire %v, want %v", d.Expire, wantExpire)

@@ -24,6 +24,9 @@ func TestPlan(t *testing.T) {
 		{"maxVMs caps creation", "demand=5 vms=u,u max=4", "deficit=5 create=2 wait=MaxVMsReached"},
 		{"maxVMs reached: create nothing", "demand=5 vms=u,u,u,u max=4", "deficit=5 wait=MaxVMsReached"},
 		{"a released VM counts against maxVMs until destroyed", "demand=2 vms=d max=2", "deficit=2 create=1 release=v1:Released wait=MaxVMsReached"},
+		{"a releasing VM (its destroy held) counts against maxVMs until destroyed", "demand=3 vms=u,r,r max=3", "deficit=3 wait=MaxVMsReached"},
+		{"a releasing VM leaves room only for what maxVMs has left", "demand=3 vms=r max=3", "deficit=3 create=2 wait=MaxVMsReached"},
+		{"a failed VM whose VM was destroyed no longer counts against maxVMs", "demand=2 vms=x,x max=2", "deficit=2 create=2"},
 		{"maxConcurrentProvisioning caps creation", "demand=5 vms=f conc=3", "deficit=4 create=2 wait=MaxConcurrentProvisioningReached"},
 		{"pending creates count as in flight", "demand=5 pending=2 conc=3", "deficit=3 create=1 wait=MaxConcurrentProvisioningReached"},
 

@@ -11,7 +11,8 @@ import (
 // named "").
 type Domain struct {
 	Name string
-	// VMs counts the pool's VMs placed in the domain (any state but releasing).
+	// VMs counts the pool's VMs placed in the domain that may exist in vCenter, whatever their state
+	// (releasing and failed ones too, see MayHaveVM): maxVMs caps what exists.
 	VMs int
 	// InFlight counts the domain's VMs created but not yet registered.
 	InFlight int
