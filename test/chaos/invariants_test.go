@@ -160,6 +160,7 @@ func (r *run) checkInstant(o *obs) {
 	if r.static != nil {
 		r.checkLeasesInstant(o)
 	}
+	r.checkLimitInstant(o)
 }
 
 var contentAddressed = regexp.MustCompile(`^[0-9a-f]{64}\.iso$`)
@@ -224,6 +225,7 @@ func (r *run) checkInvariants() {
 		}
 	}
 	r.checkTags(o)
+	r.checkCopies()
 	if r.static != nil {
 		r.checkStaticSettled(o)
 	}

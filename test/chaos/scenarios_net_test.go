@@ -54,10 +54,41 @@ func staticIPs(r *run) error {
 	if err := r.down(1); err != nil {
 		return err
 	}
-	return r.await(fmt.Sprintf("no lease left behind: 1 held + %d spare", spareLeases), func(o *obs) bool {
+	var last *leaseView
+	err := r.await(fmt.Sprintf("no lease left behind: 1 held + %d spare", spareLeases), func(o *obs) bool {
 		ls, err := r.leases()
+		if err == nil {
+			last = ls
+		}
 		return err == nil && len(ls.problems(o)) == 0 && ls.held == 1 && len(ls.claims) == 1+spareLeases
 	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w; leases: %s", err, last.describe())
+	}
+	return err
+}
+
+// describe lists the claims with their holder, lease state, release time and NMStateConfig.
+func (v *leaseView) describe() string {
+	configs := map[string]bool{}
+	for _, c := range v.configs {
+		configs[c.GetName()] = true
+	}
+	var out []string
+	for _, c := range v.claims {
+		state := c.GetLabels()[leaseStateLabel]
+		if state == "" {
+			state = "-"
+		}
+		deleting := ""
+		if c.GetDeletionTimestamp() != nil {
+			deleting = ", deleting"
+		}
+		out = append(out, fmt.Sprintf("%s (holder %q, state %s, released-at %q, config %t, created %s%s)", c.GetName(),
+			c.GetLabels()[afv1.LabelVsphereAgent], state, c.GetAnnotations()["agent-forge.containeroo.ch/released-at"],
+			configs[c.GetName()], c.GetCreationTimestamp().UTC().Format("15:04:05"), deleting))
+	}
+	return fmt.Sprintf("%d claims: %s", len(v.claims), strings.Join(out, "; "))
 }
 
 // failureDomains: two domains, zone-a capped at zoneACap VMs; demand 3 fills zone-a and puts the rest in
