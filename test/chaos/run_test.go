@@ -279,7 +279,12 @@ func (r *run) scale(n int) error {
 // await polls observations until cond holds or serveBound passes (a violation of "served within a
 // bound"); every observation is also checked for the invariants that must hold at every instant.
 func (r *run) await(what string, cond func(*obs) bool) error {
-	deadline := time.Now().Add(serveBound)
+	return r.awaitWithin(what, serveBound, cond)
+}
+
+// awaitWithin is await with a step's own bound (one the product's documented timers set).
+func (r *run) awaitWithin(what string, bound time.Duration, cond func(*obs) bool) error {
+	deadline := time.Now().Add(bound)
 	var last *obs
 	for {
 		r.drain()
@@ -297,7 +302,7 @@ func (r *run) await(what string, cond func(*obs) bool) error {
 			if last != nil {
 				state = last.describe()
 			}
-			return fmt.Errorf("not reached within %s (demand not served within the bound): %s; last state: %s", serveBound, what, state)
+			return fmt.Errorf("not reached within %s (demand not served within the bound): %s; last state: %s", bound, what, state)
 		}
 		select {
 		case <-r.ctx.Done():

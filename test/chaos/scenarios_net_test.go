@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
@@ -28,6 +30,12 @@ const (
 	spareLeases = 1
 	// zoneACap is zone-a's maxVMs: with demand 3 zone-a is full and the rest must go to zone-b.
 	zoneACap = 1
+	// leaseStepBound bounds "no lease left behind" after the scale-down, from the documented timers
+	// (docs/static-ips.md): released leases are removed ReleaseQuiet after the last release with no VM
+	// being destroyed, at the latest ReleaseWindow after the first, by a pass that looks every Poll;
+	// leaseStepSlack is that pass and the IPAM provider's finalizer on a loaded machine.
+	leaseStepBound = staticip.ReleaseWindow + staticip.Poll + leaseStepSlack
+	leaseStepSlack = 15 * time.Second
 )
 
 var (
@@ -55,7 +63,7 @@ func staticIPs(r *run) error {
 		return err
 	}
 	var last *leaseView
-	err := r.await(fmt.Sprintf("no lease left behind: 1 held + %d spare", spareLeases), func(o *obs) bool {
+	err := r.awaitWithin(fmt.Sprintf("no lease left behind: 1 held + %d spare", spareLeases), leaseStepBound, func(o *obs) bool {
 		ls, err := r.leases()
 		if err == nil {
 			last = ls
