@@ -93,11 +93,6 @@ func (o *obs) served(n int) bool {
 	return o.liveMachines() == n && len(o.vms) == n && len(o.liveVAs()) == n
 }
 
-// scaledDown: served(n) with nothing left over: no deleting Machine, VsphereAgent or surplus Agent.
-func (o *obs) scaledDown(n int) bool {
-	return o.served(n) && len(o.machines) == n && len(o.vas) == n && len(o.agents) == n
-}
-
 func (o *obs) installed() int {
 	n := 0
 	for i := range o.agents {
