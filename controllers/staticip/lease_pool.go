@@ -43,9 +43,16 @@ const (
 	leasePoll = 2 * time.Second
 	// releaseQuiet and releaseWindow batch released leases (one image regeneration for a whole scale-down):
 	// removed once no lease was released for releaseQuiet and no VM is being destroyed, at the latest
-	// releaseWindow after the first.
-	releaseQuiet  = 10 * time.Second
-	releaseWindow = time.Minute
+	// releaseWindow after the first; a pool's first pass in a (re)started manager removes them at once.
+	releaseQuiet  = ReleaseQuiet
+	releaseWindow = ReleaseWindow
+)
+
+// ReleaseQuiet and ReleaseWindow are the release batching's timers (docs/static-ips.md); the crash
+// campaign derives its bound for "no lease left behind" from them.
+const (
+	ReleaseQuiet  = 10 * time.Second
+	ReleaseWindow = time.Minute
 )
 
 // State is what one pool pass observed about its leases (nil for DHCP pools).
@@ -285,7 +292,10 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 			released = append(released, l)
 		}
 	}
-	if !leases.ReleaseDue(released, deleting, ls.Clock.Now(), releaseQuiet, releaseWindow) {
+	// A (re)started manager settles what it finds at once: the batch it would wait for may have been
+	// cut by the restart, and a crash must not add the batching delay on top of its own.
+	first := ls.firstPass(s.pool.UID)
+	if !first && !leases.ReleaseDue(released, deleting, ls.Clock.Now(), releaseQuiet, releaseWindow) {
 		plan.Release = nil // the scale-down is still destroying VMs: release them together
 	}
 	if len(plan.Release) > 0 {
@@ -340,7 +350,10 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		}
 		if err := ls.Client.Create(ctx, claim); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				continue // a claim our stale read missed: it counts, try the next name
+				// A claim our read missed (an earlier create that landed late): it is one of the n, so
+				// counting it keeps the pool from one lease more than Decide wanted, kept for good.
+				created++
+				continue
 			}
 			ls.Recorder.Eventf(s.pool, nil, "Warning", "LeaseClaimFailed", shared.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)

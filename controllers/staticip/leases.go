@@ -2,8 +2,10 @@ package staticip
 
 import (
 	"context"
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +31,15 @@ type Leases struct {
 	Clock clock.PassiveClock
 	// Events rate-limits the pool's refusal Events (shared with its other refusals; nil on the VM side).
 	Events *shared.EventLimiter
+
+	// passed holds the pools (UIDs) this process has prepared leases for (see firstPass).
+	passed sync.Map
+}
+
+// firstPass reports whether this is the pool's first lease pass in this process (then marks it done).
+func (ls *Leases) firstPass(pool types.UID) bool {
+	_, seen := ls.passed.LoadOrStore(pool, true)
+	return !seen
 }
 
 // Input is what a pool pass observed that preparing its leases needs.

@@ -29,7 +29,9 @@ import (
 // sets 200), CHAOS_SEED (default: the clock, printed), CHAOS_ONLY=<run> replays one run of a seed,
 // CHAOS_MODE (inprocess, the default: the controllers in this process, a kill is a cooperative stop;
 // sigkill: the real manager binary, a kill is SIGKILL by PID), CHAOS_MIN_KILLS (executed kills every
-// crash point needs; default 3 when the campaign has 3 runs per point, else 1).
+// crash point needs; default 3 when the campaign has 3 runs per point, else 1), CHAOS_MIN_API_FAULTS
+// (executed API faults the campaign needs: "N" per fault kind, or "total=N" and/or "<kind>=N" separated by
+// commas; default 1 per kind with the fault proxy on, none without it).
 const (
 	defaultRuns = 20
 	// runTimeout bounds one run (every await inside it has its own, shorter deadline).
@@ -126,8 +128,13 @@ func TestChaosCampaign(t *testing.T) {
 		plans = plans[only : only+1]
 	}
 	minKills := envInt("CHAOS_MIN_KILLS", defaultMinKills(len(plans)))
+	minFaults, err := parseMinFaults(os.Getenv("CHAOS_MIN_API_FAULTS"), os.Getenv("CHAOS_API_FAULTS") == "1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if only >= 0 {
 		minKills = 0 // one replayed run cannot cover every point
+		minFaults = faultMinimum{}
 	}
 	mode := os.Getenv("CHAOS_MODE")
 	if mode == "" {
@@ -136,8 +143,8 @@ func TestChaosCampaign(t *testing.T) {
 	if mode != "inprocess" && mode != "sigkill" {
 		t.Fatalf("CHAOS_MODE=%q: want inprocess or sigkill", mode)
 	}
-	t.Logf("chaos: seed %d, %d runs, mode %s, at least %d executed kill(s) per crash point (reproduce one run: CHAOS_MODE=%s CHAOS_SEED=%d CHAOS_ONLY=<run> go test ./test/chaos -run TestChaosCampaign -count=1 -v)",
-		seed, len(plans), mode, minKills, mode, seed)
+	t.Logf("chaos: seed %d, %d runs, mode %s, at least %d executed kill(s) per crash point, API faults %s (reproduce one run: CHAOS_MODE=%s CHAOS_SEED=%d CHAOS_ONLY=<run> go test ./test/chaos -run TestChaosCampaign -count=1 -v)",
+		seed, len(plans), mode, minKills, minFaults, mode, seed)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(plans)+2)*runTimeout)
 	defer cancel()
@@ -180,6 +187,7 @@ func TestChaosCampaign(t *testing.T) {
 	t.Logf("harness and operator up in %.1fs (simulator in its own process: %t, operator: %s)", time.Since(started).Seconds(), h.VC.Model == nil, mode)
 
 	violations, planned, executedInRuns, destroys, creates := 0, 0, 0, 0, 0
+	copiesChecked, limitSamples, limitRuns, limitPeak, standbyRuns := 0, 0, 0, 0, 0
 	var unexplained, explained []string
 	var durations []time.Duration
 	for _, p := range plans {
@@ -202,6 +210,15 @@ func TestChaosCampaign(t *testing.T) {
 		}
 		destroys += r.destroysChecked
 		creates += r.createsChecked
+		copiesChecked += r.copiesChecked
+		limitSamples += r.limitSamples
+		limitPeak = max(limitPeak, r.limitPeak)
+		if r.maxVMs > 0 {
+			limitRuns++
+		}
+		if r.standby > 0 {
+			standbyRuns++
+		}
 		if ctx.Err() != nil {
 			t.Errorf("campaign deadline reached after run %d", p.Index)
 			break
@@ -238,8 +255,16 @@ func TestChaosCampaign(t *testing.T) {
 	if totalExecuted != executedInRuns {
 		t.Errorf("%d kills executed campaign-wide but %d reported to the runs", totalExecuted, executedInRuns)
 	}
-	line := fmt.Sprintf("chaos: %d runs, %d %s, %d/%d crash points hit >= %d times, %s, %d invariant violations",
-		len(plans), totalExecuted, op.mode(), covered, len(crashpoint.Campaign), minKills, c.apiFaults(), violations)
+	faultCounts := map[string]int{}
+	if c.proxy != nil {
+		faultCounts = c.proxy.Counts()
+	}
+	if short := minFaults.shortfall(faultCounts); len(short) > 0 {
+		t.Errorf("API faults below the minimum (CHAOS_MIN_API_FAULTS=%s): %s", minFaults, strings.Join(short, ", "))
+	}
+	line := fmt.Sprintf("chaos: %d runs, %d %s, %d/%d crash points hit >= %d times, %s (minimum %s), %d copies checked, %d limit samples in %d maxVMs runs (peak %d VMs), %d standby runs, %d invariant violations",
+		len(plans), totalExecuted, op.mode(), covered, len(crashpoint.Campaign), minKills, c.apiFaults(), minFaults,
+		copiesChecked, limitSamples, limitRuns, limitPeak, standbyRuns, violations)
 	t.Log(line)
 	fmt.Println(line)
 }
@@ -283,4 +308,75 @@ func startFaultProxy(ctx context.Context, t *testing.T, h *harness.Harness, seed
 	t.Logf("API-server fault proxy on %s (lost write responses 5%%, 429/503 bursts 1%%, watch cuts 20%%, slow 2%%)", p.URL)
 	// The later --kubeconfig wins over the harness's.
 	return p, []string{"--kubeconfig=" + kc}, func(c *rest.Config) { *c = *p.Config(c) }
+}
+
+// faultMinimum is CHAOS_MIN_API_FAULTS: executed API faults the campaign needs, per kind and in total.
+type faultMinimum struct {
+	perKind map[string]int
+	total   int
+}
+
+func (m faultMinimum) String() string {
+	var parts []string
+	if m.total > 0 {
+		parts = append(parts, fmt.Sprintf("total=%d", m.total))
+	}
+	for _, k := range apifaults.Kinds {
+		if n := m.perKind[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseMinFaults reads CHAOS_MIN_API_FAULTS: "N" (every kind), or "total=N" and "<kind>=N" separated by
+// commas; empty is 1 per kind when the proxy is on (proxyOn), else none.
+func parseMinFaults(v string, proxyOn bool) (faultMinimum, error) {
+	m := faultMinimum{perKind: map[string]int{}}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		if proxyOn {
+			v = "1"
+		} else {
+			return m, nil
+		}
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		for _, k := range apifaults.Kinds {
+			m.perKind[k] = n
+		}
+		return m, nil
+	}
+	for _, part := range strings.Split(v, ",") {
+		k, nv, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(nv)
+		if !ok || err != nil || n < 0 || (k != "total" && !slices.Contains(apifaults.Kinds, k)) {
+			return m, fmt.Errorf("CHAOS_MIN_API_FAULTS=%q: want N, or total=N and <kind>=N separated by commas (kinds: %s)", v, strings.Join(apifaults.Kinds, ", "))
+		}
+		if k == "total" {
+			m.total = n
+		} else {
+			m.perKind[k] = n
+		}
+	}
+	return m, nil
+}
+
+// shortfall lists what the executed faults (counts, by kind) lack against the minimum.
+func (m faultMinimum) shortfall(counts map[string]int) []string {
+	var out []string
+	total := 0
+	for _, k := range apifaults.Kinds {
+		total += counts[k]
+		if want := m.perKind[k]; counts[k] < want {
+			out = append(out, fmt.Sprintf("%s %d < %d", k, counts[k], want))
+		}
+	}
+	if total < m.total {
+		out = append(out, fmt.Sprintf("total %d < %d", total, m.total))
+	}
+	return out
 }

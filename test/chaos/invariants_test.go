@@ -93,11 +93,6 @@ func (o *obs) served(n int) bool {
 	return o.liveMachines() == n && len(o.vms) == n && len(o.liveVAs()) == n
 }
 
-// scaledDown: served(n) with nothing left over: no deleting Machine, VsphereAgent or surplus Agent.
-func (o *obs) scaledDown(n int) bool {
-	return o.served(n) && len(o.machines) == n && len(o.vas) == n && len(o.agents) == n
-}
-
 func (o *obs) installed() int {
 	n := 0
 	for i := range o.agents {
@@ -160,6 +155,7 @@ func (r *run) checkInstant(o *obs) {
 	if r.static != nil {
 		r.checkLeasesInstant(o)
 	}
+	r.checkLimitInstant(o)
 }
 
 var contentAddressed = regexp.MustCompile(`^[0-9a-f]{64}\.iso$`)
@@ -224,6 +220,7 @@ func (r *run) checkInvariants() {
 		}
 	}
 	r.checkTags(o)
+	r.checkCopies()
 	if r.static != nil {
 		r.checkStaticSettled(o)
 	}

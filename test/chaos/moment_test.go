@@ -25,8 +25,7 @@ import (
 //
 // Demand is the NodePool's replicas, which only the scenario changes (run.scale records each change);
 // the bound is the highest demand of the last demandWindow (the operator acts on what it saw up to a
-// debounce earlier). The pools of the campaign keep no warm spare VMs (the pool API has none), so
-// spares is 0.
+// debounce earlier), plus the pool's spec.standby (the standby scenario's warm VMs); spares is 0.
 const (
 	demandWindow = 5 * time.Second
 	spares       = 0
@@ -63,7 +62,10 @@ func (m *moments) onVMCall(call vcsim.VMCall) {
 	defer cancel()
 	switch call.Method {
 	case vcsim.MethodDestroyVM:
+		r.checkCopyCall(call)
 		r.checkDestroy(ctx, call)
+	case vcsim.MethodReconfigVM:
+		r.checkCopyCall(call)
 	case vcsim.MethodCreateVM:
 		r.checkCreate(ctx, call)
 	}
@@ -157,7 +159,8 @@ func (r *run) checkCreate(ctx context.Context, call vcsim.VMCall) {
 	r.createsChecked++
 	r.peakVMs = max(r.peakVMs, n)
 	r.momentMu.Unlock()
-	if bound := r.demandAt(now) + spares; n > bound {
+	r.checkLimitCreate(call.Name, len(vms))
+	if bound := r.demandAt(now) + spares + r.standby; n > bound {
 		r.momentViolation("over-provisioning: CreateVM_Task of %s makes %d VMs of live VsphereAgents, demand + spares is %d", call.Name, n, bound)
 	}
 }
@@ -201,7 +204,7 @@ func (r *run) watchVsphereAgents(ctx context.Context, wc client.WithWatch) error
 			r.momentMu.Lock()
 			r.peakVAs = max(r.peakVAs, len(live))
 			r.momentMu.Unlock()
-			if bound := r.demandAt(time.Now()) + spares; len(live) > bound {
+			if bound := r.demandAt(time.Now()) + spares + r.standby; len(live) > bound {
 				r.momentViolation("over-provisioning: VsphereAgent %s created with %d live VsphereAgents, demand + spares is %d", va.Name, len(live), bound)
 			}
 		}

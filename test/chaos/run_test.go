@@ -83,6 +83,17 @@ type run struct {
 	destroysChecked, createsChecked int
 	peakVMs, peakVAs                int
 	momentSummary                   string
+
+	// copies are the run's copies of a pool VM and its foreign VM (copies_test.go; nil until made),
+	// copiesChecked how many settled checks they got.
+	copiesMu      sync.Mutex
+	copies        []copyVM
+	copiesChecked int
+	// standby and maxVMs are the pool's spec.standby and spec.limits.maxVMs (0: none); limitSamples
+	// counts the instants the pool's VMs were counted against maxVMs (limits_test.go).
+	standby, maxVMs int
+	limitSamples    int
+	limitPeak       int
 }
 
 func (c *campaign) newRun(ctx context.Context, p plan, notes <-chan string) *run {
@@ -179,9 +190,12 @@ func (r *run) setup() error {
 		return err
 	}
 	r.s = s
-	if err := r.c.h.VC.EnsureFolder(r.ctx, "chaos/"+ns); err != nil {
-		return err
+	for _, f := range []string{"chaos/" + ns, backupFolder(ns)} {
+		if err := r.c.h.VC.EnsureFolder(r.ctx, f); err != nil {
+			return err
+		}
 	}
+	r.prepareLimits(r.p.Scenario)
 	static, err := r.prepareNet(r.p.Scenario)
 	if err != nil {
 		return err
@@ -265,7 +279,12 @@ func (r *run) scale(n int) error {
 // await polls observations until cond holds or serveBound passes (a violation of "served within a
 // bound"); every observation is also checked for the invariants that must hold at every instant.
 func (r *run) await(what string, cond func(*obs) bool) error {
-	deadline := time.Now().Add(serveBound)
+	return r.awaitWithin(what, serveBound, cond)
+}
+
+// awaitWithin is await with a step's own bound (one the product's documented timers set).
+func (r *run) awaitWithin(what string, bound time.Duration, cond func(*obs) bool) error {
+	deadline := time.Now().Add(bound)
 	var last *obs
 	for {
 		r.drain()
@@ -283,7 +302,7 @@ func (r *run) await(what string, cond func(*obs) bool) error {
 			if last != nil {
 				state = last.describe()
 			}
-			return fmt.Errorf("not reached within %s (demand not served within the bound): %s; last state: %s", serveBound, what, state)
+			return fmt.Errorf("not reached within %s (demand not served within the bound): %s; last state: %s", bound, what, state)
 		}
 		select {
 		case <-r.ctx.Done():
@@ -319,6 +338,7 @@ func (r *run) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h := r.c.h
+	r.destroyCopies(ctx)
 	if r.poolUID != "" {
 		if vms, err := h.VSphere.ListPoolVMs(ctx, vcsim.Datacenter, r.poolUID); err == nil {
 			for _, vm := range vms {
@@ -362,10 +382,20 @@ func stripFinalizers(ctx context.Context, c client.Client, obj client.Object) {
 	}
 }
 
-// vmsOfPool lists the simulator VMs carrying this run's pool marker.
+// vmsOfPool lists the simulator VMs carrying this run's pool marker, except the copies the run made.
 func (r *run) vmsOfPool() ([]vsphere.VMInfo, error) {
 	if r.poolUID == "" {
 		return nil, nil
 	}
-	return r.c.h.VSphere.ListPoolVMs(r.ctx, vcsim.Datacenter, r.poolUID)
+	vms, err := r.c.h.VSphere.ListPoolVMs(r.ctx, vcsim.Datacenter, r.poolUID)
+	if err != nil {
+		return nil, err
+	}
+	out := vms[:0]
+	for _, vm := range vms {
+		if _, isCopy := r.isCopy("", vm.InstanceUUID); !isCopy {
+			out = append(out, vm)
+		}
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
@@ -28,6 +30,12 @@ const (
 	spareLeases = 1
 	// zoneACap is zone-a's maxVMs: with demand 3 zone-a is full and the rest must go to zone-b.
 	zoneACap = 1
+	// leaseStepBound bounds "no lease left behind" after the scale-down, from the documented timers
+	// (docs/static-ips.md): released leases are removed ReleaseQuiet after the last release with no VM
+	// being destroyed, at the latest ReleaseWindow after the first, by a pass that looks every Poll;
+	// leaseStepSlack is that pass and the IPAM provider's finalizer on a loaded machine.
+	leaseStepBound = staticip.ReleaseWindow + staticip.Poll + leaseStepSlack
+	leaseStepSlack = 15 * time.Second
 )
 
 var (
@@ -54,10 +62,41 @@ func staticIPs(r *run) error {
 	if err := r.down(1); err != nil {
 		return err
 	}
-	return r.await(fmt.Sprintf("no lease left behind: 1 held + %d spare", spareLeases), func(o *obs) bool {
+	var last *leaseView
+	err := r.awaitWithin(fmt.Sprintf("no lease left behind: 1 held + %d spare", spareLeases), leaseStepBound, func(o *obs) bool {
 		ls, err := r.leases()
+		if err == nil {
+			last = ls
+		}
 		return err == nil && len(ls.problems(o)) == 0 && ls.held == 1 && len(ls.claims) == 1+spareLeases
 	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w; leases: %s", err, last.describe())
+	}
+	return err
+}
+
+// describe lists the claims with their holder, lease state, release time and NMStateConfig.
+func (v *leaseView) describe() string {
+	configs := map[string]bool{}
+	for _, c := range v.configs {
+		configs[c.GetName()] = true
+	}
+	var out []string
+	for _, c := range v.claims {
+		state := c.GetLabels()[leaseStateLabel]
+		if state == "" {
+			state = "-"
+		}
+		deleting := ""
+		if c.GetDeletionTimestamp() != nil {
+			deleting = ", deleting"
+		}
+		out = append(out, fmt.Sprintf("%s (holder %q, state %s, released-at %q, config %t, created %s%s)", c.GetName(),
+			c.GetLabels()[afv1.LabelVsphereAgent], state, c.GetAnnotations()["agent-forge.containeroo.ch/released-at"],
+			configs[c.GetName()], c.GetCreationTimestamp().UTC().Format("15:04:05"), deleting))
+	}
+	return fmt.Sprintf("%d claims: %s", len(v.claims), strings.Join(out, "; "))
 }
 
 // failureDomains: two domains, zone-a capped at zoneACap VMs; demand 3 fills zone-a and puts the rest in

@@ -6,6 +6,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -64,7 +65,18 @@ func (r *run) up(mutate func(*afv1.VsphereAgentPool), n int) error {
 	if err := r.scale(n); err != nil {
 		return err
 	}
-	return r.await(fmt.Sprintf("%d Machines served", n), func(o *obs) bool { return o.served(n) })
+	var source *vsphere.VMInfo
+	err := r.await(fmt.Sprintf("%d Machines served by %d VMs", n, r.wantVMs(n)), func(o *obs) bool {
+		if len(o.vms) > 0 {
+			source = &o.vms[0]
+		}
+		return r.served(o, n)
+	})
+	if err != nil || source == nil {
+		return err
+	}
+	// Copies of a pool VM (copies_test.go) exist from here on, in every scenario.
+	return r.makeCopies(*source)
 }
 
 // down scales to n and waits for the surplus VMs, VsphereAgents and Agents to be gone.
@@ -72,7 +84,7 @@ func (r *run) down(n int) error {
 	if err := r.scale(n); err != nil {
 		return err
 	}
-	return r.await(fmt.Sprintf("scaled down to %d", n), func(o *obs) bool { return o.scaledDown(n) })
+	return r.await(fmt.Sprintf("scaled down to %d", n), func(o *obs) bool { return r.scaledDown(o, n) })
 }
 
 // isoRefresh: the InfraEnv gets a new image; the pool caches it and the next VM boots it.

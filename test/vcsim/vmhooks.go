@@ -27,12 +27,15 @@ import (
 const (
 	MethodDestroyVM = "Destroy_Task"  // on a VirtualMachine
 	MethodCreateVM  = "CreateVM_Task" // on a Folder; the VM fields come from the config spec
+	// MethodReconfigVM is ReconfigVM_Task on a VirtualMachine (an ISO ejection is one): the campaign
+	// checks that no copy of a pool VM is ever reconfigured.
+	MethodReconfigVM = "ReconfigVM_Task"
 )
 
 // VMCall describes one VM call at the moment the simulator received it.
 type VMCall struct {
 	Method string `json:"method"`
-	// Ref is the VM's managed object reference value (Destroy_Task only).
+	// Ref is the VM's managed object reference value (Destroy_Task and ReconfigVM_Task).
 	Ref  string `json:"ref,omitempty"`
 	Name string `json:"name"`
 	// InstanceUUID and BIOSUUID identify the VM (CreateVM_Task: as requested, BIOSUUID may be empty).
@@ -48,8 +51,8 @@ type vmHookReq struct {
 	Token    string `json:"token"`
 }
 
-// OnVMCall installs fn (nil removes it), called at every Destroy_Task of a VirtualMachine and every
-// CreateVM_Task before the simulator runs it; the call waits until fn returns (bounded at 10 s out of
+// OnVMCall installs fn (nil removes it), called at every Destroy_Task and ReconfigVM_Task of a
+// VirtualMachine and every CreateVM_Task before the simulator runs it; the call waits until fn returns (bounded at 10 s out of
 // process: a test process that does not answer lets the call go on). fn never changes the call.
 func (e *Env) OnVMCall(fn func(VMCall)) {
 	if e.ctl == nil {
@@ -76,7 +79,7 @@ func (e *Env) OnVMCall(fn func(VMCall)) {
 func vmCallHandler(report func(VMCall)) func(*simulator.Context, *simulator.Method) (mo.Reference, types.BaseMethodFault) {
 	return func(ctx *simulator.Context, m *simulator.Method) (mo.Reference, types.BaseMethodFault) {
 		switch {
-		case m.Name == MethodDestroyVM && m.This.Type == "VirtualMachine":
+		case (m.Name == MethodDestroyVM || m.Name == MethodReconfigVM) && m.This.Type == "VirtualMachine":
 			obj := ctx.Map.Get(m.This)
 			vm := asVM(obj)
 			if vm == nil {
