@@ -26,6 +26,17 @@ if [[ -x "$assets/kube-apiserver" && -x "$assets/etcd" && -f "$assets/.complete"
 fi
 
 mkdir -p "$assets" "$work/apiserver" "$work/etcd"
+# One build per version set at a time: a second caller (another checkout sharing bin/, a parallel make
+# target) waits for the first instead of compiling the same packages again and rewriting its go.mod.
+exec 9>"$assets/.lock"
+if ! flock -n 9; then
+  log "waiting for another build of these assets to finish"
+  flock 9
+  if [[ -x "$assets/kube-apiserver" && -x "$assets/etcd" && -f "$assets/.complete" ]]; then
+    echo "$assets"
+    exit 0
+  fi
+fi
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
 
 progress_pid=""

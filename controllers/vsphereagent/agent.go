@@ -16,7 +16,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
-// ReasonHostIdentityUnproven: an Agent reports the VM's MAC (or its serial) but not both; it is never
+// ReasonHostIdentityUnproven means an Agent reports the VM's MAC (or its serial) but not both; it is never
 // labelled, prepared or approved for the VM (AgentRegistered condition and Event).
 const ReasonHostIdentityUnproven = "HostIdentityUnproven"
 

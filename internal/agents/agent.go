@@ -194,15 +194,15 @@ func (a Agent) HasMAC(mac string) bool {
 type HostProof int
 
 const (
-	// NotHost: the Agent reports neither the VM's MAC nor its serial.
+	// NotHost means the Agent reports neither the VM's MAC nor its serial.
 	NotHost HostProof = iota
-	// ProvenHost: the Agent reports the VM's MAC and the VMware serial of the VM's BIOS UUID.
+	// ProvenHost means the Agent reports the VM's MAC and the VMware serial of the VM's BIOS UUID.
 	ProvenHost
-	// MACNoSerial: the VM's MAC, but no VMware serial (no inventory serial yet, or a non-VMware one).
+	// MACNoSerial is the VM's MAC, but no VMware serial (no inventory serial yet, or a non-VMware one).
 	MACNoSerial
-	// MACOtherSerial: the VM's MAC with another machine's serial (or the VM's BIOS UUID is unknown).
+	// MACOtherSerial is the VM's MAC with another machine's serial (or the VM's BIOS UUID is unknown).
 	MACOtherSerial
-	// SerialNoMAC: the VM's serial, but the VM's MAC is not among its interfaces.
+	// SerialNoMAC is the VM's serial, but the VM's MAC is not among its interfaces.
 	SerialNoMAC
 )
 
