@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
@@ -38,8 +39,7 @@ var _ = Describe("External interruptions in vCenter", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(task.Wait(ctx)).To(Succeed())
 
-		op.clock.Step(3 * time.Minute)
-		pokeVsphereAgents(pool)
+		confirmVMGone(ctx, op, pool, &gone)
 		Eventually(func() string { return vaPhaseReason(ctx, &gone) }, 60*time.Second, 250*time.Millisecond).
 			Should(Equal(string(afv1.VMPhaseFailed) + "/VMNotFound"))
 		Expect(vmHealthyReason(ctx, &gone)).To(Equal("VMNotFound"))
@@ -67,8 +67,7 @@ var _ = Describe("External interruptions in vCenter", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(task.Wait(ctx)).To(Succeed())
 
-		op.clock.Step(3 * time.Minute)
-		pokeVsphereAgents(pool)
+		confirmVMGone(ctx, op, pool, &gone)
 		Eventually(func() string { return vmHealthyReason(ctx, &gone) }, 60*time.Second, 250*time.Millisecond).Should(Equal("VMNotFound"))
 		Eventually(func() []string { return objectEventReasons(ctx, gone.Namespace, "VsphereAgent", gone.Name) }, 10*time.Second, 250*time.Millisecond).
 			Should(ContainElement("VMNotFound"))
@@ -206,6 +205,18 @@ func vmChangeVersion(ctx context.Context, instanceUUID string) string {
 	var m mo.VirtualMachine
 	Expect(vm.Properties(ctx, vm.Reference(), []string{"config.changeVersion", "runtime.powerState"}, &m)).To(Succeed())
 	return m.Config.ChangeVersion + "/" + string(m.Runtime.PowerState)
+}
+
+// confirmVMGone moves the clock past the VM check interval so that a look-up finds the VM missing, then
+// past the confirmation delay so that the confirming look-up declares it gone.
+func confirmVMGone(ctx context.Context, op *operator, pool *afv1.VsphereAgentPool, va *afv1.VsphereAgent) {
+	GinkgoHelper()
+	op.clock.Step(3 * time.Minute)
+	pokeVsphereAgents(pool)
+	Eventually(func() string { return vmHealthyReason(ctx, va) }, 60*time.Second, 250*time.Millisecond).
+		Should(Equal(vsphereagent.ReasonVMNotFoundUnconfirmed))
+	op.clock.Step(90 * time.Second)
+	pokeVsphereAgents(pool)
 }
 
 func freshVA(ctx context.Context, va *afv1.VsphereAgent) *afv1.VsphereAgent {

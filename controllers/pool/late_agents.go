@@ -81,12 +81,8 @@ const ReasonOrphanAgentDeleted = "OrphanAgentDeleted"
 // destroyedHostOf is the destroyed VM an Agent registered from: its MAC and its serial both match (a
 // MAC alone is not proof: a static-IP lease hands the same MAC to the VM that replaces it).
 func destroyedHostOf(a agents.Agent, hosts []shared.DestroyedHost) (shared.DestroyedHost, bool) {
-	if agents.NormalizeUUID(a.Serial) == "" {
-		return shared.DestroyedHost{}, false
-	}
 	for _, h := range hosts {
-		// IsHostOf lets a missing UUID pass; here both are known, so it requires MAC and serial.
-		if agents.NormalizeUUID(h.BIOSUUID) != "" && a.IsHostOf(h.MAC, h.BIOSUUID) {
+		if a.IsHostOf(h.MAC, h.BIOSUUID) { // MAC and serial both
 			return h, true
 		}
 	}

@@ -50,8 +50,20 @@ func FreshAgentOfVM(ctx context.Context, reader client.Reader, va *afv1.VsphereA
 	return &a, nil
 }
 
-// FreshAgentByMAC finds live the Agent registered by the VM with that MAC and BIOS UUID (nil when absent).
+// FreshAgentByMAC finds live an Agent that may be the VM's (agents.Agent.MayBeHostOf: its MAC, no other
+// machine's serial; nil when absent). A MAC proves nothing: use it only to keep a VM that may back a
+// worker, or where the caller checks the serial itself. FreshHostAgent is the proven host's.
 func FreshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, biosUUID string) (*agents.Agent, error) {
+	return freshAgentWhere(ctx, reader, namespace, mac, func(a agents.Agent) bool { return a.MayBeHostOf(mac, biosUUID) })
+}
+
+// FreshHostAgent finds live the Agent the VM's host registered: both its MAC and its serial number are
+// the VM's (agents.Agent.IsHostOf; nil when absent).
+func FreshHostAgent(ctx context.Context, reader client.Reader, namespace, mac, biosUUID string) (*agents.Agent, error) {
+	return freshAgentWhere(ctx, reader, namespace, mac, func(a agents.Agent) bool { return a.IsHostOf(mac, biosUUID) })
+}
+
+func freshAgentWhere(ctx context.Context, reader client.Reader, namespace, mac string, match func(agents.Agent) bool) (*agents.Agent, error) {
 	if mac == "" {
 		return nil, nil
 	}
@@ -61,7 +73,7 @@ func FreshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, 
 	}
 	for i := range list.Items {
 		a := agents.AgentFrom(&list.Items[i])
-		if a.IsHostOf(mac, biosUUID) {
+		if match(a) {
 			return &a, nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,17 +16,26 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
-// matchAgent finds the Agent the VM registered: by the NIC MAC we gave it, then by the BIOS-UUID serial.
+// ReasonHostIdentityUnproven means an Agent reports the VM's MAC (or its serial) but not both; it is never
+// labelled, prepared or approved for the VM (AgentRegistered condition and Event).
+const ReasonHostIdentityUnproven = "HostIdentityUnproven"
+
+// matchAgent finds the Agent the VM's host registered: one reporting both the NIC MAC we gave the VM and
+// the VMware serial of its BIOS UUID (agents.ProvenHost), the newest if several. An Agent that reports
+// only one of them proves nothing (anyone who can read the discovery ISO can boot it with a pool VM's
+// MAC): it is reported and left alone. One without a serial yet waits for its inventory.
 func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 	va := s.va
-	var found []agents.Agent
+	mac, bios := va.Status.VM.MACAddress, va.Status.VM.BIOSUUID
 	queries := []client.MatchingFields{}
-	if mac := va.Status.VM.MACAddress; mac != "" {
-		queries = append(queries, client.MatchingFields{shared.IndexAgentMAC: mac})
+	if mac != "" {
+		queries = append(queries, client.MatchingFields{shared.IndexAgentMAC: agents.NormalizeMAC(mac)})
 	}
-	if serial := agents.NormalizeUUID(va.Status.VM.BIOSUUID); serial != "" {
+	if serial := agents.NormalizeUUID(bios); serial != "" {
 		queries = append(queries, client.MatchingFields{shared.IndexAgentSerial: serial})
 	}
+	var proven, unproven []agents.Agent
+	seen := map[string]bool{}
 	for _, q := range queries {
 		list := agents.NewList(agents.AgentGVK)
 		if err := r.List(ctx, list, client.InNamespace(va.Namespace), q); err != nil {
@@ -33,35 +43,109 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 		}
 		for i := range list.Items {
 			a := agents.AgentFrom(&list.Items[i])
-			if a.Deleting {
+			if a.Deleting || seen[a.Name] {
 				continue
 			}
-			// By MAC, the serial must agree; by serial, it is the key itself.
-			if _, byMAC := q[shared.IndexAgentMAC]; byMAC && !a.IsHostOf(va.Status.VM.MACAddress, va.Status.VM.BIOSUUID) {
-				continue
+			seen[a.Name] = true
+			switch a.ProofOfHost(mac, bios) {
+			case agents.ProvenHost:
+				proven = append(proven, a)
+			case agents.NotHost:
+			default:
+				unproven = append(unproven, a)
 			}
-			found = append(found, a)
-		}
-		if len(found) > 0 {
-			break
 		}
 	}
-	if len(found) == 0 {
-		if va.Status.VM.AgentName != "" {
+	prev := shared.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered)
+	prevMsg := ""
+	if prev != nil {
+		prevMsg = prev.Message
+	}
+	if len(proven) == 0 {
+		switch {
+		case len(unproven) > 0:
+			msg := "no Agent proves it was registered by VM " + va.Status.VM.Name + ": " + describeUnproven(unproven, mac, bios) +
+				"; such an Agent is never labelled or approved for this VM"
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonHostIdentityUnproven, msg, va.Generation)
+		case va.Status.VM.AgentName != "":
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAgentMissing, "Agent "+va.Status.VM.AgentName+" no longer exists", va.Generation)
-		} else {
+		default:
 			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
 		}
+		r.announceUnproven(s, unproven, prevMsg, mac, bios)
 		return true, nil
 	}
-	sort.Slice(found, func(i, j int) bool {
-		return found[i].Obj.GetCreationTimestamp().After(found[j].Obj.GetCreationTimestamp().Time)
+	sort.Slice(proven, func(i, j int) bool {
+		return proven[i].Obj.GetCreationTimestamp().After(proven[j].Obj.GetCreationTimestamp().Time)
 	})
-	a := found[0]
+	a := proven[0]
 	s.agent = &a
 	va.Status.VM.AgentName = a.Name // shown by the AgentRegistered condition; no Event (one API write per VM)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, shared.ReasonAgentRegistered, "registered as Agent "+a.Name, va.Generation)
+	msg := "registered as Agent " + a.Name
+	if len(unproven) > 0 {
+		msg += "; ignored: " + describeUnproven(unproven, mac, bios)
+	}
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, shared.ReasonAgentRegistered, msg, va.Generation)
+	r.announceUnproven(s, unproven, prevMsg, mac, bios)
 	return true, nil
+}
+
+// announceUnproven records one Event per change of what the AgentRegistered condition says about
+// Agents that match the VM by MAC or serial alone (an Agent waiting for its inventory is not announced
+// again at every pass), once the status saying it is written. Normal while they only lack a serial,
+// Warning when one contradicts the VM's identity.
+func (r *Reconciler) announceUnproven(s *vmScope, unproven []agents.Agent, prevMsg, mac, bios string) {
+	va := s.va
+	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered)
+	if len(unproven) == 0 || c == nil || c.Message == prevMsg {
+		return
+	}
+	eventType := "Normal"
+	for _, a := range unproven {
+		if a.ProofOfHost(mac, bios) != agents.MACNoSerial {
+			eventType = "Warning"
+		}
+	}
+	msg := c.Message
+	s.afterWrite = append(s.afterWrite, func() {
+		r.Recorder.Eventf(va, nil, eventType, ReasonHostIdentityUnproven, shared.ActionAwaitAgent, "%s", msg)
+	})
+}
+
+// maxShownSerial bounds how much of a reported serial number (text the registering host chose) a
+// message repeats.
+const maxShownSerial = 64
+
+// describeUnproven says, sorted by name so that it is the same from pass to pass, why each Agent does
+// not prove it is the VM's host.
+func describeUnproven(list []agents.Agent, mac, bios string) string {
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	out := make([]string, 0, len(list))
+	for _, a := range list {
+		serial := a.Serial
+		if len(serial) > maxShownSerial {
+			serial = serial[:maxShownSerial] + "..."
+		}
+		var why string
+		switch a.ProofOfHost(mac, bios) {
+		case agents.MACNoSerial:
+			if a.Serial == "" {
+				why = "reports the VM's MAC " + agents.NormalizeMAC(mac) + " but no serial number yet (waiting for its inventory)"
+			} else {
+				why = fmt.Sprintf("reports the VM's MAC %s but serial number %q, not a VMware serial", agents.NormalizeMAC(mac), serial)
+			}
+		case agents.MACOtherSerial:
+			if agents.NormalizeUUID(bios) == "" {
+				why = "reports the VM's MAC " + agents.NormalizeMAC(mac) + " but the VM's BIOS UUID is not recorded, so its serial cannot be checked"
+			} else {
+				why = fmt.Sprintf("reports the VM's MAC %s but serial number %q, another machine's (the VM's is %s)", agents.NormalizeMAC(mac), serial, agents.SerialFromBIOSUUID(bios))
+			}
+		case agents.SerialNoMAC:
+			why = "reports the VM's serial number but not its MAC " + agents.NormalizeMAC(mac)
+		}
+		out = append(out, "Agent "+a.Name+" "+why)
+	}
+	return strings.Join(out, "; ")
 }
 
 // prepareAgent makes a free Agent bindable: pool labels, role label and spec.role, hostname = VM name,

@@ -113,7 +113,7 @@ func installAgent(t *testing.T, h *lcHarness, row *lcRow) {
 }
 
 // TestArmedRecordOfAGoneVMIsDropped: a VM deleted in vCenter while its ejection is armed: the look-up
-// reports it gone and the armed record is dropped (nothing to resume), no ejection is tried.
+// and its confirmation report it gone and the armed record is dropped (nothing to resume), no ejection is tried.
 func TestArmedRecordOfAGoneVMIsDropped(t *testing.T) {
 	_, row, pass, bound := armedVM(t)
 	if bound.Status.ISOEjection == nil {
@@ -128,6 +128,11 @@ func TestArmedRecordOfAGoneVMIsDropped(t *testing.T) {
 	}
 	row.clock.Step(row.r.Opts.VMCheckInterval)
 	got := pass()
+	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != ReasonVMNotFoundUnconfirmed {
+		t.Fatalf("VMHealthy %+v after one NotFound, want %s", c, ReasonVMNotFoundUnconfirmed)
+	}
+	row.clock.Step(vmGoneConfirmDelay)
+	got = pass()
 	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != shared.ReasonVMNotFound {
 		t.Fatalf("VMHealthy %+v, want VMNotFound", c)
 	}

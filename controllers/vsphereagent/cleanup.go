@@ -72,7 +72,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if mac, bios, err = r.vmIdentity(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
-		if agent, err = shared.FreshAgentByMAC(ctx, r.APIReader, va.Namespace, mac, bios); err != nil {
+		if agent, err = shared.FreshHostAgent(ctx, r.APIReader, va.Namespace, mac, bios); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -192,7 +192,7 @@ func (r *Reconciler) vmIdentity(ctx context.Context, s *vmScope) (mac, bios stri
 
 // lateAgent is the unbound Agent of a destroyed VM's identity that registered while it was destroyed.
 func lateAgent(ctx context.Context, reader client.Reader, namespace, mac, bios string) (*agents.Agent, error) {
-	agent, err := shared.FreshAgentByMAC(ctx, reader, namespace, mac, bios)
+	agent, err := shared.FreshHostAgent(ctx, reader, namespace, mac, bios)
 	if err != nil || agent == nil || agent.IsBound() {
 		return nil, err
 	}

@@ -84,6 +84,19 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 	if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: gone.Namespace, Name: gone.Name}, gone); err != nil {
 		t.Fatal(err)
 	}
+	if c := shared.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != ReasonVMNotFoundUnconfirmed {
+		t.Fatalf("after one NotFound the gone VM's VMHealthy is %+v, want reason %s", c, ReasonVMNotFoundUnconfirmed)
+	}
+	// The confirming look-up, by instance UUID and BIOS UUID, vmGoneConfirmDelay later.
+	row.clock.Step(vmGoneConfirmDelay)
+	before := row.fake.AllCalls()
+	pass(gone)
+	if got := row.fake.AllCalls()[vspherefake.FindVM] - before[vspherefake.FindVM]; got != 1 {
+		t.Errorf("%d FindVM calls confirming the NotFound, want 1", got)
+	}
+	if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: gone.Namespace, Name: gone.Name}, gone); err != nil {
+		t.Fatal(err)
+	}
 	if c := shared.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != shared.ReasonVMNotFound {
 		t.Errorf("the gone VM's VMHealthy is %+v, want reason %s", c, shared.ReasonVMNotFound)
 	}

@@ -26,6 +26,7 @@ const vmObserveTimeout = 30 * time.Second
 type vmChecks struct {
 	m       sync.Map
 	fetched sync.Map // UID -> fetchedRead
+	missing sync.Map // UID -> time.Time: when a look-up first found no VM (goneStep confirms it)
 }
 
 // fetchedRead is a VM read by another VsphereAgent's look-up (lookUpVM), waiting for its own pass.
@@ -52,13 +53,62 @@ func (c *vmChecks) done(uid types.UID, now time.Time) { c.m.Store(uid, now) }
 func (c *vmChecks) forget(uid types.UID) {
 	c.m.Delete(uid)
 	c.fetched.Delete(uid)
+	c.missing.Delete(uid)
+}
+
+// missingSince is when a look-up of this process first found no VM for uid (ok false: none did).
+func (c *vmChecks) missingSince(uid types.UID) (time.Time, bool) {
+	v, ok := c.missing.Load(uid)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}
+
+// vmGoneConfirmDelay is how long after a look-up found no VM a second look-up, by instance UUID and by
+// BIOS UUID, must still find none before the VM is declared gone. A single NotFound is not proof: vCenter
+// answers NotFound for a VM that is being unregistered and registered again (HA, a host reconnecting, a
+// backup product's restore in place), and a NotFound that makes a discovery VM Failed costs a replacement.
+const vmGoneConfirmDelay = time.Minute
+
+// ReasonVMNotFoundUnconfirmed is VMHealthy's reason between a look-up that found no VM and the look-up
+// that confirms it (or finds the VM again).
+const ReasonVMNotFoundUnconfirmed = "VMNotFoundUnconfirmed"
+
+// goneStepKind is what observeVM does about a VM a look-up did not find.
+type goneStepKind int
+
+const (
+	// goneSuspect: the first NotFound: remember when, report VMNotFoundUnconfirmed, look again later.
+	goneSuspect goneStepKind = iota
+	// goneWait: confirming, but the delay has not passed.
+	goneWait
+	// goneConfirm: look up again by instance UUID and BIOS UUID; nothing found declares the VM gone.
+	goneConfirm
+	// goneDeclared: the VM was declared gone before (VMNotFound): it stays so, no new confirmation.
+	goneDeclared
+)
+
+// goneStep decides the next step for a VM whose last look-up found nothing: declared is VMHealthy's
+// reason already VMNotFound, since/suspected when this process first found it missing.
+func goneStep(declared bool, since time.Time, suspected bool, now time.Time) (goneStepKind, time.Duration) {
+	switch {
+	case declared:
+		return goneDeclared, 0
+	case !suspected:
+		return goneSuspect, vmGoneConfirmDelay
+	case now.Before(since.Add(vmGoneConfirmDelay)):
+		return goneWait, since.Add(vmGoneConfirmDelay).Sub(now)
+	}
+	return goneConfirm, 0
 }
 
 // observeVM looks the created VM up by its instance UUID every VMCheckInterval and reports what someone
 // else did to it (SPEC §4: ownership is proven by the instance UUID and the marker, never by the name):
-//   - gone: a VM that never joined a cluster fails (VMNotFound) and the pool replaces it; a VM that backs
-//     or backed a Machine only reports it: no duplicate while the Machine references its Agent, the
-//     Machine's health check decides;
+//   - gone: only once a second look-up (by instance UUID and BIOS UUID, vmGoneConfirmDelay later) finds
+//     it gone too (VMNotFoundUnconfirmed in between): a VM that never joined a cluster fails (VMNotFound)
+//     and the pool replaces it; a VM that backs or backed a Machine only reports it: no duplicate while
+//     the Machine references its Agent, the Machine's health check decides;
 //   - powered off: a discovery VM (never bound) is powered on again; a bound or installed one is only
 //     reported, never touched;
 //   - renamed or moved: reported, and still tracked (and destroyed on scale-down) by its instance UUID;
@@ -69,6 +119,9 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 		return true, nil
 	}
 	now := r.Opts.Clock.Now()
+	if since, suspected := r.checks.missingSince(va.UID); suspected {
+		return r.confirmGone(ctx, s, since, now)
+	}
 	if left, due := r.checks.due(va.UID, now, r.Opts.VMCheckInterval); !due {
 		s.requeueAfter(left)
 		return true, nil
@@ -90,16 +143,82 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 	s.afterWrite = append(s.afterWrite, func() { r.checks.done(va.UID, at) })
 	s.requeueAfter(r.Opts.VMCheckInterval - now.Sub(at))
 	if err != nil {
+		return r.vmNotFound(s, now), nil
+	}
+	return true, r.observeFound(ctx, s, vs, info)
+}
+
+// vmNotFound handles a look-up that found no VM: the first one only makes the VM suspect (goneStep);
+// a VM declared gone before stays gone.
+func (r *Reconciler) vmNotFound(s *vmScope, now time.Time) bool {
+	va := s.va
+	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
+	step, wait := goneStep(c != nil && c.Reason == shared.ReasonVMNotFound, time.Time{}, false, now)
+	if step == goneDeclared {
+		return r.vmGone(s)
+	}
+	r.checks.missing.Store(va.UID, now)
+	r.reportVM(s, false, ReasonVMNotFoundUnconfirmed, "Normal", fmt.Sprintf("VM %s (instance UUID %s) was not found in vCenter; it is looked up again by instance UUID and BIOS UUID in %s "+
+		"and declared gone only if it is still not found", va.Status.VM.Name, va.Status.VM.InstanceUUID, wait))
+	s.requeueAfter(wait)
+	return true
+}
+
+// confirmGone is the look-up that confirms a VM not found (goneStep): by instance UUID, then by BIOS
+// UUID. Nothing found declares the VM gone (vmGone); a VM found again is observed as usual.
+func (r *Reconciler) confirmGone(ctx context.Context, s *vmScope, since, now time.Time) (bool, error) {
+	va := s.va
+	step, wait := goneStep(false, since, true, now)
+	if step == goneWait {
+		s.requeueAfter(wait)
+		return true, nil
+	}
+	var info *vsphere.VMInfo
+	if v, ok := r.checks.fetched.LoadAndDelete(va.UID); ok && now.Sub(v.(fetchedRead).at) < vmGoneConfirmDelay {
+		info = v.(fetchedRead).info // a peer's look-up found it meanwhile
+	}
+	vs, err := r.client(ctx, s)
+	if err != nil {
+		s.requeueAfter(r.Opts.VMCheckInterval)
+		return true, nil //nolint:nilerr // the pool reports vCenter unreachable; confirmed at the next try
+	}
+	if info == nil {
+		lookup, cancel := context.WithTimeout(ctx, vmObserveTimeout)
+		defer cancel()
+		info, err = vs.FindVM(lookup, poolspec.DatacenterOf(va, s.pool), va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID)
+		if err != nil && vsphere.ClassOf(err) != vsphere.ClassNotFound {
+			s.log.V(1).Info("confirming look-up failed; next try at the next check", "vm", va.Status.VM.Name, "error", err.Error())
+			s.requeueAfter(r.Opts.VMCheckInterval)
+			return true, nil
+		}
+	}
+	r.checks.missing.Delete(va.UID)
+	s.afterWrite = append(s.afterWrite, func() { r.checks.done(va.UID, now) })
+	s.requeueAfter(r.Opts.VMCheckInterval)
+	if err != nil {
 		return r.vmGone(s), nil
+	}
+	return true, r.observeFound(ctx, s, vs, info)
+}
+
+// observeFound reports what a look-up found: another identity, powered off, moved, renamed or running.
+func (r *Reconciler) observeFound(ctx context.Context, s *vmScope, vs vsphere.Client, info *vsphere.VMInfo) error {
+	va := s.va
+	if info.InstanceUUID != "" && !strings.EqualFold(info.InstanceUUID, va.Status.VM.InstanceUUID) {
+		// Found by BIOS UUID only: a VM carrying this one's BIOS UUID under another instance UUID (a copy,
+		// or this VM registered again): not declared gone, and nothing is done to it.
+		r.reportVM(s, false, shared.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("no VM has instance UUID %s any more, but VM %s (instance UUID %s) carries its BIOS UUID %s; "+
+			"nothing is done to it, and no replacement is created for it", va.Status.VM.InstanceUUID, info.Name, info.InstanceUUID, va.Status.VM.BIOSUUID))
+		return nil
 	}
 	r.ejector().SawVM(va.UID, s.pool, info) // arms the ejection at Bound without a look-up of its own
 	if info.Ownership.OwnerUID != string(va.UID) || !strings.EqualFold(info.BIOSUUID, va.Status.VM.BIOSUUID) {
 		r.reportVM(s, false, shared.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer carries this VsphereAgent's ownership marker or recorded BIOS UUID; "+
 			"nothing is done to it until that is restored", info.Name, va.Status.VM.InstanceUUID))
-		return true, nil
+		return nil
 	}
 	if !info.PoweredOn {
-		return true, r.vmPoweredOff(ctx, s, vs, info)
+		return r.vmPoweredOff(ctx, s, vs, info)
 	}
 	wantFolder := ""
 	if pl, ok := poolspec.DomainOf(s.pool, va.Spec.FailureDomain); ok {
@@ -115,7 +234,7 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 	default:
 		r.reportVM(s, true, shared.ReasonVMRunning, "", runningMessage(info.Name, info.Folder))
 	}
-	return true, nil
+	return nil
 }
 
 // lookUpVM reads the VM for observeVM and returns when it was read. A read fetched along with another

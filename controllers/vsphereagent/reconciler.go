@@ -385,7 +385,7 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 	}
 	// The cache may not have seen a registration of the last moments: confirm with a fresh read
 	// before destroying; the Agent's event brings the next reconcile.
-	if agent, err := shared.FreshAgentByMAC(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
+	if agent, err := shared.FreshHostAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
 		return false, err
 	} else if agent != nil && !agent.Deleting {
 		s.requeueAfter(time.Second)

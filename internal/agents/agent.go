@@ -188,15 +188,50 @@ func (a Agent) HasMAC(mac string) bool {
 	return false
 }
 
-// IsHostOf reports whether this Agent was registered by the VM with that MAC and BIOS UUID: the MAC
-// must match, and a reported serial number must match the BIOS UUID (two VMs can share a MAC after a
-// misconfiguration; the hardware serial tells them apart).
-func (a Agent) IsHostOf(mac, biosUUID string) bool {
-	if !a.HasMAC(mac) {
-		return false
-	}
+// HostProof is how far an Agent's inventory proves that a VM's host registered it. The MAC alone is no
+// proof: anyone who can read the discovery ISO can boot it on a machine with a pool VM's MAC. The VMware
+// serial number (systemVendor.serialNumber, derived from the VM's BIOS UUID) is the second key.
+type HostProof int
+
+const (
+	// NotHost means the Agent reports neither the VM's MAC nor its serial.
+	NotHost HostProof = iota
+	// ProvenHost means the Agent reports the VM's MAC and the VMware serial of the VM's BIOS UUID.
+	ProvenHost
+	// MACNoSerial is the VM's MAC, but no VMware serial (no inventory serial yet, or a non-VMware one).
+	MACNoSerial
+	// MACOtherSerial is the VM's MAC with another machine's serial (or the VM's BIOS UUID is unknown).
+	MACOtherSerial
+	// SerialNoMAC is the VM's serial, but the VM's MAC is not among its interfaces.
+	SerialNoMAC
+)
+
+// ProofOfHost classifies the Agent against the VM with that MAC and BIOS UUID.
+func (a Agent) ProofOfHost(mac, biosUUID string) HostProof {
 	want, got := NormalizeUUID(biosUUID), NormalizeUUID(a.Serial)
-	return want == "" || got == "" || want == got
+	switch {
+	case !a.HasMAC(mac) && want != "" && got == want:
+		return SerialNoMAC
+	case !a.HasMAC(mac):
+		return NotHost
+	case got == "":
+		return MACNoSerial
+	case want == "" || got != want:
+		return MACOtherSerial
+	}
+	return ProvenHost
+}
+
+// IsHostOf reports whether this Agent was registered by the VM with that MAC and BIOS UUID: both the MAC
+// and the serial number must be the VM's (ProofOfHost).
+func (a Agent) IsHostOf(mac, biosUUID string) bool { return a.ProofOfHost(mac, biosUUID) == ProvenHost }
+
+// MayBeHostOf reports whether the Agent could be the VM's: it reports the VM's MAC and no other
+// machine's serial. Only for decisions that keep something (a VM that may back a worker) or that verify
+// the serial themselves; never a reason to label, approve or delete an Agent.
+func (a Agent) MayBeHostOf(mac, biosUUID string) bool {
+	p := a.ProofOfHost(mac, biosUUID)
+	return p == ProvenHost || p == MACNoSerial || (p == MACOtherSerial && NormalizeUUID(biosUUID) == "")
 }
 
 // NormalizeMAC lower-cases a MAC address and uses colons.

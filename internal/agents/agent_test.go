@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,24 +21,42 @@ func TestSerialAndUUIDNormalization(t *testing.T) {
 	}
 }
 
-func TestIsHostOf(t *testing.T) {
+// TestProofOfHost is the approval rule: only an Agent reporting both the VM's MAC and the VMware serial
+// of its BIOS UUID is its host; the MAC alone (no serial yet, a non-VMware one, another machine's) or
+// the serial alone proves nothing. MayBeHostOf, for keep decisions only, accepts a missing serial.
+func TestProofOfHost(t *testing.T) {
 	const mac, uuid = "00:50:56:aa:bb:cc", "421e5c8f-2d3a-4b5c-9d8e-7f6a5b4c3d2e"
+	other := SerialFromBIOSUUID("521e5c8f-2d3a-4b5c-9d8e-7f6a5b4c3d2e")
 	tests := []struct {
-		name  string
-		agent Agent
-		want  bool
+		name     string
+		agent    Agent
+		vmBIOS   string
+		want     HostProof
+		mayBeVMs bool
 	}{
-		{"same MAC and serial", Agent{MACs: []string{mac}, Serial: SerialFromBIOSUUID(uuid)}, true},
-		{"MAC in other case and separators", Agent{MACs: []string{NormalizeMAC("00-50-56-AA-BB-CC")}, Serial: SerialFromBIOSUUID(uuid)}, true},
-		{"same MAC, no serial reported yet", Agent{MACs: []string{mac}}, true},
-		{"same MAC, another machine's serial (duplicate MAC)", Agent{MACs: []string{mac}, Serial: SerialFromBIOSUUID("521e5c8f-2d3a-4b5c-9d8e-7f6a5b4c3d2e")}, false},
-		{"other MAC", Agent{MACs: []string{"00:50:56:aa:bb:cd"}, Serial: SerialFromBIOSUUID(uuid)}, false},
-		{"no MAC", Agent{Serial: SerialFromBIOSUUID(uuid)}, false},
+		{"same MAC and serial", Agent{MACs: []string{mac}, Serial: SerialFromBIOSUUID(uuid)}, uuid, ProvenHost, true},
+		{"MAC in other case and separators, serial upper-case", Agent{MACs: []string{NormalizeMAC("00-50-56-AA-BB-CC")}, Serial: strings.ToUpper(SerialFromBIOSUUID(uuid))}, uuid, ProvenHost, true},
+		{"serial given as the plain UUID", Agent{MACs: []string{mac}, Serial: uuid}, uuid, ProvenHost, true},
+		{"one of several NICs", Agent{MACs: []string{"00:50:56:00:00:01", mac}, Serial: SerialFromBIOSUUID(uuid)}, uuid, ProvenHost, true},
+		{"same MAC, no serial reported yet", Agent{MACs: []string{mac}}, uuid, MACNoSerial, true},
+		{"same MAC, a non-VMware serial", Agent{MACs: []string{mac}, Serial: "PF1ABCDE"}, uuid, MACNoSerial, true},
+		{"same MAC, another machine's serial", Agent{MACs: []string{mac}, Serial: other}, uuid, MACOtherSerial, false},
+		{"same MAC and a serial, the VM's BIOS UUID unknown", Agent{MACs: []string{mac}, Serial: SerialFromBIOSUUID(uuid)}, "", MACOtherSerial, true},
+		{"the VM's serial, another MAC", Agent{MACs: []string{"00:50:56:aa:bb:cd"}, Serial: SerialFromBIOSUUID(uuid)}, uuid, SerialNoMAC, false},
+		{"the VM's serial, no MAC", Agent{Serial: SerialFromBIOSUUID(uuid)}, uuid, SerialNoMAC, false},
+		{"neither", Agent{MACs: []string{"00:50:56:aa:bb:cd"}, Serial: other}, uuid, NotHost, false},
+		{"nothing reported", Agent{}, uuid, NotHost, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.agent.IsHostOf(mac, uuid); got != tt.want {
-				t.Fatalf("IsHostOf = %t, want %t", got, tt.want)
+			if got := tt.agent.ProofOfHost(mac, tt.vmBIOS); got != tt.want {
+				t.Fatalf("ProofOfHost = %d, want %d", got, tt.want)
+			}
+			if got := tt.agent.IsHostOf(mac, tt.vmBIOS); got != (tt.want == ProvenHost) {
+				t.Fatalf("IsHostOf = %t, want %t", got, tt.want == ProvenHost)
+			}
+			if got := tt.agent.MayBeHostOf(mac, tt.vmBIOS); got != tt.mayBeVMs {
+				t.Fatalf("MayBeHostOf = %t, want %t", got, tt.mayBeVMs)
 			}
 		})
 	}

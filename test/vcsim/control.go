@@ -241,6 +241,8 @@ func (c *controller) mux() *http.ServeMux {
 	})
 	handle(m, c, "vms/count", func(r nameReq) (any, error) { return countResp{e.CountVMsNamed(r.Name)}, nil })
 	handle(m, c, "vm/wrap", func(r uuidReq) (any, error) { _, err := c.vm(r.UUID); return empty{}, err })
+	handle(m, c, "vm/hide", func(r uuidReq) (any, error) { return empty{}, e.HideVM(r.UUID) })
+	handle(m, c, "vm/restore", func(r uuidReq) (any, error) { return empty{}, e.RestoreVM(r.UUID) })
 	withVM := func(uuid string, f func(*VM) (any, error)) (any, error) {
 		v, err := c.vm(uuid)
 		if err != nil {

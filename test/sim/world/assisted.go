@@ -160,23 +160,18 @@ func (d *Driver) trackExisting(vm VM, key types.NamespacedName) {
 	}
 }
 
-// agentOf finds the Agent this VM registered: assisted-service keys a host by its hardware identity, so
-// an Agent reporting a serial is this VM's only if the serial matches (the simulator derives MACs from
-// 3 hex digits of the BIOS UUID, so MACs collide at scale); the MAC decides only when no serial is known.
+// agentOf finds the Agent this VM registered: assisted-service keys a host by its hardware identity (the
+// host ID the agent derives from the system UUID, the Agent's name here), never by a MAC: another machine
+// booted with the VM's MAC (and no or another serial) is a host of its own. An Agent reporting the VM's
+// serial is the VM's too (registered before this Driver started).
 func agentOf(agents []*unstructured.Unstructured, vm VM) *unstructured.Unstructured {
-	serial := SerialFromBIOSUUID(vm.BIOSUUID)
+	serial, name := SerialFromBIOSUUID(vm.BIOSUUID), AgentNameFor(vm.BIOSUUID)
 	for _, a := range agents {
-		if s, _, _ := unstructured.NestedString(a.Object, "status", "inventory", "systemVendor", "serialNumber"); s != "" {
-			if s == serial {
-				return a
-			}
-			continue
+		if a.GetName() == name {
+			return a
 		}
-		ifaces, _, _ := unstructured.NestedSlice(a.Object, "status", "inventory", "interfaces")
-		for _, i := range ifaces {
-			if m, ok := i.(map[string]any); ok && vm.MAC != "" && strings.EqualFold(fmt.Sprint(m["macAddress"]), vm.MAC) {
-				return a
-			}
+		if s, _, _ := unstructured.NestedString(a.Object, "status", "inventory", "systemVendor", "serialNumber"); s != "" && s == serial {
+			return a
 		}
 	}
 	return nil
