@@ -649,6 +649,13 @@ type VsphereAgentPoolStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="VMs",xDescriptors="urn:alm:descriptor:text"
 	VMs int32 `json:"vms"`
+	// Copies counts the VMs carrying this pool's marker that are not the VM the marker's owner made (their
+	// instance UUID is not the owner's UID, or they are templates): clones, templates, restored backups, DR
+	// replicas, as the last orphan scan found them. They are reported (Event CopyFound), never destroyed,
+	// ejected or counted as VMs or supply.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Copies of VMs",xDescriptors="urn:alm:descriptor:text"
+	Copies int32 `json:"copies"`
 	// OwnedVMs lists the pool's VMs.
 	// +optional
 	// +listType=map

@@ -60,6 +60,7 @@ type Reconciler struct {
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
+	copies       *copyMemory
 	// latency measures demand→bound per AgentMachine (agent_forge_demand_to_bound_seconds).
 	latency *boundLatency
 	// statusWrites batches inventory-only status changes (see statusBatch).

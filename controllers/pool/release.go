@@ -65,7 +65,8 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 }
 
 // scanOrphans periodically lists the pool's VMs in vCenter (by our ownership marker) and finds those
-// with no VsphereAgent: reported always, cleaned under Delete when no Machine uses them.
+// with no VsphereAgent: reported always, cleaned under Delete when no Machine uses them. A VM with the
+// marker that is not the VM its owner made is a copy (reportCopies), never an orphan.
 func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 	if s.vs == nil || !r.orphanScans.due(string(s.pool.UID), r.Opts.Clock.Now(), r.Opts.OrphanScanInterval) {
 		return nil
@@ -86,8 +87,11 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 	for _, va := range list.Items {
 		known[string(va.UID)] = true
 	}
-	for _, vm := range vms {
-		if known[vm.Ownership.OwnerUID] || vm.Ownership.PoolUID != string(s.pool.UID) {
+	// Copies carry the marker too (clones keep extraConfig): they are reported, never cleaned.
+	originals, copies := splitCopies(vms, string(s.pool.UID))
+	r.reportCopies(s, copies)
+	for _, vm := range originals {
+		if known[vm.Ownership.OwnerUID] {
 			continue
 		}
 		if err := r.cleanOrphan(ctx, s, vm); err != nil {
@@ -172,8 +176,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Re
 	if err := r.leases().ReleaseAll(ctx, s.pool); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(pool, nil, "Normal", "PoolDeleted", shared.ActionDeletePool, "cleanupPolicy %s applied to %d VM(s)", policyOf(pool), len(vas.Items))
+	kept := r.copiesAtDeletion(ctx, s)
+	r.Recorder.Eventf(pool, nil, "Normal", "PoolDeleted", shared.ActionDeletePool, "cleanupPolicy %s applied to %d VM(s)%s", policyOf(pool), len(vas.Items), kept)
 	r.expectations.forget(client.ObjectKeyFromObject(pool).String())
+	r.copies.forget(string(pool.UID))
 	_, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, false)
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }

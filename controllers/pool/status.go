@@ -77,6 +77,9 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 		st.OwnedVMs = nil
 	}
 	st.VMs = int32(len(s.vas))
+	if n, ok := r.copies.count(string(p.UID)); ok {
+		st.Copies = n // kept as last written until this process has scanned
+	}
 	st.ISOEjections = ejection.Summary(s.vas)
 	r.Guard.ReportOn(p)
 	staticip.SetStatus(p, s.staticIP)

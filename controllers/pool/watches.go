@@ -29,6 +29,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
 	r.orphanScans = newLastRun()
+	r.copies = newCopyMemory()
 	r.latency = newBoundLatency()
 	r.statusWrites = newDebouncer(r.Opts.BatchClock, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
 	r.own = shared.NewOwnWrites[*afv1.VsphereAgentPool]()

@@ -106,13 +106,16 @@ func (c *client) adoptVM(ctx context.Context, datacenter, ref, biosUUID string, 
 	if !strings.EqualFold(info.BIOSUUID, biosUUID) {
 		return nil, NewError(ClassOwnership, "AdoptVM", "VM %q has BIOS UUID %s, not %s", info.Name, info.BIOSUUID, biosUUID)
 	}
+	if info.Template {
+		return nil, NewError(ClassOwnership, "AdoptVM", "VM %q is a template: never adopted", info.Name)
+	}
 	if have := info.Ownership; have.OwnerUID != "" {
-		if err := verifyOwnership("AdoptVM", info.Name, have, owner); err != nil {
+		// Our marker is there: either an earlier pass adopted this VM and lost its status write, or the VM
+		// is a copy of an adopted one (the marker travels with clones); verifyIdentity tells them apart.
+		if err := verifyIdentity("AdoptVM", vm, owner); err != nil {
 			return nil, err
 		}
-		if info.InstanceUUID == owner.OwnerUID {
-			return info, nil // adopted by an earlier pass whose status write was lost
-		}
+		return info, nil
 	}
 	spec := types.VirtualMachineConfigSpec{
 		InstanceUuid: owner.OwnerUID,

@@ -150,7 +150,7 @@ func guardEject(vm *mo.VirtualMachine, req EjectRequest) (*types.VirtualCdrom, e
 	if vm.Config == nil {
 		return nil, NewError(ClassTransient, OpEject, "VM %q has no configuration yet", vm.Name)
 	}
-	if err := verifyOwnership(OpEject, vm.Name, ownershipOf(vm.Config.ExtraConfig), req.Ownership); err != nil {
+	if err := verifyIdentity(OpEject, vm, req.Ownership); err != nil {
 		return nil, err
 	}
 	if req.BIOSUUID != "" && !strings.EqualFold(vm.Config.Uuid, req.BIOSUUID) {

@@ -73,9 +73,11 @@ type VMInfo struct {
 	MACAddress   string
 	PoweredOn    bool
 	Ownership    Ownership // as read from the VM's extraConfig; zero when the VM carries no marker
-	CDROMs       []CDROM
-	NumCPUs      int32
-	MemoryMiB    int64
+	// Template is config.template: a template is never the VM we made, only a copy of it.
+	Template  bool
+	CDROMs    []CDROM
+	NumCPUs   int32
+	MemoryMiB int64
 	// DiskGiB is the boot disk's size; Disks lists every disk, boot disk first.
 	DiskGiB  int32
 	Disks    []Disk
@@ -181,9 +183,11 @@ type Client interface {
 	// PowerOnVM powers an owned VM on after verifying its ownership marker; already on is success, absent
 	// is a NotFound error.
 	PowerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
-	// DestroyVM powers off and destroys the VM after verifying its ownership marker; absent is success.
+	// DestroyVM powers off and destroys the VM after verifying its ownership marker and that it is the
+	// original (instance UUID = owner UID, no template; a copy is a ClassOwnership error); absent is success.
 	DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
-	// ListPoolVMs lists VMs in the datacenter whose ownership marker names poolUID.
+	// ListPoolVMs lists VMs in the datacenter whose ownership marker names poolUID, copies included
+	// (VMInfo.IsCopy: clones, templates, replicas; never to be counted, changed or destroyed).
 	ListPoolVMs(ctx context.Context, datacenter, poolUID string) ([]VMInfo, error)
 	// NICMACs lists the MACs of every NIC of every VM in the datacenter (any owner), lower case.
 	NICMACs(ctx context.Context, datacenter string) ([]string, error)

@@ -23,8 +23,11 @@ const (
 // vmProps are the properties read for a VMInfo, in one retrieval.
 var vmProps = []string{
 	"name", "config.uuid", "config.instanceUuid", "config.extraConfig", "config.hardware.device",
-	"config.hardware.numCPU", "config.hardware.memoryMB", "runtime.powerState", "runtime.question", "parent",
+	"config.hardware.numCPU", "config.hardware.memoryMB", "config.template", "runtime.powerState", "runtime.question", "parent",
 }
+
+// guardProps are what a changing call reads to prove the VM's identity (verifyIdentity) and power state.
+var guardProps = []string{"name", "config.extraConfig", "config.instanceUuid", "config.template", "runtime.powerState"}
 
 // readVM reads a VM's identity, marker, devices and pending question with one property retrieval.
 func (c *client) readVM(ctx context.Context, ref types.ManagedObjectReference) (*mo.VirtualMachine, error) {
@@ -92,6 +95,7 @@ func toVMInfo(vm *mo.VirtualMachine) *VMInfo {
 	if vm.Config != nil {
 		info.InstanceUUID = vm.Config.InstanceUuid
 		info.BIOSUUID = vm.Config.Uuid
+		info.Template = vm.Config.Template
 		info.Ownership = ownershipOf(vm.Config.ExtraConfig)
 		info.NumCPUs = vm.Config.Hardware.NumCPU
 		info.MemoryMiB = int64(vm.Config.Hardware.MemoryMB)
@@ -187,7 +191,8 @@ func (c *client) findVM(ctx context.Context, datacenter, instanceUUID, biosUUID 
 	return info, nil
 }
 
-// DestroyVM powers the VM off and destroys it after verifying its marker. Absent is success.
+// DestroyVM powers the VM off and destroys it after proving it is the VM owner's marker names (its
+// instance UUID is the owner's UID, no template: never a copy). Absent is success.
 func (c *client) DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
 	return observe("destroy", c.destroyVM(ctx, datacenter, instanceUUID, owner))
 }
@@ -197,16 +202,12 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 	if err != nil {
 		return err
 	}
-	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: []string{"name", "config.extraConfig", "runtime.powerState"}})
+	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: guardProps})
 	if err != nil || ref == nil {
 		return err
 	}
 	vm := res.vm
-	var extra []types.BaseOptionValue
-	if vm.Config != nil {
-		extra = vm.Config.ExtraConfig
-	}
-	if err := verifyOwnership("DestroyVM", vm.Name, ownershipOf(extra), owner); err != nil {
+	if err := verifyIdentity("DestroyVM", vm, owner); err != nil {
 		return err
 	}
 	obj := object.NewVirtualMachine(c.vim, *ref)
@@ -230,7 +231,7 @@ func (c *client) destroyVM(ctx context.Context, datacenter, instanceUUID string,
 	return ignoreNotFound(err)
 }
 
-// PowerOnVM powers an owned VM on after verifying its marker; already on is success.
+// PowerOnVM powers an owned VM on after proving its identity (never a copy); already on is success.
 func (c *client) PowerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
 	return observe("power_on", c.powerOnVM(ctx, datacenter, instanceUUID, owner))
 }
@@ -240,7 +241,7 @@ func (c *client) powerOnVM(ctx context.Context, datacenter, instanceUUID string,
 	if err != nil {
 		return err
 	}
-	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: []string{"name", "config.extraConfig", "runtime.powerState"}})
+	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: guardProps})
 	if err != nil {
 		return err
 	}
@@ -248,11 +249,7 @@ func (c *client) powerOnVM(ctx context.Context, datacenter, instanceUUID string,
 		return NewError(ClassNotFound, "PowerOnVM", "no VM with instance UUID %q", instanceUUID)
 	}
 	vm := res.vm
-	var extra []types.BaseOptionValue
-	if vm.Config != nil {
-		extra = vm.Config.ExtraConfig
-	}
-	if err := verifyOwnership("PowerOnVM", vm.Name, ownershipOf(extra), owner); err != nil {
+	if err := verifyIdentity("PowerOnVM", vm, owner); err != nil {
 		return err
 	}
 	if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
@@ -277,7 +274,8 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-// ListPoolVMs lists the VMs of a pool with one container-view pass over the datacenter.
+// ListPoolVMs lists the VMs carrying a pool's marker with one container-view pass over the datacenter:
+// the originals and their copies (VMInfo.IsCopy), which callers must never count or change.
 func (c *client) ListPoolVMs(ctx context.Context, datacenter, poolUID string) ([]VMInfo, error) {
 	var out []VMInfo
 	err := c.eachVM(ctx, datacenter, vmProps, func(vm *mo.VirtualMachine) {

@@ -63,7 +63,7 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 		return nil, err
 	}
 	info := toVMInfo(vm)
-	if err := verifyOwnership("CreateVM", info.Name, info.Ownership, spec.Ownership); err != nil {
+	if err := verifyIdentity("CreateVM", vm, spec.Ownership); err != nil {
 		return nil, err
 	}
 	c.log.Info("found the VM of an earlier attempt; adopting it", "vm", info.Name, "instanceUUID", spec.Ownership.OwnerUID)

@@ -118,6 +118,7 @@ func Start(opts Options) (*Env, error) {
 	model.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword(Username, Password)}
 	srv := model.Service.NewServer()
 	env := &Env{Model: model, Server: srv}
+	model.Map().Handler = vmCallHandler(func(VMCall) {}) // clones as vCenter makes them; OnVMCall reports
 	u := *srv.URL
 	u.User = nil
 	env.URL = &u

@@ -75,10 +75,12 @@ func (e *Env) OnVMCall(fn func(VMCall)) {
 }
 
 // vmCallHandler is a simulator.Registry Handler that reports VM creates and destroys to report and
-// leaves every call unchanged.
+// leaves every call unchanged, except clones, completed as vCenter makes them (cloneLikeVCenter).
 func vmCallHandler(report func(VMCall)) func(*simulator.Context, *simulator.Method) (mo.Reference, types.BaseMethodFault) {
 	return func(ctx *simulator.Context, m *simulator.Method) (mo.Reference, types.BaseMethodFault) {
 		switch {
+		case m.Name == MethodCloneVM:
+			cloneLikeVCenter(ctx, m)
 		case (m.Name == MethodDestroyVM || m.Name == MethodReconfigVM) && m.This.Type == "VirtualMachine":
 			obj := ctx.Map.Get(m.This)
 			vm := asVM(obj)
