@@ -25,10 +25,15 @@ import (
 // overrides it.
 const defaultTrustedCABundle = "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"
 
+// credentialsSecretNamespacesEnv is the default of --credentials-secret-namespaces: an OLM install sets it
+// in the Subscription's spec.config.env (OLM passes no extra flags).
+const credentialsSecretNamespacesEnv = "AGENT_FORGE_CREDENTIALS_SECRET_NAMESPACES"
+
 func main() {
 	var (
 		metricsAddr, probeAddr, leaderElectionNamespace, watchNamespaces        string
 		secureMetrics, enableLeaderElection, enableHTTP2, crossNamespaceSecrets bool
+		secretNamespaces                                                        string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the metrics endpoint binds to (HTTPS when --metrics-secure). \"0\" disables it.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
@@ -36,7 +41,9 @@ func main() {
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Enable leader election so only one replica acts.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch (pools, Agents, InfraEnvs and control plane namespaces). Empty watches all namespaces.")
-	flag.BoolVar(&crossNamespaceSecrets, "allow-cross-namespace-secrets", false, "Allow a pool to read a credentials Secret outside its own namespace.")
+	flag.StringVar(&secretNamespaces, "credentials-secret-namespaces", os.Getenv(credentialsSecretNamespacesEnv),
+		"Comma-separated namespaces whose Secrets a pool in another namespace may name as its credentialsSecretRef (a pool's own namespace is always allowed). Empty (the default): none. Default from "+credentialsSecretNamespacesEnv+".")
+	flag.BoolVar(&crossNamespaceSecrets, "allow-cross-namespace-secrets", false, "Deprecated and ignored: list the allowed namespaces in --credentials-secret-namespaces.")
 	var crdPoll time.Duration
 	flag.DurationVar(&crdPoll, "external-crd-poll-interval", 30*time.Second, "How often to check for missing HyperShift/CAPI/Assisted Installer CRDs before starting the controllers.")
 	var poolPassTimeout, vmPassTimeout time.Duration
@@ -62,6 +69,9 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	setupLog := ctrl.Log.WithName("setup")
 	ctx := ctrl.SetupSignalHandler()
+	if crossNamespaceSecrets {
+		setupLog.Error(nil, "--allow-cross-namespace-secrets is no longer honoured: a pool may use a Secret of another namespace only when --credentials-secret-namespaces (or "+credentialsSecretNamespacesEnv+") lists that namespace")
+	}
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
@@ -92,7 +102,7 @@ func main() {
 		LeaderElectionNamespace: leaderElectionNamespace,
 		WatchNamespaces:         splitNamespaces(watchNamespaces),
 		TLSOpts:                 tlsOpts,
-		Controllers: controllers.Options{AllowCrossNamespaceSecrets: crossNamespaceSecrets, CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle,
+		Controllers: controllers.Options{CredentialsSecretNamespaces: splitNamespaces(secretNamespaces), CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle,
 			PoolPassTimeout: poolPassTimeout, VMPassTimeout: vmPassTimeout, ManagerCheckInterval: managerCheck},
 	})
 	if err != nil {
@@ -100,7 +110,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	setupLog.Info("starting manager", "trustedCABundle", trustedCABundle)
+	setupLog.Info("starting manager", "trustedCABundle", trustedCABundle, "credentialsSecretNamespaces", splitNamespaces(secretNamespaces))
 	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "problem running manager")
 		os.Exit(1)

@@ -21,9 +21,9 @@ import (
 )
 
 var _ = Describe("Moving from the upstream operator: adoption evidence that disagrees", func() {
-	It("touches nothing (VM config, Agent, finalizers) and reports which evidence disagreed", func(ctx context.Context) {
+	It("touches nothing (VM config, Agent, finalizers) and reports which evidence disagreed; status a writer could forge is no evidence", func(ctx context.Context) {
 		s := newScenario()
-		startWorld(s, world.Options{})
+		d := startWorld(s, world.Options{})
 		folder := "agent-forge/" + s.Namespace
 		pool := createUpstreamPool(s, func(p *afv1.VsphereAgentPool) { p.Spec.Adoption = afv1.AdoptionEnabled })
 		iso := upstreamISOPath(ctx, pool)
@@ -38,15 +38,26 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 			agent    bool     // the world registers an Agent (only VMs in the scenario's folder boot into it)
 			notes    string   // the VM's Notes when not this VsphereAgent's marker ("-": none)
 			twin     *upstreamVM
-			mutate   func(*afv1.VMStatus)
+			// spoof registers another host's Agent (the world's VM of the fixture as argument): one that
+			// lists the VM's MAC with another serial, or one upstream labelled for the VM that is another host.
+			spoof func(vm world.VM) world.VM
+			// forgeName drops the vm-name annotation: only status.vm.name names the VM (a status writer's word).
+			forgeName bool
 		}
 		dupFolder := "agent-forge/" + s.Namespace + "-dup"
 		otherUID := "9d0c1f7e-5b8a-4c1e-a0f2-3e4d5c6b7a89" // another VsphereAgent's UID
 		fixtures := map[string]fixture{
-			"np-bios":   {vm: upstreamVM{folder: folder, iso: iso}, evidence: "biosUUID", agent: true, mutate: func(v *afv1.VMStatus) { flipLastHexDigit(&v.BIOSUUID) }},
+			"np-bios": {vm: upstreamVM{folder: folder, iso: iso}, evidence: "biosUUID", agent: true,
+				spoof: func(vm world.VM) world.VM { flipLastHexDigit(&vm.BIOSUUID); return vm }},
 			"np-folder": {vm: upstreamVM{folder: "agent-forge/" + s.Namespace + "-foreign", iso: iso}, evidence: "folder"},
 			"np-iso":    {vm: upstreamVM{folder: folder, iso: otherISO}, evidence: "cdrom", agent: true},
-			"np-mac":    {vm: upstreamVM{folder: folder, iso: iso}, evidence: "macAddress", agent: true, mutate: func(v *afv1.VMStatus) { flipLastHexDigit(&v.MACAddress) }},
+			"np-mac": {vm: upstreamVM{folder: folder, iso: iso}, evidence: "macAddress", agent: true,
+				spoof: func(vm world.VM) world.VM { flipLastHexDigit(&vm.MAC); flipLastHexDigit(&vm.BIOSUUID); return vm }},
+			// Evidence the old rules took from status: a VsphereAgent without the vm-name annotation whose
+			// status names a VM, and an unmarked VM without this pool's ISO (and so without an Agent).
+			"np-forged": {vm: upstreamVM{folder: folder, iso: iso}, evidence: "name", agent: true, forgeName: true,
+				names: []string{"no " + afv1.AnnotationUpstreamVMName + " annotation"}},
+			"np-noiso": {vm: upstreamVM{folder: folder}, evidence: "cdrom", notes: "-"},
 			"np-notes": {vm: upstreamVM{folder: folder, iso: iso}, evidence: "notes", agent: true, notes: afv1.UpstreamNotesMarkerPrefix + otherUID,
 				names: []string{otherUID}},
 			// Two VMs carry the name (vCenter allows it in two folders): both carry the marker, or only one.
@@ -64,6 +75,9 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 			if f.notes != "" {
 				f.vm.notes = f.notes
 			}
+			if f.vm.notes == "-" {
+				f.vm.notes = ""
+			}
 			bios, mac := createUpstreamVM(ctx, f.vm)
 			if t := f.twin; t != nil {
 				twin := *t
@@ -73,6 +87,7 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 				}
 				createUpstreamVM(ctx, twin)
 			}
+			// Upstream's status: what it read back, and what a status writer would claim to get a VM adopted.
 			recorded := afv1.VMStatus{BIOSUUID: bios, MACAddress: mac, Phase: afv1.VMPhaseAvailable}
 			if f.agent {
 				a := agentOfVM(ctx, s.Namespace, mac, bios)
@@ -80,10 +95,21 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 				recorded.UpstreamAgentRef = agentRefOf(s.Namespace, a.Name)
 				agentsBefore[name] = getAgent(ctx, s.Namespace, a.Name)
 			}
-			if f.mutate != nil {
-				f.mutate(&recorded)
+			if f.spoof != nil {
+				other, err := d.RegisterHost(ctx, f.spoof(world.VM{Name: name, BIOSUUID: bios, MAC: mac}), s.InfraEnv)
+				Expect(err).NotTo(HaveOccurred())
+				prepareAgentAsUpstream(ctx, s, other.GetName(), name)
 			}
-			setUpstreamStatus(ctx, va, upstream110, recorded)
+			version := upstream110
+			if f.vm.notes == "" {
+				version = upstream102
+			}
+			if f.forgeName {
+				fresh := getVA(va)
+				delete(fresh.Annotations, afv1.AnnotationUpstreamVMName)
+				Expect(k8s.Update(ctx, fresh)).To(Succeed())
+			}
+			setUpstreamStatus(ctx, va, version, recorded)
 			vas[name] = va
 		}
 		discovered := createUpstreamVA(ctx, pool, "np-found", map[string]string{afv1.LabelUpstreamCreatedFor: afv1.UpstreamCreatedForAdopted})
@@ -128,7 +154,7 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(adoptedCondition(getVA(vas["np-bios"])).Message).NotTo(ContainSubstring("folder:"), "only the disagreeing evidence is named")
 		Expect(adoptedCondition(getVA(vas["np-folder"])).Message).NotTo(ContainSubstring("biosUUID:"))
-		Expect(adoptedCondition(getVA(vas["np-mac"])).Message).NotTo(ContainSubstring("biosUUID:"))
+		Expect(adoptedCondition(getVA(vas["np-mac"])).Message).NotTo(ContainSubstring("folder:"))
 		Expect(adoptedCondition(getVA(vas["np-notes"])).Message).NotTo(ContainSubstring("macAddress:"))
 		for _, name := range []string{"np-dup", "np-dup-unmarked"} {
 			msg := adoptedCondition(getVA(vas[name])).Message

@@ -52,7 +52,7 @@ type SecretReference struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Secret Name",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	Name string `json:"name"`
 	// Namespace of the Secret. Defaults to the namespace of the VsphereAgentPool. Reading a Secret
-	// outside the pool's namespace requires the operator to be started with --allow-cross-namespace-secrets.
+	// outside the pool's namespace requires that namespace in the operator's --credentials-secret-namespaces.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`

@@ -27,6 +27,9 @@ const (
 const (
 	ReasonOtherManagerRunning = "OtherManagerRunning"
 	ReasonNoOtherManager      = "NoOtherManager"
+	// ReasonManagerLeasesUnreadable (OtherManagerActive=Unknown, Ready=False): the other managers' Leases
+	// could not be read yet, or for longer than the grace period; this manager fails closed.
+	ReasonManagerLeasesUnreadable = "ManagerLeasesUnreadable"
 )
 
 // Reasons for VCenterTLSVerified.

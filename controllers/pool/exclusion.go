@@ -4,11 +4,14 @@ import (
 	"context"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 )
 
 // otherManagerTopic is the EventLimiter topic of a pool's stand-down Event.
@@ -16,16 +19,21 @@ func otherManagerTopic(p *afv1.VsphereAgentPool) string {
 	return client.ObjectKeyFromObject(p).String() + "/other-manager"
 }
 
-// standDown is the pass of a pool while another agent-forge manager is active (internal/exclusion): no
-// finalizer, no VsphereAgent, no vCenter call; only the pool's conditions say why, and a Warning Event.
-// The watcher requeues every pool when the other manager goes away.
-func (r *Reconciler) standDown(ctx context.Context, s *poolScope, before *afv1.VsphereAgentPoolStatus, msg string) (ctrl.Result, error) {
+// standDown is the pass of a pool while another agent-forge manager is active, or cannot be ruled out
+// because the Leases are unreadable (internal/exclusion): no finalizer, no VsphereAgent, no vCenter
+// call; only the pool's conditions say why (OtherManagerActive True, or Unknown while unreadable), and
+// a Warning Event. The watcher requeues every pool when the gate opens again.
+func (r *Reconciler) standDown(ctx context.Context, s *poolScope, before *afv1.VsphereAgentPoolStatus, gate exclusion.Gate) (ctrl.Result, error) {
 	p := s.pool
 	now := r.Opts.Clock.Now()
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionOtherManagerActive, true, afv1.ReasonOtherManagerRunning, msg, p.Generation)
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonOtherManagerRunning, msg, p.Generation)
-	if r.refusalEvents.Allow(otherManagerTopic(p), afv1.ReasonOtherManagerRunning, now) {
-		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonOtherManagerRunning, shared.ActionStandDown, "%s", msg)
+	reason, msg := shared.StandDownReason(gate), gate.Message
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionOtherManagerActive, true, reason, msg, p.Generation)
+	if gate.Unreadable {
+		meta.FindStatusCondition(p.Status.Conditions, afv1.ConditionOtherManagerActive).Status = metav1.ConditionUnknown
+	}
+	shared.SetCondition(&p.Status.Conditions, afv1.ConditionReady, false, reason, msg, p.Generation)
+	if r.refusalEvents.Allow(otherManagerTopic(p), reason, now) {
+		r.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionStandDown, "%s", msg)
 	}
 	s.log.V(1).Info("another agent-forge manager is active; taking no action", "message", msg)
 	shared.StampTransitions(before.Conditions, p.Status.Conditions, now)

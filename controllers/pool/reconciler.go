@@ -210,8 +210,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 
 	// The one gate of the pool's pass: before its finalizer, its deletion and every phase that writes.
-	if blocked, msg := r.Exclusion.Blocked(ctx); blocked {
-		return r.standDown(ctx, s, before, msg)
+	if gate := r.Exclusion.Check(ctx); gate.Blocked {
+		return r.standDown(ctx, s, before, gate)
 	}
 	if !pool.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
@@ -481,7 +481,7 @@ func (r *Reconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
 // connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
 // announced by a Warning Event (rate-limited, see shared.EventLimiter) as well as VSphereReachable.
 func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
-	creds, err := r.Opts.Credentials.Read(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	creds, err := r.Opts.Credentials.Read(ctx, r.APIReader, s.pool, r.Opts.CredentialsSecretNamespaces)
 	if err != nil {
 		s.vsErr = err
 		r.credentialsRefused(s, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -31,13 +32,26 @@ type CredentialsError struct {
 func (e *CredentialsError) Error() string { return e.msg }
 
 // LoadCredentials reads the pool's credentials Secret with an uncached read (Secrets are not cached
-// cluster-wide: least privilege and memory) and validates it.
-func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
+// cluster-wide: least privilege and memory) and validates it. A Secret in another namespace is read only
+// when that namespace is in secretNamespaces (the operator's --credentials-secret-namespaces), and every
+// way such a Secret cannot be used (namespace not allowed, Secret missing, read forbidden, keys invalid)
+// gives one and the same error, so a pool's author learns nothing about Secrets of other namespaces;
+// the operator's log says which it was.
+func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, secretNamespaces []string) (vsphere.Credentials, error) {
 	key := credentialsSecretKey(pool)
 	ns, name := key.Namespace, key.Name
-	if ns != pool.Namespace && !allowCrossNamespace {
-		return vsphere.Credentials{}, &CredentialsError{ReasonCrossNamespaceSecret,
-			fmt.Sprintf("credentials Secret %s/%s is outside the pool's namespace; start the operator with --allow-cross-namespace-secrets to allow it", ns, name)}
+	if ns != pool.Namespace {
+		creds, cause := loadCrossNamespace(ctx, reader, key, secretNamespaces)
+		if cause == nil {
+			return creds, nil
+		}
+		var transient transientError
+		if errors.As(cause, &transient) {
+			return vsphere.Credentials{}, transient.err
+		}
+		logr.FromContextOrDiscard(ctx).Info("cross-namespace credentials Secret refused", "pool", pool.Namespace+"/"+pool.Name,
+			"secret", key.String(), "cause", cause.Error())
+		return vsphere.Credentials{}, CrossNamespaceRefusal(pool.Namespace, ns, name)
 	}
 	var s corev1.Secret
 	if err := reader.Get(SecretReadContext(ctx), key, &s); err != nil {
@@ -47,6 +61,36 @@ func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 		return vsphere.Credentials{}, err
 	}
 	return CredentialsFromSecret(ns, name, s.Data)
+}
+
+// CrossNamespaceRefusal is the one error of a credentials Secret in another namespace that cannot be
+// used, whatever the cause: its text never depends on whether the Secret exists.
+func CrossNamespaceRefusal(poolNamespace, ns, name string) error {
+	return &CredentialsError{ReasonCrossNamespaceSecret, fmt.Sprintf(
+		"credentials Secret %s/%s cannot be used by a pool in namespace %s: a Secret outside the pool's namespace must be in a namespace the operator allows (--credentials-secret-namespaces or AGENT_FORGE_CREDENTIALS_SECRET_NAMESPACES; default none), exist, be readable by the operator and hold server, username and password; this message is the same whichever of these fails",
+		ns, name, poolNamespace)}
+}
+
+// transientError is a failed read that says nothing about the Secret (the API server unreachable, a
+// timeout): returned as it is, and retried.
+type transientError struct{ err error }
+
+func (e transientError) Error() string { return e.err.Error() }
+
+// loadCrossNamespace reads and validates a Secret in another namespace; its error is the cause of a
+// refusal (for the log only), or a transientError.
+func loadCrossNamespace(ctx context.Context, reader client.Reader, key client.ObjectKey, secretNamespaces []string) (vsphere.Credentials, error) {
+	if !slices.Contains(secretNamespaces, key.Namespace) {
+		return vsphere.Credentials{}, fmt.Errorf("namespace %s is not in the operator's credentials Secret namespaces %v", key.Namespace, secretNamespaces)
+	}
+	var s corev1.Secret
+	if err := reader.Get(SecretReadContext(ctx), key, &s); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return vsphere.Credentials{}, err
+		}
+		return vsphere.Credentials{}, transientError{err}
+	}
+	return CredentialsFromSecret(key.Namespace, key.Name, s.Data)
 }
 
 // SecretReadContext is ctx for reading a Secret: client-go logs request and response bodies through

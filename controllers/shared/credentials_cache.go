@@ -2,6 +2,7 @@ package shared
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,13 +43,13 @@ func NewCredentialsCache(c clock.PassiveClock, maxAge time.Duration) *Credential
 
 // Read reads the pool's credentials Secret from the API server (the pool's pass) and keeps the result
 // for Recent. A failed read drops the entry: the VM passes then read, and fail, for themselves.
-func (c *CredentialsCache) Read(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
+func (c *CredentialsCache) Read(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, secretNamespaces []string) (vsphere.Credentials, error) {
 	if c == nil { // no cache: every pass reads
-		return LoadCredentials(ctx, reader, pool, allowCrossNamespace)
+		return LoadCredentials(ctx, reader, pool, secretNamespaces)
 	}
 	key := credentialsSecretKey(pool)
 	at := c.clock.Now()
-	creds, err := LoadCredentials(ctx, reader, pool, allowCrossNamespace)
+	creds, err := LoadCredentials(ctx, reader, pool, secretNamespaces)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
@@ -62,13 +63,13 @@ func (c *CredentialsCache) Read(ctx context.Context, reader client.Reader, pool 
 }
 
 // Recent returns the pool's credentials as read within MaxAge, else reads them (Read). The pool's
-// cross-namespace rule is checked on every call: the flag, not the entry, decides.
-func (c *CredentialsCache) Recent(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, allowCrossNamespace bool) (vsphere.Credentials, error) {
+// cross-namespace rule is checked on every call: the allowlist, not the entry, decides.
+func (c *CredentialsCache) Recent(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, secretNamespaces []string) (vsphere.Credentials, error) {
 	if c == nil {
-		return LoadCredentials(ctx, reader, pool, allowCrossNamespace)
+		return LoadCredentials(ctx, reader, pool, secretNamespaces)
 	}
 	key := credentialsSecretKey(pool)
-	if key.Namespace == pool.Namespace || allowCrossNamespace {
+	if key.Namespace == pool.Namespace || slices.Contains(secretNamespaces, key.Namespace) {
 		c.mu.Lock()
 		e, ok := c.entries[key]
 		c.mu.Unlock()
@@ -76,7 +77,7 @@ func (c *CredentialsCache) Recent(ctx context.Context, reader client.Reader, poo
 			return e.creds, nil
 		}
 	}
-	return c.Read(ctx, reader, pool, allowCrossNamespace)
+	return c.Read(ctx, reader, pool, secretNamespaces)
 }
 
 // Forget drops the entry of the pool's Secret: vCenter refused the credentials, so the next pass reads

@@ -65,10 +65,10 @@ func TestCredentialsCacheServesVMPassesWhatThePoolPassRead(t *testing.T) {
 		return creds.Password
 	}
 	poolPass := func(p *afv1.VsphereAgentPool) func() (vsphere.Credentials, error) {
-		return func() (vsphere.Credentials, error) { return cache.Read(ctx, reader, p, true) }
+		return func() (vsphere.Credentials, error) { return cache.Read(ctx, reader, p, []string{"creds"}) }
 	}
-	vmPass := func(p *afv1.VsphereAgentPool, allowCross bool) func() (vsphere.Credentials, error) {
-		return func() (vsphere.Credentials, error) { return cache.Recent(ctx, reader, p, allowCross) }
+	vmPass := func(p *afv1.VsphereAgentPool, allowed []string) func() (vsphere.Credentials, error) {
+		return func() (vsphere.Credentials, error) { return cache.Recent(ctx, reader, p, allowed) }
 	}
 	step := func(name string, read func() (vsphere.Credentials, error), wantPassword string, wantGets int32) {
 		t.Helper()
@@ -81,8 +81,8 @@ func TestCredentialsCacheServesVMPassesWhatThePoolPassRead(t *testing.T) {
 		}
 	}
 
-	step("a VM pass with nothing read yet reads the Secret", vmPass(pool, false), "first", 1)
-	step("the next VM pass uses it", vmPass(pool, false), "first", 0)
+	step("a VM pass with nothing read yet reads the Secret", vmPass(pool, nil), "first", 1)
+	step("the next VM pass uses it", vmPass(pool, nil), "first", 0)
 	step("a pool pass always reads", poolPass(pool), "first", 1)
 
 	rotated := secret("ns", "second")
@@ -94,30 +94,30 @@ func TestCredentialsCacheServesVMPassesWhatThePoolPassRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Step(14 * time.Second)
-	step("within MaxAge a VM pass still uses what the pool read", vmPass(pool, false), "first", 0)
+	step("within MaxAge a VM pass still uses what the pool read", vmPass(pool, nil), "first", 0)
 	step("the pool's next pass sees the rotation at once", poolPass(pool), "second", 1)
-	step("and the VM passes with it", vmPass(pool, false), "second", 0)
+	step("and the VM passes with it", vmPass(pool, nil), "second", 0)
 	clk.Step(15 * time.Second)
-	step("after MaxAge a VM pass reads for itself", vmPass(pool, false), "second", 1)
+	step("after MaxAge a VM pass reads for itself", vmPass(pool, nil), "second", 1)
 
 	cache.ForgetRefused(pool, vsphere.NewError(vsphere.ClassTransient, "login", "connection reset"))
-	step("a transient error keeps the entry", vmPass(pool, false), "second", 0)
+	step("a transient error keeps the entry", vmPass(pool, nil), "second", 0)
 	cache.ForgetRefused(pool, vsphere.NewError(vsphere.ClassAuth, "login", "InvalidLogin"))
-	step("credentials vCenter refused are read again", vmPass(pool, false), "second", 1)
+	step("credentials vCenter refused are read again", vmPass(pool, nil), "second", 1)
 
 	step("a cross-namespace pool pass, allowed", poolPass(crossPool), "other", 1)
-	if _, err := cache.Recent(ctx, reader, crossPool, false); VSphereReason(err) != ReasonCrossNamespaceSecret {
-		t.Errorf("cross-namespace Secret cached, flag off: %v, want %s", err, ReasonCrossNamespaceSecret)
+	if _, err := cache.Recent(ctx, reader, crossPool, []string{"elsewhere"}); VSphereReason(err) != ReasonCrossNamespaceSecret {
+		t.Errorf("cross-namespace Secret cached, its namespace no longer allowed: %v, want %s", err, ReasonCrossNamespaceSecret)
 	}
 
 	if err := c.Delete(ctx, rotated); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.Read(ctx, reader, pool, false); VSphereReason(err) != ReasonCredentialsNotFound {
+	if _, err := cache.Read(ctx, reader, pool, nil); VSphereReason(err) != ReasonCredentialsNotFound {
 		t.Fatalf("pool pass after the Secret's deletion: %v, want %s", err, ReasonCredentialsNotFound)
 	}
 	before := reader.gets.Load()
-	if _, err := cache.Recent(ctx, reader, pool, false); VSphereReason(err) != ReasonCredentialsNotFound {
+	if _, err := cache.Recent(ctx, reader, pool, nil); VSphereReason(err) != ReasonCredentialsNotFound {
 		t.Errorf("VM pass after the Secret's deletion: %v, want %s", err, ReasonCredentialsNotFound)
 	}
 	if reader.gets.Load()-before != 1 {

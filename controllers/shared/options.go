@@ -17,8 +17,9 @@ import (
 
 // Options configure the controllers. Zero values are production defaults.
 type Options struct {
-	// AllowCrossNamespaceSecrets lets a pool read a credentials Secret outside its namespace.
-	AllowCrossNamespaceSecrets bool
+	// CredentialsSecretNamespaces are the namespaces whose Secrets a pool in another namespace may name
+	// as its credentialsSecretRef (empty: none; a pool's own namespace is always allowed).
+	CredentialsSecretNamespaces []string
 	// Clock drives every time-based decision (registration timeout, debounce, ISO checks); tests inject a fake.
 	Clock clock.WithTicker
 	// TrustedCABundleFile is the cluster's injected trusted CA bundle (PEM; OpenShift fills the

@@ -44,7 +44,7 @@ const (
 	ActionDestroyVM      = "DestroyVM"          // VMDestroyed, VMDestroyFailed, DestroyRefused, cleanup outcomes
 	ActionDeleteAgent    = "DeleteAgent"        // AgentDeleted
 	ActionEjectISO       = "EjectISO"           // every ISO ejection Event
-	ActionStandDown      = "StandDown"          // OtherManagerRunning: another agent-forge manager is active
+	ActionStandDown      = "StandDown"          // OtherManagerRunning / ManagerLeasesUnreadable: another agent-forge manager is active or cannot be ruled out
 	ActionAdoptVM        = "AdoptVM"            // AdoptionSucceeded, AdoptionEvidenceMismatch, upstream VsphereAgents left alone
 )
 

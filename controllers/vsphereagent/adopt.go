@@ -117,8 +117,8 @@ func (r *Reconciler) recordAdoption(s *vmScope, dc string, cand *vsphere.Adoptio
 	if vm.Phase == "" || vm.Phase == afv1.VMPhaseOrphaned {
 		r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
 	}
-	marker := "1.0.x VM without Notes marker"
-	if cand.Notes != "" {
+	marker := "1.0.x VM without Notes marker, this pool's ISO in its drive"
+	if len(notesMarkerUIDs(cand.Notes)) > 0 {
 		marker = "Notes marker names this VsphereAgent"
 	}
 	msg := fmt.Sprintf("adopted VM %s (BIOS UUID %s, MAC %s, folder %s, %s; %s): instance UUID set to %s and ownership marker added",
@@ -128,11 +128,8 @@ func (r *Reconciler) recordAdoption(s *vmScope, dc string, cand *vsphere.Adoptio
 	r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonAdoptionSucceeded, shared.ActionAdoptVM, "%s", msg)
 }
 
-// upstreamVMName is the VM name upstream recorded: the vm-name annotation (the AgentMachine name),
-// else status.vm.name.
+// upstreamVMName is the VM name upstream recorded in the vm-name annotation (the AgentMachine name).
+// Never status.vm.name: a writer of the status subresource could point adoption at any VM.
 func upstreamVMName(va *afv1.VsphereAgent) string {
-	if n := va.Annotations[afv1.AnnotationUpstreamVMName]; n != "" {
-		return n
-	}
-	return va.Status.VM.Name
+	return va.Annotations[afv1.AnnotationUpstreamVMName]
 }

@@ -136,8 +136,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 
 	// The one gate of a VM's pass: before its finalizer, its VM, its Agent and its cleanup.
-	if blocked, msg := r.Exclusion.Blocked(ctx); blocked {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonOtherManagerRunning, msg, va.Generation)
+	if gate := r.Exclusion.Check(ctx); gate.Blocked {
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.StandDownReason(gate), gate.Message, va.Generation)
 		s.requeueAfter(r.Exclusion.RecheckAfter())
 		return ctrl.Result{}, nil
 	}
@@ -269,7 +269,7 @@ func (r *Reconciler) client(ctx context.Context, s *vmScope) (vsphere.Client, er
 	if s.pool == nil {
 		return nil, fmt.Errorf("VsphereAgentPool %s is gone: no credentials to reach vCenter", s.va.Spec.PoolRef.Name)
 	}
-	creds, err := r.Opts.Credentials.Recent(ctx, r.APIReader, s.pool, r.Opts.AllowCrossNamespaceSecrets)
+	creds, err := r.Opts.Credentials.Recent(ctx, r.APIReader, s.pool, r.Opts.CredentialsSecretNamespaces)
 	if err != nil {
 		return nil, err
 	}

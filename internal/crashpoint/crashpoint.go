@@ -1,9 +1,10 @@
 // Package crashpoint names the operator's crash points: the boundaries where it has changed the world
 // (vCenter, the API server, the datastore) but not yet recorded it, or the reverse. A test seam
 // (controllers.Options.CrashPoint) is called at each; a seam that blocks until its context ends
-// simulates the operator dying there. The shipped binary sets a seam only when a crash campaign names
-// its socket in AGENT_FORGE_CRASHPOINT_SOCKET (internal/manager: the point is announced there and waits
-// for a SIGKILL or an answer); otherwise Hit is a no-op.
+// simulates the operator dying there. Only a manager built with the tag crashpoints (test/chaos's) sets a
+// seam, when a crash campaign names its socket in AGENT_FORGE_CRASHPOINT_SOCKET (internal/manager: the
+// point is announced there and waits for a SIGKILL or an answer). The shipped binary has no code that
+// sets one, so Hit is always a no-op there.
 //
 // The seam travels in the context (With), so the vSphere layer and the ISO cache reach it without a
 // parameter on every call.

@@ -24,8 +24,14 @@ import (
 // callTimeout bounds each read or write of a Lease.
 const callTimeout = 10 * time.Second
 
+// DefaultGrace is how long reads of the Leases may fail before the gate closes: one leader-election
+// Lease duration (controller-runtime's 15s). A manager that appeared meanwhile has acquired and renewed
+// its Lease within that time; acting longer on a verdict that can no longer be refreshed could act beside it.
+const DefaultGrace = defaultLeaseDuration
+
 // Watcher reads the Leases named LeaseName in every namespace at start and every Interval, and answers
-// the controllers' gate. Until its first answer the gate is closed (Blocked checks synchronously).
+// the controllers' gate. Until its first answer the gate is closed (Blocked checks synchronously); once
+// reads have failed for Grace it is closed again (fails closed) until a read succeeds.
 type Watcher struct {
 	// Reader lists Leases uncached (the manager's API reader): a cluster-wide Lease informer would be
 	// a watch on every controller's heartbeat for a check that runs every Interval.
@@ -44,6 +50,9 @@ type Watcher struct {
 	LeaderElection bool
 	// Slack is added to a Lease's duration (default DefaultSlack).
 	Slack time.Duration
+	// Grace is how long, from the first failed read after a successful one, the last verdict is kept
+	// (default DefaultGrace); after it the gate is closed until a read succeeds.
+	Grace time.Duration
 	Log   logr.Logger
 	// OnChange is called when the verdict changes (the pools requeue and report it).
 	OnChange func()
@@ -52,6 +61,20 @@ type Watcher struct {
 	checked time.Time
 	verdict Verdict
 	err     error
+	// failingSince is the first failed read since the last successful one (zero: the last read succeeded).
+	failingSince time.Time
+	// failedClosed is true once reads have failed for Grace.
+	failedClosed bool
+}
+
+// Gate is the controllers' answer: whether to stand down, and why.
+type Gate struct {
+	Blocked bool
+	// Unreadable is true when the gate is closed because the Leases could not be read (not yet, or for
+	// longer than the grace period), rather than because another manager holds one.
+	Unreadable bool
+	// Message is the condition and Event text (never a secret: Lease namespaces and holders, API errors).
+	Message string
 }
 
 // NeedLeaderElection is true: only the leader acts, so only the leader needs to stand down (and it alone may
@@ -70,29 +93,51 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return periodic.Every(ctx, w.Clock, w.interval(), w.check)
 }
 
-// Blocked reports whether this manager must stand down, with the condition message. A verdict older
-// than the interval (or none yet) is checked again first. When the Leases cannot be read and no earlier
-// verdict exists, it blocks: acting beside a manager we cannot rule out is what this guards against.
+// Blocked reports whether this manager must stand down, with the condition message (see Check).
 func (w *Watcher) Blocked(ctx context.Context) (bool, string) {
+	g := w.Check(ctx)
+	return g.Blocked, g.Message
+}
+
+// Check answers the gate. A verdict older than the interval (or none yet) is checked again first. When
+// the Leases cannot be read it blocks if no earlier verdict exists, or once reads have failed for Grace:
+// acting beside a manager we cannot rule out is what this guards against. Within the grace the last
+// verdict stands, so one failed read does not stop every controller.
+func (w *Watcher) Check(ctx context.Context) Gate {
 	if w == nil {
-		return false, ""
+		return Gate{}
 	}
 	w.mu.Lock()
-	fresh := !w.checked.IsZero() && w.Clock.Since(w.checked) < w.interval()
+	fresh := !w.checked.IsZero() && w.failingSince.IsZero() && w.Clock.Since(w.checked) < w.interval()
 	w.mu.Unlock()
 	if !fresh {
 		w.check(ctx)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.checked.IsZero() {
+	switch {
+	case w.checked.IsZero():
 		msg := "the leader-election Leases of other agent-forge managers could not be read yet; this manager takes no action until they are"
 		if w.err != nil {
 			msg += ": " + w.err.Error()
 		}
-		return true, msg
+		return Gate{Blocked: true, Unreadable: true, Message: msg}
+	case w.failedClosed:
+		msg := fmt.Sprintf("the leader-election Leases of other agent-forge managers could not be read since %s (more than %s): another manager cannot be ruled out, so this manager takes no action until they are read again",
+			w.failingSince.UTC().Format(time.RFC3339), w.grace())
+		if w.err != nil {
+			msg += ": " + w.err.Error()
+		}
+		return Gate{Blocked: true, Unreadable: true, Message: msg}
 	}
-	return w.verdict.Blocked, w.verdict.Message()
+	return Gate{Blocked: w.verdict.Blocked, Message: w.verdict.Message()}
+}
+
+func (w *Watcher) grace() time.Duration {
+	if w.Grace <= 0 {
+		return DefaultGrace
+	}
+	return w.Grace
 }
 
 // RecheckAfter is how long a blocked controller waits before asking again (OnChange requeues earlier).
@@ -103,10 +148,7 @@ func (w *Watcher) check(ctx context.Context) {
 	defer cancel()
 	leases, own, err := w.read(ctx)
 	if err != nil {
-		w.Log.Error(err, "reading the leader-election Leases of other agent-forge managers failed; keeping the last verdict")
-		w.mu.Lock()
-		w.err = err
-		w.mu.Unlock()
+		w.readFailed(err)
 		return
 	}
 	slack := w.Slack
@@ -115,9 +157,15 @@ func (w *Watcher) check(ctx context.Context) {
 	}
 	v := Decide(leases, own, w.Clock.Now(), slack)
 	w.mu.Lock()
-	changed := w.checked.IsZero() || v.Blocked != w.verdict.Blocked || v.Namespace != w.verdict.Namespace || v.Holder != w.verdict.Holder
+	reopened := w.failedClosed
+	changed := w.checked.IsZero() || reopened || v.Blocked != w.verdict.Blocked || v.Namespace != w.verdict.Namespace || v.Holder != w.verdict.Holder
 	w.checked, w.verdict, w.err = w.Clock.Now(), v, nil
+	w.failingSince, w.failedClosed = time.Time{}, false
 	w.mu.Unlock()
+	metrics.ManagerLeasesUnreadable.Set(0)
+	if reopened {
+		w.Log.Info("the leader-election Leases of other agent-forge managers are readable again")
+	}
 	if v.Blocked {
 		metrics.OtherManagerActive.Set(1)
 	} else {
@@ -131,6 +179,32 @@ func (w *Watcher) check(ctx context.Context) {
 	} else {
 		w.Log.Info("no other agent-forge manager is active")
 	}
+	if w.OnChange != nil {
+		w.OnChange()
+	}
+}
+
+// readFailed records a failed read: the last verdict stands for Grace from the first failure, then the
+// gate closes (logged, metric, OnChange so that the pools report it).
+func (w *Watcher) readFailed(err error) {
+	now := w.Clock.Now()
+	w.mu.Lock()
+	w.err = err
+	if w.failingSince.IsZero() {
+		w.failingSince = now
+	}
+	closing := !w.failedClosed && now.Sub(w.failingSince) >= w.grace()
+	if closing {
+		w.failedClosed = true
+	}
+	since := w.failingSince
+	w.mu.Unlock()
+	if !closing {
+		w.Log.Error(err, "reading the leader-election Leases of other agent-forge managers failed; keeping the last verdict within the grace period", "failingSince", since, "grace", w.grace())
+		return
+	}
+	w.Log.Error(err, "the leader-election Leases of other agent-forge managers could not be read for the grace period; standing down until they can", "failingSince", since, "grace", w.grace())
+	metrics.ManagerLeasesUnreadable.Set(1)
 	if w.OnChange != nil {
 		w.OnChange()
 	}

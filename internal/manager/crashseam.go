@@ -1,3 +1,5 @@
+//go:build crashpoints
+
 package manager
 
 import (
@@ -11,15 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// CrashPointSocketEnv names a unix socket of a crash campaign (test/chaos, CHAOS_MODE=sigkill). When it is
-// set, the manager announces every crash point (internal/crashpoint) there and waits for the campaign's
-// answer, so the campaign can SIGKILL the real process exactly at that point. Unset (every deployment),
-// no seam is installed: crashpoint.Hit stays a no-op and nothing else changes.
-const CrashPointSocketEnv = "AGENT_FORGE_CRASHPOINT_SOCKET"
-
 // crashSeamWait bounds how long one crash point waits for the campaign's answer: a campaign that hangs
 // or went away lets the process carry on instead of holding a worker for good.
 const crashSeamWait = 2 * time.Minute
+
+// The crash campaign's seam, compiled only with the build tag crashpoints (test/chaos builds the manager
+// binary with it; `make build` and the Dockerfile do not, see crashseam_off.go).
+
+// CrashPointsCompiled is true in a build that carries the seam.
+const CrashPointsCompiled = true
 
 // crashSeamFromEnv returns the socket seam when CrashPointSocketEnv is set, else nil.
 func crashSeamFromEnv() func(context.Context, string, types.NamespacedName) {

@@ -2,9 +2,10 @@
 // client settings, leader election, the health checks and the console dashboard installer. cmd/ runs it from flags; the test harness
 // runs the same one in process, so tests exercise the manager the binary runs.
 //
-// One test seam lives here, off unless a crash campaign asks for it: with AGENT_FORGE_CRASHPOINT_SOCKET
-// (CrashPointSocketEnv) set, every crash point is announced on that unix socket and waits for an answer,
-// so test/chaos can SIGKILL the real binary there (crashseam.go).
+// One test seam lives here, compiled only with the build tag crashpoints (test/chaos's manager binary):
+// with AGENT_FORGE_CRASHPOINT_SOCKET (CrashPointSocketEnv) set, every crash point is announced on that
+// unix socket and waits for an answer, so test/chaos can SIGKILL the real binary there (crashseam.go).
+// The shipped build (`make build`, the Dockerfile) has no such code (crashseam_off.go).
 package manager
 
 import (
@@ -109,7 +110,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		ctrlOpts.Liveness = liveness.NewTracker(clock.RealClock{}, liveness.DefaultGraceFactor)
 	}
 	if ctrlOpts.CrashPoint == nil {
-		// Only with AGENT_FORGE_CRASHPOINT_SOCKET set (a crash campaign): nil otherwise.
+		// Only in a crashpoints build with AGENT_FORGE_CRASHPOINT_SOCKET set (a crash campaign): nil otherwise.
 		ctrlOpts.CrashPoint = crashSeamFromEnv()
 	}
 	ctrlOpts.LeaderElection = o.LeaderElection

@@ -15,3 +15,11 @@ var OtherManagerActive = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "agent_forge_other_manager_active",
 	Help: "1 while another agent-forge manager holds a live leader-election Lease in another namespace and this manager stands down.",
 })
+
+// ManagerLeasesUnreadable is 1 while the leader-election Leases of other agent-forge managers could not be
+// read for longer than the grace period (internal/exclusion): this manager then takes no action, since
+// another manager can no longer be ruled out.
+var ManagerLeasesUnreadable = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "agent_forge_manager_leases_unreadable",
+	Help: "1 while the leader-election Leases of other agent-forge managers could not be read for longer than the grace period and this manager stands down (fails closed).",
+})

@@ -11,7 +11,7 @@ func All() []prometheus.Collector {
 	return []prometheus.Collector{
 		PoolCapacity, PoolWaiting, PoolHeadroom, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
 		VsphereVMOperations, VsphereCallDuration, VCenterCircuitOpen,
-		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated, OtherManagerActive,
+		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated, OtherManagerActive, ManagerLeasesUnreadable,
 		PoolStandbyDesired, PoolStandbyReady, DemandToBound,
 	}
 }

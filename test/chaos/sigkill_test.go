@@ -21,7 +21,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 )
 
-// processOperator is the real manager binary (cmd/, built with go build as the demo builds it) run
+// processOperator is the real manager binary (cmd/, built with go build -tags crashpoints) run
 // against the harness with AGENT_FORGE_CRASHPOINT_SOCKET set: a kill is SIGKILL by PID while the
 // process waits at the announced crash point, then a fresh process.
 type processOperator struct {
@@ -185,7 +185,8 @@ func (l *crashListener) handle(conn net.Conn) {
 // and starts the first one.
 func startProcessOperator(ctx context.Context, t *testing.T, h *harness.Harness, k *hook, note func(string), args []string) *processOperator {
 	t.Helper()
-	bin, err := harness.BuildManager(ctx, filepath.Join(h.TempDir(), "manager"))
+	// The seam is compiled only with the crashpoints tag (the shipped binary has none).
+	bin, err := harness.BuildManager(ctx, filepath.Join(h.TempDir(), "manager"), "crashpoints")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestManagerWithPlainMetrics(t *testing.T) {
 	ns := createNamespace(t, env, "plain-metrics")
 	// Also the namespace-restriction flags an OperatorGroup-scoped install uses.
 	p := startManager(t, env, ns, "--leader-elect=true", "--leader-election-namespace="+ns, "--metrics-secure=false",
-		"--watch-namespaces="+ns+",default", "--allow-cross-namespace-secrets=true")
+		"--watch-namespaces="+ns+",default", "--credentials-secret-namespaces=default")
 	p.waitForProbes(t)
 	waitForLease(t, env, p, ns)
 

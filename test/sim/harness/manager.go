@@ -30,8 +30,9 @@ const (
 	managerStopTimeout  = 20 * time.Second
 )
 
-// BuildManager compiles ./cmd into out (go build, reusing the build cache) and returns out.
-func BuildManager(ctx context.Context, out string) (string, error) {
+// BuildManager compiles ./cmd into out (go build, reusing the build cache) and returns out. tags are
+// build tags (test/chaos passes "crashpoints": the shipped build has no crash-point seam).
+func BuildManager(ctx context.Context, out string, tags ...string) (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
@@ -41,7 +42,11 @@ func BuildManager(ctx context.Context, out string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd")
+	args := []string{"build", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd")...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr

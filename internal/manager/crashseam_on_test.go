@@ -1,3 +1,5 @@
+//go:build crashpoints
+
 package manager
 
 import (
