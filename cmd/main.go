@@ -17,6 +17,7 @@ import (
 
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/manager"
+	"github.com/containeroo/agent-forge-operator/internal/redact"
 	"github.com/containeroo/agent-forge-operator/internal/restconfig"
 )
 
@@ -66,7 +67,8 @@ func main() {
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	// Every log line goes through the redaction engine (tokens in error texts, proxy passwords).
+	ctrl.SetLogger(redact.Logger(zap.New(zap.UseFlagOptions(&opts))))
 	setupLog := ctrl.Log.WithName("setup")
 	ctx := ctrl.SetupSignalHandler()
 	if crossNamespaceSecrets {

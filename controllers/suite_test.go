@@ -293,6 +293,8 @@ func newPool(s *world.Scenario, name string) *afv1.VsphereAgentPool {
 			},
 			Template: afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20},
 			Agent:    afv1.AgentBindingSpec{Labels: labels},
+			// The suite's image server (sim.NewISOServer) is plain HTTP, which a pool must opt in to.
+			ISO: afv1.ISOSpec{AllowPlainHTTP: true},
 		},
 	}
 }

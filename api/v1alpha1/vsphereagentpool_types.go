@@ -377,6 +377,16 @@ type ISOSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replace VMs Booted From an Outdated Image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	ReplaceOutdatedVMs *bool `json:"replaceOutdatedVMs,omitempty"`
 
+	// AllowPlainHTTP lets the discovery ISO be downloaded over plain http://, and lets an https://
+	// download follow a redirect to http://. Off by default: an http:// ISO URL is refused before any
+	// request (ISOReady=False PlainHTTPRefused, a Warning Event) and a redirect from https to http fails
+	// the download, because the image travels unauthenticated and anyone on the path can swap it for one
+	// that boots their own host. Turn it on only for an image service reachable over a trusted network.
+	// +optional
+	// +kubebuilder:default=false
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Allow Plain HTTP ISO Downloads",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	AllowPlainHTTP bool `json:"allowPlainHTTP,omitempty"`
+
 	// CABundleRef names a ConfigMap or Secret in the pool's namespace whose key holds PEM CA
 	// certificates trusted for the image host, besides the system roots and the cluster's injected
 	// trusted CA bundle (e.g. an image service signed by a private CA). It is read on every pass: a

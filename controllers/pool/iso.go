@@ -92,6 +92,7 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 			Source: src, ForceToken: pool.Annotations[afv1.AnnotationForceISORefresh], Conditional: need.Conditional, Revalidate: need.Revalidate,
 			Status: status, PreviousReady: previousReady(pool),
 			CABundle: req.CABundle, CABundleSource: req.CABundleSource, MaxSize: maxISOSize(pool),
+			AllowPlainHTTP: pool.Spec.ISO.AllowPlainHTTP,
 		},
 	}
 	es := c.manager.Ensure(key, job)

@@ -1,11 +1,9 @@
 package shared
 
 import (
-	"regexp"
 	"sync"
 	"time"
 
-	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/redact"
 )
 
@@ -59,10 +57,6 @@ func (l *EventLimiter) ForgetPrefix(prefix string) {
 	}
 }
 
-var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
-
-// RedactText replaces every URL in a message by its redacted form (no user info, query or token-like
-// path segment): error texts of HTTP and SOAP clients may quote the URL they called.
-func RedactText(msg string) string {
-	return redact.String(urlInText.ReplaceAllStringFunc(msg, iso.RedactURL))
-}
+// RedactText is the redaction engine (redact.String) for a message: conditions, Events and status
+// messages quote error texts of HTTP and SOAP clients, which may carry URLs with tokens.
+func RedactText(msg string) string { return redact.String(msg) }

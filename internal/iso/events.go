@@ -77,14 +77,16 @@ func short(digest string) string {
 
 // failureReasons are the ISOReady reasons that mean the last refresh failed.
 var failureReasons = map[string]bool{
-	afv1.ReasonISODownloadFailed: true,
-	afv1.ReasonISONotAnISO:       true,
-	afv1.ReasonISOUploadFailed:   true,
-	ReasonCertificateUntrusted:   true,
-	ReasonInvalidCABundle:        true,
-	ReasonProxyRefused:           true,
-	ReasonProxyUnreachable:       true,
-	afv1.ReasonISOTooLarge:       true,
+	afv1.ReasonISODownloadFailed:  true,
+	afv1.ReasonISONotAnISO:        true,
+	afv1.ReasonISOUploadFailed:    true,
+	ReasonCertificateUntrusted:    true,
+	ReasonCertificateNameMismatch: true,
+	ReasonPlainHTTPRefused:        true,
+	ReasonInvalidCABundle:         true,
+	ReasonProxyRefused:            true,
+	ReasonProxyUnreachable:        true,
+	afv1.ReasonISOTooLarge:        true,
 }
 
 // IsFailureReason reports whether an ISOReady reason records a failed refresh.

@@ -2,15 +2,17 @@ package iso
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
+
+	"github.com/containeroo/agent-forge-operator/internal/tlstrust"
 )
 
 // HTTPOptions configure the download client. Zero values take the defaults noted per field.
@@ -62,7 +64,7 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 	if o.DialContext == nil {
 		o.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	var roots *x509.CertPool // nil: the system roots
 	if len(o.CABundle) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
@@ -71,8 +73,10 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 		if !pool.AppendCertsFromPEM(o.CABundle) {
 			return nil, errors.New("ISO CA bundle contains no PEM certificate")
 		}
-		tlsConfig.RootCAs = pool
+		roots = pool
 	}
+	// The image host (and an https:// proxy) is verified by name: the DNS name or the IP literal dialled.
+	tlsConfig := tlstrust.ClientConfig(roots)
 	transport := &http.Transport{
 		Proxy:                  tracedProxy(o.Proxy),
 		OnProxyConnectResponse: refuseNon2xxConnect,
@@ -87,7 +91,50 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 		// The ISO is already compressed; asking for gzip only costs CPU and hides Content-Length.
 		DisableCompression: true,
 	}
-	return &http.Client{Transport: transport}, nil
+	return &http.Client{Transport: transport, CheckRedirect: checkRedirect}, nil
+}
+
+// maxRedirects is net/http's own limit, kept.
+const maxRedirects = 10
+
+// checkRedirect refuses a redirect to anything but https unless the request's context allows plain
+// HTTP (the pool's spec.iso.allowPlainHTTP): an https download is never downgraded silently.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if req.URL.Scheme != "https" && !plainHTTPAllowed(req.Context()) {
+		return &PlainHTTPError{Scheme: req.URL.Scheme, Redirect: true}
+	}
+	return nil
+}
+
+type plainHTTPKey struct{}
+
+// WithPlainHTTP returns ctx under which requests of the download client may use (and redirect to)
+// plain http:// URLs.
+func WithPlainHTTP(ctx context.Context, allowed bool) context.Context {
+	return context.WithValue(ctx, plainHTTPKey{}, allowed)
+}
+
+func plainHTTPAllowed(ctx context.Context) bool {
+	ok, _ := ctx.Value(plainHTTPKey{}).(bool)
+	return ok
+}
+
+// PlainHTTPError refuses an ISO URL, or a redirect, that is not https while the pool does not allow
+// plain HTTP.
+type PlainHTTPError struct {
+	Scheme   string
+	Redirect bool
+}
+
+func (e *PlainHTTPError) Error() string {
+	what := "the discovery ISO URL"
+	if e.Redirect {
+		what = "the image host redirected the download to a URL that"
+	}
+	return fmt.Sprintf("%s uses %s, not https: refused, nothing is downloaded over an unauthenticated connection (set spec.iso.allowPlainHTTP: true to allow it)", what, e.Scheme+"://")
 }
 
 // boundedDial gives every dial a deadline, also when a caller-supplied dialer has none.

@@ -148,14 +148,15 @@ func (m *Manager) Stop() {
 }
 
 // fingerprint identifies "the same refresh" for backoff: a new URL, ISO generation, force token,
-// per-pool CA or size limit is retried at once.
+// per-pool CA, size limit or plain-HTTP policy is retried at once.
 func fingerprint(job Job) string {
 	created := ""
 	if t := job.Refresh.Source.CreatedTime; t != nil {
 		created = t.UTC().Format(time.RFC3339)
 	}
 	return URLHash(job.Refresh.Source.URL) + "|" + created + "|" + job.Refresh.ForceToken + "|" +
-		job.Refresh.Datastore + "|" + job.Refresh.Prefix + "|" + URLHash(string(job.Refresh.CABundle)) + "|" + strconv.FormatInt(job.Refresh.maxSize(), 10)
+		job.Refresh.Datastore + "|" + job.Refresh.Prefix + "|" + URLHash(string(job.Refresh.CABundle)) + "|" + strconv.FormatInt(job.Refresh.maxSize(), 10) + "|" +
+		strconv.FormatBool(job.Refresh.AllowPlainHTTP)
 }
 
 // Ensure starts the pool's job when needed and none is running. It never blocks on the job.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -119,6 +120,9 @@ type RefreshRequest struct {
 	// DefaultMaxSize. A larger Content-Length is refused before reading, a longer body is cut off, and
 	// the refresh fails with ISOTooLarge.
 	MaxSize int64
+	// AllowPlainHTTP is spec.iso.allowPlainHTTP: without it an http:// URL is refused before any
+	// request, and so is a redirect to http://.
+	AllowPlainHTTP bool
 }
 
 // DefaultMaxSize is spec.iso.maxSize's default (8Gi): far above a full discovery ISO (~1.2 GiB), far
@@ -189,7 +193,7 @@ func (c *Cache) Refresh(ctx context.Context, client vsphere.Client, req RefreshR
 	run.etag, run.lastModified = req.Status.ETag, req.Status.LastModified
 	ctx, cancel := context.WithTimeout(ctx, c.maxDuration)
 	defer cancel()
-	outcome, err := run.do(ctx)
+	outcome, err := run.do(WithPlainHTTP(ctx, req.AllowPlainHTTP))
 	return run.result(outcome, err), err
 }
 
@@ -197,6 +201,9 @@ func (run *refreshRun) do(ctx context.Context) (Outcome, error) {
 	st := run.req.Status
 	if run.req.Source.URL == "" {
 		return OutcomeFailed, fail(afv1.ReasonInfraEnvNotReady, errors.New("the InfraEnv has no isoDownloadURL"))
+	}
+	if u, err := url.Parse(run.req.Source.URL); err == nil && !strings.EqualFold(u.Scheme, "https") && !run.req.AllowPlainHTTP {
+		return OutcomeFailed, fail(ReasonPlainHTTPRefused, run.red.errorf("GET "+RedactURL(run.req.Source.URL)+": "+(&PlainHTTPError{Scheme: strings.ToLower(u.Scheme)}).Error()))
 	}
 	hc, err := run.c.clientFor(run.req.CABundle, run.req.CABundleSource)
 	if err != nil {

@@ -150,7 +150,8 @@ func (h *harness) request(need RefreshNeed) RefreshRequest {
 	}
 	return RefreshRequest{Datacenter: h.b.datacenter, Datastore: h.b.datastore, Prefix: PathPrefix(h.pool),
 		Source: h.source(), ForceToken: h.pool.Annotations[afv1.AnnotationForceISORefresh],
-		Conditional: need.Conditional, Revalidate: need.Revalidate, Status: st, PreviousReady: h.cond, MaxSize: h.maxSize}
+		Conditional: need.Conditional, Revalidate: need.Revalidate, Status: st, PreviousReady: h.cond, MaxSize: h.maxSize,
+		AllowPlainHTTP: true} // the scenario image servers are plain HTTP; plainhttp_test.go covers the refusal
 }
 
 // pass runs Decide and, when needed, one refresh and one prune, applying the results.

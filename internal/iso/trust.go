@@ -27,6 +27,12 @@ const (
 	// ReasonCertificateUntrusted: the image host's certificate is signed by an authority that neither
 	// the system roots, the trusted CA bundle file nor the pool's CA trust.
 	ReasonCertificateUntrusted = "CertificateUntrusted"
+	// ReasonCertificateNameMismatch: the image host's certificate is trusted but names another host than
+	// the one dialled (its DNS name, or its IP literal, which must be in the certificate's IP SANs).
+	ReasonCertificateNameMismatch = "CertificateNameMismatch"
+	// ReasonPlainHTTPRefused: the ISO URL, or a redirect, is not https and the pool does not set
+	// spec.iso.allowPlainHTTP; nothing was downloaded.
+	ReasonPlainHTTPRefused = "PlainHTTPRefused"
 	// ReasonInvalidCABundle: the trusted CA bundle file or the pool's CA holds no parsable certificate.
 	ReasonInvalidCABundle = "InvalidCABundle"
 	// ReasonProxyRefused: the proxy answered CONNECT with something else than 2xx (or closed the
@@ -128,12 +134,18 @@ func (tr *requestTrace) connectDropped(target *url.URL) bool {
 func classify(err error, tr *requestTrace, target *url.URL) (reason, detail string) {
 	var refused *ProxyConnectError
 	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var plain *PlainHTTPError
 	var op *net.OpError
 	switch {
 	case errors.As(err, &refused):
 		return ReasonProxyRefused, ""
 	case errors.As(err, &unknownCA):
 		return ReasonCertificateUntrusted, ""
+	case errors.As(err, &hostname):
+		return ReasonCertificateNameMismatch, ""
+	case errors.As(err, &plain):
+		return ReasonPlainHTTPRefused, ""
 	case errors.As(err, &op) && op.Op == "proxyconnect":
 		return ReasonProxyUnreachable, ""
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -159,6 +171,8 @@ func hint(reason string) string {
 	switch reason {
 	case ReasonCertificateUntrusted:
 		return "; the operator does not trust the image host's certificate authority: add it to the cluster's trusted CA bundle (injected into the operator's trusted-ca-bundle ConfigMap) or to the pool's CA"
+	case ReasonCertificateNameMismatch:
+		return "; the image host's certificate does not name the host in the ISO URL (for an IP address it must be in the certificate's IP SANs): fix the certificate or the InfraEnv's image service URL"
 	case ReasonProxyRefused:
 		return "; the HTTPS_PROXY/HTTP_PROXY proxy refused the request: allow the image host on the proxy or add it to NO_PROXY"
 	case ReasonProxyUnreachable:

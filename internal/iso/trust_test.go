@@ -17,7 +17,9 @@ func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
 
 func refreshOnce(t *testing.T, cache *Cache, b backend, rawURL string, ca []byte) (RefreshResult, error) {
 	t.Helper()
-	req := RefreshRequest{Datacenter: b.datacenter, Datastore: b.datastore, Prefix: "trust", Source: Source{URL: rawURL}, CABundle: ca}
+	// A plain-HTTP test server is opted in explicitly, as a pool would; plainhttp_test.go covers the refusal.
+	req := RefreshRequest{Datacenter: b.datacenter, Datastore: b.datastore, Prefix: "trust", Source: Source{URL: rawURL}, CABundle: ca,
+		AllowPlainHTTP: strings.HasPrefix(rawURL, "http://")}
 	rr, err := cache.Refresh(t.Context(), b.client, req)
 	expectNoToken(t, rr, err)
 	return rr, err

@@ -1,12 +1,14 @@
-// Package redact removes secrets from text before it is written anywhere a user or a scraper can read
-// it: conditions, events, logs and metric labels. It is the one place that knows what a secret looks
-// like in this operator's messages: URL user info (vCenter server values, proxy URLs), URL query tokens
-// (the assisted image service's api_key JWT, pre-signed S3/GCS/Azure signatures), token path segments
-// (/byapikey/<jwt>/), password=/token: pairs, bearer tokens, JWTs, and any secret value the caller
-// names explicitly (a Secret's password, for example).
+// Package redact is the operator's one redaction engine: every text written where a user or a scraper
+// can read it (conditions, Events, logs, status fields, metric labels, must-gather archives) goes
+// through String, and the forms table below is the one list of what a secret looks like: PEM private
+// keys, URL user info (vCenter server values, proxy URLs), URL queries and fragments (the assisted image
+// service's api_key JWT, pre-signed S3/GCS/Azure signatures: parameter names do not tell which value is
+// a secret, so the whole query goes), token path segments (/byapikey/<jwt>/), password=/client_secret=/
+// token: pairs, Bearer and Basic authorization credentials, JWTs, and any secret value the caller names
+// explicitly (a Secret's password, for example).
 //
-// Redaction is by shape: it keeps enough of a message to be useful (scheme, host, path, user name,
-// parameter names) and replaces only the secret part by Mask.
+// Redaction is by shape: it keeps enough of a message to be useful (scheme, host, path, pair names)
+// and replaces only the secret part by Mask.
 package redact
 
 import (
@@ -16,56 +18,182 @@ import (
 	"strings"
 )
 
-// Mask replaces every secret the structural rules find.
+// Mask replaces every secret the forms find.
 const Mask = "REDACTED"
 
+// form is one shape of secret: re finds it; tmpl (a regexp template) or fn rewrites a match.
+type form struct {
+	name string
+	re   *regexp.Regexp
+	tmpl string
+	fn   func(match string) string
+}
+
+// sensitiveName is a pair name that carries a secret: api_key, token, client_secret, password,
+// X-Amz-Signature, sig (Azure SAS), ...
+const sensitiveName = `[A-Za-z0-9_.\-]*(?i:token|secret|passw|pwd|signature|credential|api[_\-]?key|access[_\-]?key|` +
+	`private[_\-]?key|auth|sig)[A-Za-z0-9_.\-]*`
+
 var (
-	// userinfoRe finds "scheme://userinfo@": greedy up to the last '@' of the authority, as url.Parse
-	// splits it, so a password holding an unescaped '@' is covered too.
-	userinfoRe = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)([^/?#\s"'<>]*)@`)
-
-	// tokenSegmentRe finds the assisted image service's token path segments: /byapikey/<jwt>/...,
-	// /bytoken/<token>/...
-	tokenSegmentRe = regexp.MustCompile(`(?i)(/(?:byapikey|bytoken)/)([^/?#\s"'<>]+)`)
-
-	// sensitiveName is a parameter or key name that carries a secret: api_key, token, X-Amz-Signature,
-	// X-Amz-Credential, X-Amz-Security-Token, sig (Azure SAS), password, client_secret, ...
-	sensitiveName = `[A-Za-z0-9_.\-]*(?i:token|secret|passw|pwd|signature|credential|api[_\-]?key|access[_\-]?key|` +
-		`private[_\-]?key|auth|sig)[A-Za-z0-9_.\-]*`
-
-	// pairRe finds name=value pairs (URL queries, form bodies, free text) whose name is sensitive.
-	pairRe = regexp.MustCompile(`(^|[?&;\s,(\[{"']|\b)(` + sensitiveName + `)(=)("[^"]*"|'[^']*'|[^&#\s"'<>]*)`)
-
-	// colonRe finds "name: value" and "\"name\": \"value\"" (YAML, JSON, log text) for names that are
-	// secrets on their own. Broader names (auth, sig) are only taken with '=' above: "auth: failed" is
-	// prose.
-	colonRe = regexp.MustCompile(`(?i)(["']?\b(?:password|passwd|pwd|secret|client[_\-]?secret|token|access[_\-]?token|` +
-		`refresh[_\-]?token|id[_\-]?token|api[_\-]?key|private[_\-]?key)["']?[ \t]*:[ \t]*)("[^"]*"|'[^']*'|[^\s,;"'<>}\]]+)`)
-
-	// bearerRe finds HTTP authorization credentials: "Bearer <token>", "Basic <base64>".
-	bearerRe = regexp.MustCompile(`(\b(?i:bearer)\s+)([A-Za-z0-9\-._~+/]+=*)|(\bBasic\s+)([A-Za-z0-9+/]{6,}={0,2})`)
-
-	// jwtRe finds JSON Web Tokens anywhere (their header always starts with eyJ, base64 of `{"`).
-	jwtRe = regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*`)
+	// credentialRe finds HTTP authorization credentials: "Bearer <token>", "Basic <base64>".
+	credentialRe = regexp.MustCompile(`(\b(?i:bearer)\s+)([A-Za-z0-9\-._~+/]+=*)|(\b(?i:basic)\s+)([A-Za-z0-9+/]{6,}={0,2})`)
+	// jwtSegment is a path segment shaped like a JSON Web Token (three base64url parts).
+	jwtSegment = regexp.MustCompile(`^[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}$`)
 )
 
-// String returns s with every secret removed: URL user info passwords, sensitive URL query values and
-// token path segments, password=/token: style pairs, bearer and basic credentials, JWTs, and every
-// non-empty string of secrets (raw, and in its URL-escaped forms). No secret of secrets occurs in the
-// result.
+// forms is the table of secret shapes, applied in order. Order matters only where shapes nest: private
+// keys before anything that could cut one, URLs before pairs (a URL's query is masked whole).
+var forms = []form{
+	{name: "PEM private key",
+		re:   regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)`),
+		tmpl: "-----BEGIN ${1}PRIVATE KEY-----" + Mask + "-----END ${1}PRIVATE KEY-----"},
+	{name: "URL user info, query, fragment and token path segments",
+		re: regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>\x60]+`), fn: redactURLInText},
+	{name: "token path segment outside a URL", // e.g. a logged request path
+		re: regexp.MustCompile(`(?i)(/(?:byapikey|bytoken)/)([^/?#\s"'<>]+)`), tmpl: "${1}" + Mask},
+	{name: "name=value pair with a secret's name",
+		re:   regexp.MustCompile(`(^|[?&;\s,(\[{"']|\b)(` + sensitiveName + `)(=)("[^"]*"|'[^']*'|[^&#\s"'<>]*)`),
+		tmpl: "${1}${2}${3}" + Mask},
+	{name: "name: value pair with a secret's name", re: colonRe, fn: redactColonPair},
+	{name: "Authorization Bearer/Basic credentials", re: credentialRe, fn: redactCredential},
+	// Anywhere: a JWT's header always starts with eyJ, base64 of `{"`.
+	{name: "JWT", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*`), tmpl: Mask},
+}
+
+// colonRe finds "name: value" (YAML, JSON, log text) for names that are secrets on their own; broader
+// names (auth, sig) are only taken with '=': "auth: failed" is prose.
+var colonRe = regexp.MustCompile(`(?i)(["']?\b(?:password|passwd|pwd|secret|client[_\-]?secret|token|access[_\-]?token|` +
+	`refresh[_\-]?token|id[_\-]?token|api[_\-]?key|private[_\-]?key)["']?[ \t]*:[ \t]*)("[^"]*"|'[^']*'|[^\s,;"'<>}\]]+)`)
+
+// redactColonPair masks the value of a "name: value" match; a quoted value keeps its quotes, so JSON
+// and YAML stay parsable.
+func redactColonPair(m string) string {
+	sub := colonRe.FindStringSubmatch(m)
+	if v := sub[2]; len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
+		return sub[1] + v[:1] + Mask + v[:1]
+	}
+	return sub[1] + Mask
+}
+
+// FormNames lists the table's forms in order (for tests and docs).
+func FormNames() []string {
+	out := make([]string, len(forms))
+	for i, f := range forms {
+		out[i] = f.name
+	}
+	return out
+}
+
+// String returns s with every secret removed: every form of the table, and every non-empty string of
+// secrets (raw, and in its URL-escaped forms). No secret of secrets occurs in the result.
 func String(s string, secrets ...string) string {
 	given := expand(secrets)
 	s = replaceSecrets(s, given, safeMask(given))
-	s = userinfoRe.ReplaceAllStringFunc(s, redactUserinfo)
-	s = tokenSegmentRe.ReplaceAllString(s, "${1}"+Mask)
-	s = pairRe.ReplaceAllString(s, "${1}${2}${3}"+Mask)
-	s = colonRe.ReplaceAllString(s, "${1}"+Mask)
-	s = bearerRe.ReplaceAllStringFunc(s, redactCredential)
-	s = jwtRe.ReplaceAllString(s, Mask)
+	for _, f := range forms {
+		if f.fn != nil {
+			s = f.re.ReplaceAllStringFunc(s, f.fn)
+		} else {
+			s = f.re.ReplaceAllString(s, f.tmpl)
+		}
+	}
 	// The masks written above may, next to the text around them, spell a given secret by chance (a
 	// secret "Dx" after "password=REDACTED" + "x..."); a last pass with a mask that shares no character
 	// with any secret settles it.
 	return replaceSecrets(s, given, safeMask(given))
+}
+
+// redactURLInText rewrites one URL found in text: its user info, its whole query and fragment, and
+// token path segments are masked; scheme, host and path stay.
+// Punctuation that ends a sentence is not part of the URL.
+func redactURLInText(match string) string {
+	raw := strings.TrimRight(match, ".,;:)]}")
+	tail := match[len(raw):]
+	scheme, rest, _ := strings.Cut(raw, "://")
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, rest := rest[:end], rest[end:]
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		// The whole user info: its user name is a token as often as a name (https://<token>@host,
+		// https://<token>:x-oauth-basic@host).
+		authority = Mask + authority[i:]
+	}
+	path, suffix := rest, ""
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		path, suffix = rest[:i], rest[i:i+1]+Mask
+	}
+	return scheme + "://" + authority + maskTokenSegments(path) + suffix + tail
+}
+
+// maskTokenSegments masks the path segments that carry a token: a JWT, or the segment after the
+// assisted image service's byapikey/bytoken.
+func maskTokenSegments(path string) string {
+	segments := strings.Split(path, "/")
+	for i := range segments {
+		if isTokenSegment(segments, i) {
+			segments[i] = Mask
+		}
+	}
+	return strings.Join(segments, "/")
+}
+
+func isTokenSegment(segments []string, i int) bool {
+	if jwtSegment.MatchString(segments[i]) {
+		return true
+	}
+	return i > 0 && segments[i] != "" && (strings.EqualFold(segments[i-1], "byapikey") || strings.EqualFold(segments[i-1], "bytoken"))
+}
+
+// URLPath is the identity of a URL without any secret: scheme://host/path, without user info, query
+// and fragment, token path segments masked; "<invalid URL>" when it has no host. Status fields store it
+// (status.iso.url) and compare it to tell a renewed token from a new image.
+func URLPath(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return "<invalid URL>"
+	}
+	return u.Scheme + "://" + u.Host + maskTokenSegments(u.EscapedPath())
+}
+
+// SecretsOfURL lists the parts of rawURL that stay secrets wherever they show up again (an error text
+// that quotes them without the URL around them): the user info password (or user-info token), the
+// query and each query value of 8 characters or more, the fragment, and token path segments, raw and
+// unescaped. Pass them to String.
+func SecretsOfURL(rawURL string) []string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		} else {
+			out = append(out, u.User.Username())
+		}
+	}
+	if u.RawQuery != "" {
+		out = append(out, u.RawQuery)
+		for _, values := range u.Query() {
+			for _, v := range values {
+				if len(v) >= 8 {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	out = append(out, u.Fragment)
+	segments := strings.Split(u.EscapedPath(), "/")
+	for i, seg := range segments {
+		if isTokenSegment(segments, i) {
+			out = append(out, seg)
+			if unescaped, err := url.PathUnescape(seg); err == nil {
+				out = append(out, unescaped)
+			}
+		}
+	}
+	return out
 }
 
 // Error is String of err's message; "" for a nil error.
@@ -76,8 +204,8 @@ func Error(err error, secrets ...string) string {
 	return String(err.Error(), secrets...)
 }
 
-// URL returns a URL with its user info password, sensitive query values and token path segments
-// masked (user name, host, path and other parameters kept), like String for a text that is one URL.
+// URL returns a URL with its user info, query, fragment and token path segments masked (scheme, host
+// and path kept), like String for a text that is one URL.
 func URL(rawURL string, secrets ...string) string { return String(rawURL, secrets...) }
 
 // HostOf returns only the host[:port] of a URL or bare host value, never its user info, path or query;
@@ -94,18 +222,8 @@ func HostOf(raw string) string {
 	return u.Host
 }
 
-func redactUserinfo(m string) string {
-	sub := userinfoRe.FindStringSubmatch(m)
-	scheme, info := sub[1], sub[2]
-	if user, _, ok := strings.Cut(info, ":"); ok {
-		return scheme + user + ":" + Mask + "@"
-	}
-	// User info without a colon is a token as often as a user name (https://<token>@host).
-	return scheme + Mask + "@"
-}
-
 func redactCredential(m string) string {
-	sub := bearerRe.FindStringSubmatch(m)
+	sub := credentialRe.FindStringSubmatch(m)
 	if sub[1] != "" {
 		return sub[1] + Mask
 	}

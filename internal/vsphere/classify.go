@@ -12,6 +12,8 @@ import (
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/containeroo/agent-forge-operator/internal/tlstrust"
 )
 
 // methodFault extracts the vSphere fault carried by err (SOAP fault, vim fault or task error), or nil.
@@ -70,14 +72,8 @@ func classOfFault(f types.BaseMethodFault) ErrorClass {
 }
 
 func classOfPlainError(err error) ErrorClass {
-	var (
-		unknownAuthority x509.UnknownAuthorityError
-		hostname         x509.HostnameError
-		certInvalid      x509.CertificateInvalidError
-	)
 	switch {
-	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &certInvalid),
-		soap.IsCertificateUntrusted(err):
+	case IsCertificateError(err):
 		// An untrusted certificate is a configuration problem (CA bundle / thumbprint), not a blip.
 		return ClassInvalid
 	case rest.IsStatusError(err, http.StatusUnauthorized):
@@ -94,6 +90,18 @@ func classOfPlainError(err error) ErrorClass {
 		return ClassTransient
 	}
 	return ClassTransient
+}
+
+// IsCertificateError reports a refused server certificate: not signed by a trusted CA, not naming the
+// host dialled (DNS name or IP literal), expired, or not matching the pinned thumbprint.
+func IsCertificateError(err error) bool {
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		hostname         x509.HostnameError
+		certInvalid      x509.CertificateInvalidError
+	)
+	return errors.As(err, &unknownAuthority) || errors.As(err, &hostname) || errors.As(err, &certInvalid) ||
+		errors.Is(err, tlstrust.ErrNoHost) || errors.Is(err, tlstrust.ErrPinMismatch) || soap.IsCertificateUntrusted(err)
 }
 
 // isNotAuthenticated reports a session that vCenter no longer knows (expired, terminated).

@@ -29,10 +29,13 @@ const (
 	ReasonTimeout     = "VCenterTimeout"
 	ReasonCircuitOpen = "VCenterCircuitOpen"
 	ReasonProxy       = "VCenterProxyError"
+	// ReasonCertificate: vCenter's certificate was refused (untrusted CA, a name other than the host
+	// dialled, expired, or not the pinned thumbprint). Its class stays ClassInvalid.
+	ReasonCertificate = "VCenterCertificateRejected"
 )
 
-// Reason is the condition reason for err: ReasonCircuitOpen, ReasonProxy or ReasonTimeout when err is
-// one of those, otherwise its ErrorClass ("" for nil).
+// Reason is the condition reason for err: ReasonCircuitOpen, ReasonProxy, ReasonTimeout or
+// ReasonCertificate when err is one of those, otherwise its ErrorClass ("" for nil).
 func Reason(err error) string {
 	switch {
 	case err == nil:
@@ -43,6 +46,8 @@ func Reason(err error) string {
 		return ReasonProxy
 	case errors.Is(err, ErrTimeout):
 		return ReasonTimeout
+	case IsCertificateError(err):
+		return ReasonCertificate
 	}
 	return string(ClassOf(err))
 }

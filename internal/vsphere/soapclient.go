@@ -17,6 +17,8 @@ import (
 
 	"github.com/vmware/govmomi/vim25/soap"
 	"golang.org/x/net/http/httpproxy"
+
+	"github.com/containeroo/agent-forge-operator/internal/tlstrust"
 )
 
 // dialFunc dials a TCP connection (net.Dialer.DialContext's shape).
@@ -30,11 +32,6 @@ type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 func (s *SessionCache) newSOAPClient(creds Credentials, u *url.URL, b *breaker) (*soap.Client, error) {
 	sc := soap.NewClient(u, creds.Insecure)
 	t := sc.DefaultTransport()
-	// govmomi's own TLS dialer (for its thumbprint fallback) has neither a context nor a timeout: a
-	// server that accepts TCP and never answers the handshake would hold the caller forever. The
-	// transport dials and handshakes itself instead, with TLSHandshakeTimeout, and verifyConnection
-	// below does the thumbprint check in the same handshake.
-	t.DialTLSContext = nil
 	dial := s.opts.dial
 	if dial == nil {
 		dial = (&net.Dialer{Timeout: s.opts.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
@@ -45,10 +42,14 @@ func (s *SessionCache) newSOAPClient(creds Credentials, u *url.URL, b *breaker) 
 	t.Proxy = proxyFromEnvironment
 	t.OnProxyConnectResponse = proxyConnectResponse
 
-	// InsecureSkipVerify only turns off crypto/tls's own check: VerifyConnection does it (unless the
-	// Secret says insecure), so that a pinned thumbprint works on proxied connections too.
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}
-	if !creds.Insecure {
+	// govmomi's own TLS dialer (for its thumbprint fallback) has neither a context nor a timeout: a
+	// server that accepts TCP and never answers the handshake would hold the caller forever. It is
+	// replaced below (or dropped when insecure), and tlstrust does the thumbprint check in the same
+	// handshake.
+	t.DialTLSContext = nil
+	if creds.Insecure {
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // the Secret says insecure: "true"; VCenterTLSVerified warns
+	} else {
 		var pin string
 		if creds.Thumbprint != "" {
 			pin = normalizeThumbprint(creds.Thumbprint)
@@ -61,9 +62,13 @@ func (s *SessionCache) newSOAPClient(creds Credentials, u *url.URL, b *breaker) 
 			return nil, &Error{Class: ClassInvalid, Op: "Login", Err: err}
 		}
 		bundle := creds.CABundle
-		cfg.VerifyConnection = verifyConnection(func() (*x509.CertPool, error) { return s.cas.roots(bundle) }, pin)
+		v := tlstrust.Verifier{Roots: func() (*x509.CertPool, error) { return s.cas.roots(bundle) }, Pin: pin}
+		// Every certificate is checked against the host dialled, never the handshake's SNI (empty for
+		// an IP literal): a TLS connection on a fresh TCP connection (vCenter itself, or an https://
+		// proxy) through DialTLS, vCenter inside a proxy's CONNECT tunnel through TLSClientConfig.
+		t.DialTLSContext = v.DialTLS(dial, s.opts.TLSHandshakeTimeout)
+		t.TLSClientConfig = v.Config(u.Hostname())
 	}
-	t.TLSClientConfig = cfg
 	sc.Transport = &guard{next: t, breaker: b, callTimeout: s.opts.CallTimeout}
 	return sc, nil
 }
@@ -73,37 +78,6 @@ func (s *SessionCache) newSOAPClient(creds Credentials, u *url.URL, b *breaker) 
 func (c *client) guardServiceClient(sc *soap.Client) {
 	if g, ok := c.soap.Transport.(*guard); ok {
 		sc.Transport = g
-	}
-}
-
-// verifyConnection verifies the server certificate chain against roots and the handshake's server name;
-// when that fails and pin is set, the leaf certificate's SHA-256 thumbprint must equal pin. The x509
-// error is kept in the chain so callers classify an untrusted certificate as a configuration problem.
-func verifyConnection(roots func() (*x509.CertPool, error), pin string) func(tls.ConnectionState) error {
-	return func(cs tls.ConnectionState) error {
-		if len(cs.PeerCertificates) == 0 {
-			return errors.New("vCenter sent no certificate")
-		}
-		pool, err := roots()
-		if err != nil {
-			return err
-		}
-		opts := x509.VerifyOptions{DNSName: cs.ServerName, Roots: pool, Intermediates: x509.NewCertPool()}
-		for _, c := range cs.PeerCertificates[1:] {
-			opts.Intermediates.AddCert(c)
-		}
-		leaf := cs.PeerCertificates[0]
-		_, verr := leaf.Verify(opts)
-		if verr == nil {
-			return nil
-		}
-		if pin == "" {
-			return verr
-		}
-		if soap.ThumbprintSHA256(leaf) == pin {
-			return nil
-		}
-		return fmt.Errorf("certificate thumbprint does not match the pinned thumbprint: %w", verr)
 	}
 }
 

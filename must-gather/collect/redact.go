@@ -3,68 +3,21 @@ package main
 import (
 	"bytes"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/containeroo/agent-forge-operator/internal/iso"
+	"github.com/containeroo/agent-forge-operator/internal/redact"
 )
 
-const redacted = "REDACTED"
+const redacted = redact.Mask
 
-var (
-	// urlPattern finds URLs in free text (logs, messages, YAML values).
-	urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>\\` + "`" + `]+`)
-	// jwtPattern finds JSON Web Tokens (assisted-image-service tokens, service account tokens): three
-	// base64url parts, the first a JSON header ("eyJ" is base64 of `{"`).
-	jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)
-	// credentialPairs finds key=value and key: value pairs of well-known credential names outside URLs.
-	credentialPairs = regexp.MustCompile(`(?i)\b(api_key|apikey|access_token|token|password|passwd|secret)(["']?\s*[=:]\s*["']?)([^\s&"',}]+)`)
-	// bearer finds Authorization headers.
-	bearer = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}`)
-)
-
-// scrubText removes URL tokens and credentials from text: every URL loses its user info, query and
-// fragment and its token path segments (iso.RedactURL, "?REDACTED" marks a removed query), JWTs and
-// bearer tokens become REDACTED, and so do the values of credential-named pairs.
-func scrubText(s string) string {
-	s = urlPattern.ReplaceAllStringFunc(s, func(match string) string {
-		// Punctuation that ends a sentence or a message prefix is not part of the URL.
-		raw := strings.TrimRight(match, ".,;:)]")
-		tail := match[len(raw):]
-		return redactURL(raw) + tail
-	})
-	s = jwtPattern.ReplaceAllString(s, redacted)
-	s = bearer.ReplaceAllString(s, "${1}"+redacted)
-	return credentialPairs.ReplaceAllStringFunc(s, func(m string) string {
-		sub := credentialPairs.FindStringSubmatch(m)
-		if sub[3] == redacted || strings.HasPrefix(sub[3], "REDACTED") {
-			return m
-		}
-		return sub[1] + sub[2] + redacted
-	})
-}
-
-// redactURL keeps scheme, host and path (token path segments replaced), and marks removed user info
-// and query.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return redacted
-	}
-	out := iso.RedactURL(raw)
-	if u.User != nil {
-		out = strings.Replace(out, "://", "://"+redacted+"@", 1)
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		out += "?" + redacted
-	}
-	return out
-}
+// scrubText is the operator's redaction engine (internal/redact: URL user info, queries and token
+// segments, credential pairs, Bearer/Basic credentials, JWTs, PEM private keys): the archive hides the
+// same secret forms as the operator's own conditions, Events and logs.
+func scrubText(s string) string { return redact.String(s) }
 
 // redactTree scrubs every regular file under dir in place: Secrets in YAML or JSON (single objects or
 // lists, e.g. from oc adm inspect) lose their data, and all text is scrubbed. It returns how many files

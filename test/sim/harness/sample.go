@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/vmware/govmomi/find"
 	"sigs.k8s.io/yaml"
@@ -74,6 +75,10 @@ func (h *Harness) AdaptToSimulator(ctx context.Context, pool *afv1.VsphereAgentP
 		}
 		changes = append(changes, fmt.Sprintf("spec.vsphere.vmTags: %v -> %v (simulator tags: %v in category %q)", vs.VMTags, tags, vcsim.Tags, vcsim.TagCategory))
 		vs.VMTags = tags
+	}
+	if h.ISO != nil && strings.HasPrefix(h.ISO.URL(), "http://") && !pool.Spec.ISO.AllowPlainHTTP {
+		changes = append(changes, "spec.iso.allowPlainHTTP: false -> true (the simulated image service serves plain HTTP)")
+		pool.Spec.ISO.AllowPlainHTTP = true
 	}
 	folder := vs.Folder
 	if folder == "" {

@@ -151,7 +151,7 @@ func streaming(ctx context.Context, client vsphere.Client, cfg childConfig) (*me
 		return nil, err
 	}
 	res, err := cache.Refresh(ctx, client, iso.RefreshRequest{Datacenter: cfg.Datacenter, Datastore: cfg.Datastore,
-		Prefix: cfg.Prefix, Source: iso.Source{URL: cfg.ISOURL}})
+		Prefix: cfg.Prefix, Source: iso.Source{URL: cfg.ISOURL}, AllowPlainHTTP: true}) // the bench image server is plain HTTP
 	if err != nil {
 		return nil, err
 	}
