@@ -11,6 +11,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -106,19 +107,29 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 		r.Recorder.Eventf(s.pool, nil, "Warning", "OrphanFound", shared.ActionCleanUpOrphan, "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
 		return nil
 	}
-	agent, err := shared.FreshAgentByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress, vm.BIOSUUID)
+	// Any Agent that may be the VM's host keeps the VM while it is bound or backs a Machine; only the
+	// proven host's Agent (MAC and serial) is unapproved and deleted with the VM: a stranger's Agent that
+	// shares the MAC is neither trusted to release the VM nor removed with it.
+	candidates, err := shared.FreshAgentsByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress, vm.BIOSUUID)
 	if err != nil {
 		return err
 	}
-	if agent != nil {
-		inUse, _, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, "")
+	var agent *agents.Agent
+	for i := range candidates {
+		a := &candidates[i]
+		inUse, _, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, a.Name, "")
 		if err != nil {
 			return err
 		}
-		if agent.IsBound() || inUse {
-			r.Recorder.Eventf(s.pool, nil, "Normal", "OrphanKept", shared.ActionCleanUpOrphan, "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, agent.Name)
+		if a.IsBound() || inUse {
+			r.Recorder.Eventf(s.pool, nil, "Normal", "OrphanKept", shared.ActionCleanUpOrphan, "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, a.Name)
 			return nil
 		}
+		if agent == nil && a.IsHostOf(vm.MACAddress, vm.BIOSUUID) {
+			agent = a
+		}
+	}
+	if agent != nil {
 		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
 			return err
 		}

@@ -50,13 +50,6 @@ func FreshAgentOfVM(ctx context.Context, reader client.Reader, va *afv1.VsphereA
 	return &a, nil
 }
 
-// FreshAgentByMAC finds live an Agent that may be the VM's (agents.Agent.MayBeHostOf: its MAC, no other
-// machine's serial; nil when absent). A MAC proves nothing: use it only to keep a VM that may back a
-// worker, or where the caller checks the serial itself. FreshHostAgent is the proven host's.
-func FreshAgentByMAC(ctx context.Context, reader client.Reader, namespace, mac, biosUUID string) (*agents.Agent, error) {
-	return freshAgentWhere(ctx, reader, namespace, mac, func(a agents.Agent) bool { return a.MayBeHostOf(mac, biosUUID) })
-}
-
 // FreshHostAgent finds live the Agent the VM's host registered: both its MAC and its serial number are
 // the VM's (agents.Agent.IsHostOf; nil when absent).
 func FreshHostAgent(ctx context.Context, reader client.Reader, namespace, mac, biosUUID string) (*agents.Agent, error) {
@@ -64,6 +57,20 @@ func FreshHostAgent(ctx context.Context, reader client.Reader, namespace, mac, b
 }
 
 func freshAgentWhere(ctx context.Context, reader client.Reader, namespace, mac string, match func(agents.Agent) bool) (*agents.Agent, error) {
+	all, err := freshAgentsWhere(ctx, reader, namespace, mac, match)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	return &all[0], nil
+}
+
+// FreshAgentsByMAC lists live every Agent that may be the VM's (agents.Agent.MayBeHostOf): a decision to
+// keep a VM must see all of them, since a stranger's Agent with the VM's MAC may come first.
+func FreshAgentsByMAC(ctx context.Context, reader client.Reader, namespace, mac, biosUUID string) ([]agents.Agent, error) {
+	return freshAgentsWhere(ctx, reader, namespace, mac, func(a agents.Agent) bool { return a.MayBeHostOf(mac, biosUUID) })
+}
+
+func freshAgentsWhere(ctx context.Context, reader client.Reader, namespace, mac string, match func(agents.Agent) bool) ([]agents.Agent, error) {
 	if mac == "" {
 		return nil, nil
 	}
@@ -71,13 +78,13 @@ func freshAgentWhere(ctx context.Context, reader client.Reader, namespace, mac s
 	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
+	var out []agents.Agent
 	for i := range list.Items {
-		a := agents.AgentFrom(&list.Items[i])
-		if match(a) {
-			return &a, nil
+		if a := agents.AgentFrom(&list.Items[i]); match(a) {
+			out = append(out, a)
 		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 // MachineReferencesAgent reports, from a live read, whether a recorded Machine still exists, or any
