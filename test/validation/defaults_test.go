@@ -95,6 +95,7 @@ var schemaDefaults = map[string]interface{}{
 	"agent.approve":              true,
 	"iso.checkInterval":          "1h",
 	"iso.retainVersions":         int64(2),
+	"iso.allowPlainHTTP":         false,
 	"iso.ejectAfterInstall":      false,
 	"iso.replaceOutdatedVMs":     true, // opt-out: outdated unbound VMs are replaced unless a pool says false
 	"iso.maxSize":                "8Gi",
