@@ -136,6 +136,11 @@ func setupControllers(mgr ctrl.Manager, opts Options, watcher *exclusion.Watcher
 	}
 	// events.k8s.io/v1 recorders; the names are the Events' reportingController.
 	poolRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-pool"))
+	// CopyFound: one Event per pool and batch naming each copy (the recorder would fold one per copy).
+	if err := mgr.Add(poolRecorder.BatchEvents(mgr.GetClient(), "agent-forge-pool", opts.BatchClock, opts.EventBatchIdle, opts.EventBatchMax,
+		ctrl.Log.WithName("events"))); err != nil {
+		return err
+	}
 	isoCache, isoRunnable, err := pool.NewISOCache(opts.Clock, opts.TrustedCABundleFile, poolRecorder, ctrl.Log.WithName("iso"), func(key types.NamespacedName) {
 		p := &afv1.VsphereAgentPool{}
 		p.Namespace, p.Name = key.Namespace, key.Name

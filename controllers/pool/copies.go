@@ -68,12 +68,16 @@ func splitCopies(vms []vsphere.VMInfo, poolUID string) (originals, copies []vsph
 	return originals, copies
 }
 
-// reportCopies remembers the copies a scan found and reports each new one with a CopyFound Event.
+// SummaryCopyFound heads a CopyFound Event; its lines name one copy each (see reportCopies).
+const SummaryCopyFound = "%d VM(s) carry this pool's marker but are copies of its VMs (clone, template, restored backup or replica): never destroyed, ejected or counted; remove them or their agent-forge.* extraConfig by hand when not wanted"
+
+// reportCopies remembers the copies a scan found and names each new one in the pool's CopyFound batch
+// Event. Not one Eventf per copy: the events.k8s.io recorder folds Events with the same object, reason
+// and action within six minutes into the first one's series, so every copy after the first was lost.
 func (r *Reconciler) reportCopies(s *poolScope, copies []vsphere.VMInfo) {
 	for _, vm := range r.copies.observe(string(s.pool.UID), copies) {
-		r.Recorder.Eventf(s.pool, nil, "Normal", ReasonCopyFound, shared.ActionCleanUpOrphan,
-			"VM %s (instance UUID %s, %s) carries this pool's marker of %s but is a copy of it (clone, template, restored backup or replica): never destroyed, ejected or counted; remove it or its agent-forge.* extraConfig by hand when it is not wanted",
-			vm.Name, vm.InstanceUUID, copyKind(vm), vm.Ownership.OwnerName)
+		r.Recorder.Batch(s.pool, ReasonCopyFound, shared.ActionCleanUpOrphan, SummaryCopyFound,
+			fmt.Sprintf("VM %s (instance UUID %s, %s) copy of %s", vm.Name, vm.InstanceUUID, copyKind(vm), vm.Ownership.OwnerName))
 	}
 }
 

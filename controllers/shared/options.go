@@ -73,7 +73,7 @@ type Options struct {
 	// disables batching). Conditions changing status or reason are written at once. A steady scale-up
 	// moves a pool's counters every few seconds, so its status is written about once per StatusBatchMax.
 	StatusBatchInterval, StatusBatchMax time.Duration
-	// EventBatchIdle and EventBatchMax batch a pool's batch Events (VMCreated, ISOEjected): one goes out
+	// EventBatchIdle and EventBatchMax batch a pool's batch Events (VMCreated, ISOEjected, CopyFound): one goes out
 	// once no VM joined it for EventBatchIdle, at the latest EventBatchMax after its first VM (defaults
 	// 10s / 2m; a negative idle writes each line at once). A steady scale-up adds a VM every few seconds
 	// to each pool, and 2s / 30s windows wrote an Event per pool and reason every 30 s (0.5 per VM
@@ -85,7 +85,7 @@ type Options struct {
 	// 30s; a negative value holds it for StatusBatchInterval only.
 	AvailableHoldMax time.Duration
 	// BatchClock drives write batching on the StatusBatch windows: the pool's status batch, the pools'
-	// batch Events (VMCreated, ISOEjected) and the deferred Available phase. Batching is a rate limit on
+	// batch Events (VMCreated, ISOEjected, CopyFound) and the deferred Available phase. Batching is a rate limit on
 	// writes, so it runs in real time by default even where Clock is faked (the scenario suite freezes
 	// Clock for the registration timeout); the specs of batching inject a fake one.
 	BatchClock clock.WithTicker
