@@ -33,7 +33,7 @@ const (
 // probe VM test the image.
 const ReasonRegistrationProbing = "RegistrationProbing"
 
-// BreakerSettings: Threshold failures in a row trip a closed breaker; each trip holds creation for
+// BreakerSettings are the registration breaker's settings: Threshold failures in a row trip a closed breaker; each trip holds creation for
 // Backoff.Next(trips) (doubling per trip in a row, at most Backoff.Ceiling).
 type BreakerSettings struct {
 	Threshold int

@@ -13,11 +13,11 @@ import (
 type Identity string
 
 const (
-	// IdentityForeign: no marker, not the operator's.
+	// IdentityForeign is a VM with no marker, not the operator's.
 	IdentityForeign Identity = "Foreign"
-	// IdentityOriginal: marker and instance UUID name the same owner, not a template: the VM we made.
+	// IdentityOriginal is a VM whose marker and instance UUID name the same owner, not a template: the VM we made.
 	IdentityOriginal Identity = "Original"
-	// IdentityCopy: a marker whose owner is not this VM's instance UUID, or a template: a copy of one of
+	// IdentityCopy is a VM with a marker whose owner is not this VM's instance UUID, or a template: a copy of one of
 	// our VMs (clone, template, restored backup, replica). Reported, never destroyed, reconfigured,
 	// powered on, ejected or counted as supply.
 	IdentityCopy Identity = "Copy"

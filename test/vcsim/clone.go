@@ -137,10 +137,10 @@ func (e *Env) CloneVM(ctx context.Context, instanceUUID string, opts CloneOption
 	yes := true
 	ref, err := object.NewSearchIndex(c.Client).FindByUuid(ctx, dc, instanceUUID, true, &yes)
 	if err != nil || ref == nil {
-		return "", fmt.Errorf("clone: no VM with instance UUID %s: %v", instanceUUID, err)
+		return "", fmt.Errorf("clone: no VM with instance UUID %s: %w", instanceUUID, err)
 	}
 	src := object.NewVirtualMachine(c.Client, ref.Reference())
-	folder := folders.VmFolder
+	var folder *object.Folder
 	if opts.Folder != "" {
 		if err := e.EnsureFolder(ctx, opts.Folder); err != nil {
 			return "", err
