@@ -32,8 +32,10 @@ var _ = Describe("Hard limits", func() {
 		By("vCenter refuses every destroy (another task, a backup's snapshot, holds the VMs); the NodePool scales down")
 		var held atomic.Bool
 		held.Store(true)
+		// ObjectName "*": the simulator matches an empty ObjectName against the VM's name, so a rule
+		// without it never fires.
 		vc.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "Destroy_Task", ObjectType: "VirtualMachine",
-			Probability: 1, FaultType: simulator.FaultTypeCustom, Enabled: true,
+			ObjectName: "*", Probability: 1, FaultType: simulator.FaultTypeCustom, Enabled: true,
 			InclusionPropertyFilter: func(mo.Reference) bool { return held.Load() }, Fault: &types.TaskInProgress{}})
 		DeferCleanup(func() { vc.Service().ClearFaultRules() })
 		Expect(d.SetReplicas(ctx, s.NodePool, 0)).To(Succeed())
