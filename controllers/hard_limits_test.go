@@ -32,8 +32,10 @@ var _ = Describe("Hard limits", func() {
 		By("vCenter refuses every destroy (another task, a backup's snapshot, holds the VMs); the NodePool scales down")
 		var held atomic.Bool
 		held.Store(true)
+		// ObjectName "*": the simulator matches an empty ObjectName against the VM's name, so a rule
+		// without it never fires.
 		vc.Service().AddFaultRule(&simulator.FaultInjectionRule{MethodName: "Destroy_Task", ObjectType: "VirtualMachine",
-			Probability: 1, FaultType: simulator.FaultTypeCustom, Enabled: true,
+			ObjectName: "*", Probability: 1, FaultType: simulator.FaultTypeCustom, Enabled: true,
 			InclusionPropertyFilter: func(mo.Reference) bool { return held.Load() }, Fault: &types.TaskInProgress{}})
 		DeferCleanup(func() { vc.Service().ClearFaultRules() })
 		Expect(d.SetReplicas(ctx, s.NodePool, 0)).To(Succeed())
@@ -101,6 +103,17 @@ var _ = Describe("Hard limits", func() {
 		d.SetRegistrationFilter(func(world.VM) bool { return false })
 		Expect(d.SetReplicas(ctx, s.NodePool, demand)).To(Succeed())
 		Eventually(creates, 90*time.Second, 250*time.Millisecond).Should(Equal(demand))
+		// The registration timeout counts from status.vm.createdAt (the injected clock when the status is
+		// written, possibly after the CreateVM call): step the clock only once every VM's is recorded.
+		Eventually(func() int {
+			n := 0
+			for _, va := range vsphereAgents(pool) {
+				if va.Status.VM.CreatedAt != nil {
+					n++
+				}
+			}
+			return n
+		}, 60*time.Second, 250*time.Millisecond).Should(Equal(demand))
 
 		breaker := func() afv1.RegistrationBreakerStatus {
 			if b := getPool(pool).Status.RegistrationBreaker; b != nil {
