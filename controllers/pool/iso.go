@@ -75,6 +75,11 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 		status = *res.Status.DeepCopy()
 		cond = res.Condition
 	}
+	if status.URL != "" {
+		// A URL stored by an older version (upstream kept the InfraEnv's URL, token included) is redacted
+		// on this pass, whether or not a refresh ever succeeds (e.g. refused as plain HTTP).
+		status.URL = iso.RedactURL(status.URL)
+	}
 	upd.Status = &status
 	view := pool.DeepCopy()
 	view.Status.ISO = &status
