@@ -28,8 +28,17 @@ include $(sort $(wildcard hack/mk/*.mk))
 
 ##@ Development
 .PHONY: manifests
+# RBAC comes in two roles because OLM grants them differently per install mode (docs/install.md):
+# manager-role holds what is cluster-scoped or lives outside the watched namespaces (the CSV's
+# clusterPermissions); manager-namespaced-role holds what the pools' namespaces need (the CSV's
+# permissions: OLM copies it into each target namespace of a MultiNamespace OperatorGroup and makes
+# it cluster-wide only for AllNamespaces). A marker in a package listed in neither set is not granted,
+# and test/rbac's whole-job scenario fails with the refusal.
+CLUSTER_RBAC_PATHS := paths="./controllers/ejection/..." paths="./internal/..."
+NAMESPACED_RBAC_PATHS := paths="./controllers/pool/..." paths="./controllers/vsphereagent/..." paths="./controllers/staticip/..." paths="./controllers/preflight/..." paths="./controllers/shared/..."
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." paths="./internal/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." $(CLUSTER_RBAC_PATHS) output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-namespaced-role $(NAMESPACED_RBAC_PATHS) output:rbac:artifacts:config=config/rbac/namespaced
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.

@@ -58,7 +58,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	poolEvents := make(chan event.GenericEvent, 4096)
 	watcher := &exclusion.Watcher{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Clock: opts.Clock, Interval: opts.ManagerCheckInterval,
 		LeaseName: LeaderElectionID, Namespace: opts.Namespace, LeaderElection: opts.LeaderElection, Log: ctrl.Log.WithName("exclusion")}
-	watcher.OnChange = func() { requeuePools(mgr.GetAPIReader(), poolEvents) }
+	watcher.OnChange = func() { requeuePools(mgr.GetClient(), poolEvents) }
 	if err := mgr.Add(watcher); err != nil {
 		return err
 	}
@@ -90,7 +90,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}))
 }
 
-// requeuePools sends every pool to the pool controller (a verdict that concerns them all changed).
+// requeuePools sends every pool to the pool controller (a verdict that concerns them all changed). It
+// lists from the cache: a pass rereads what it decides on, and the cache spans exactly the watched
+// namespaces, where an uncached list without a namespace would need pools readable cluster-wide (a
+// MultiNamespace install grants them only in its target namespaces). Before the cache has started it
+// lists nothing, and the controllers' first sync sends every pool anyway.
 func requeuePools(reader client.Reader, poolEvents chan<- event.GenericEvent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -156,7 +160,7 @@ func setupControllers(mgr ctrl.Manager, opts Options, watcher *exclusion.Watcher
 		return err
 	}
 	guard := &ejection.Guard{Reader: mgr.GetAPIReader(), Clock: opts.Clock, Interval: opts.SchemaCheckInterval, Log: ctrl.Log.WithName("crd-guard")}
-	guard.OnChange = func() { requeuePools(mgr.GetAPIReader(), poolEvents) } // every pool's CRDsCurrent follows the verdict
+	guard.OnChange = func() { requeuePools(mgr.GetClient(), poolEvents) } // every pool's CRDsCurrent follows the verdict
 	if err := mgr.Add(manager.RunnableFunc(guard.Start)); err != nil {
 		return err
 	}

@@ -79,48 +79,27 @@ func TestShippedPermissions(t *testing.T) {
 		}
 	}
 	run := 0
-	scenario := func(name string, perms testenv.Permissions, stopOnRefusal bool) (*recorder, error) {
+	scenario := func(name string, perms testenv.Permissions, mode installMode, stopOnRefusal bool) (*recorder, error) {
 		run++
-		return runScenario(ctx, t, h, fmt.Sprintf("rbac-%d", run), name, perms, stopOnRefusal)
+		return runScenario(ctx, t, h, fmt.Sprintf("rbac-%d", run), name, perms, mode, stopOnRefusal)
 	}
 
-	t.Run("sufficient and every verb used", func(t *testing.T) {
-		start := time.Now()
-		rec, err := scenario("shipped", shipped, false)
-		if err != nil {
-			t.Fatalf("the operator's whole job under the shipped permissions: %v", err)
-		}
-		if refused := rec.forbiddenRequests(); len(refused) > 0 {
-			t.Errorf("the shipped permissions refused %d requests:\n  %s", len(refused), strings.Join(refused, "\n  "))
-		}
-		for _, a := range grants(append(slices.Clone(shipped.Cluster), shipped.Namespaced...)) {
-			if _, ok := admissionOnly[a]; ok {
-				continue
-			}
-			used := rec.wasUsed(a)
-			if a.verb == "list" {
-				// Informers list, then watch; client-go streams the initial list as a watch
-				// (sendInitialEvents) where the server supports it, and lists where it does not.
-				used = used || rec.wasUsed(access{a.group, a.resource, "watch"})
-			}
-			if !used {
-				t.Errorf("granted but never used in the scenario: %s", a)
-			}
-		}
-		if t.Failed() {
-			t.Logf("requests the operator made:\n  %s", strings.Join(rec.usedList(), "\n  "))
-		}
-		t.Logf("whole job under the shipped permissions in %.1fs", time.Since(start).Seconds())
-	})
+	var recs []*recorder
+	for _, mode := range []installMode{allNamespaces, multiNamespace} {
+		t.Run(string(mode)+": sufficient", func(t *testing.T) { recs = append(recs, sufficient(t, shipped, mode, scenario)) })
+	}
+	t.Run("every granted verb used", func(t *testing.T) { everyVerbUsed(t, shipped, recs) })
 
 	// One rule per resource, so that a resource sharing a rule with others (controller-gen merges rules
-	// with equal verbs) is proven needed on its own.
+	// with equal verbs) is proven needed on its own. Removals run in MultiNamespace mode, where the
+	// namespaced rules are granted only in the target namespaces (AllNamespaces grants the same rules
+	// wider, so a rule needed there is needed here).
 	shipped.Cluster, shipped.Namespaced = perResource(shipped.Cluster), perResource(shipped.Namespaced)
 	removals := func(rules []rbacv1.PolicyRule, scope string, without func(int) testenv.Permissions) {
 		for i, r := range rules {
 			t.Run(fmt.Sprintf("without %v %v %v", r.APIGroups, r.Resources, r.Verbs), func(t *testing.T) {
 				start := time.Now()
-				rec, err := scenario(fmt.Sprintf("%s-%d", scope, i), without(i), true)
+				rec, err := scenario(fmt.Sprintf("%s-%d", scope, i), without(i), multiNamespace, true)
 				refused := rec.forbiddenRequests()
 				if len(refused) == 0 {
 					t.Fatalf("the scenario passed without this rule (err %v): the rule is not needed", err)
@@ -141,6 +120,68 @@ func TestShippedPermissions(t *testing.T) {
 	})
 }
 
+// installMode is how OLM grants the CSV's permissions (the namespaced rules): per target namespace for
+// a MultiNamespace OperatorGroup, cluster-wide for AllNamespaces. clusterPermissions are cluster-wide
+// in both.
+type installMode string
+
+const (
+	allNamespaces  installMode = "AllNamespaces"
+	multiNamespace installMode = "MultiNamespace"
+)
+
+type scenarioFunc func(name string, perms testenv.Permissions, mode installMode, stopOnRefusal bool) (*recorder, error)
+
+// sufficient runs the whole job under the shipped permissions as OLM grants them in one install mode:
+// no request may be refused.
+func sufficient(t *testing.T, shipped testenv.Permissions, mode installMode, scenario scenarioFunc) *recorder {
+	start := time.Now()
+	rec, err := scenario("shipped-"+strings.ToLower(string(mode)), shipped, mode, false)
+	if err != nil {
+		t.Errorf("the operator's whole job under the shipped permissions: %v", err)
+	}
+	if refused := rec.forbiddenRequests(); len(refused) > 0 {
+		t.Errorf("the shipped permissions refused %d requests:\n  %s", len(refused), strings.Join(refused, "\n  "))
+	}
+	t.Logf("whole job under the shipped permissions (%s) in %.1fs", mode, time.Since(start).Seconds())
+	return rec
+}
+
+// everyVerbUsed fails for a granted verb no scenario used (the modes share one API server, so a Lease
+// the first created is only updated by the second).
+func everyVerbUsed(t *testing.T, shipped testenv.Permissions, recs []*recorder) {
+	if len(recs) == 0 {
+		t.Fatal("no whole-job scenario ran")
+	}
+	usedBy := func(a access) bool {
+		for _, rec := range recs {
+			if rec.wasUsed(a) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, a := range grants(append(slices.Clone(shipped.Cluster), shipped.Namespaced...)) {
+		if _, ok := admissionOnly[a]; ok {
+			continue
+		}
+		used := usedBy(a)
+		if a.verb == "list" {
+			// Informers list, then watch; client-go streams the initial list as a watch
+			// (sendInitialEvents) where the server supports it, and lists where it does not.
+			used = used || usedBy(access{a.group, a.resource, "watch"})
+		}
+		if !used {
+			t.Errorf("granted but never used in the scenarios: %s", a)
+		}
+	}
+	if t.Failed() {
+		for _, rec := range recs {
+			t.Logf("requests the operator made:\n  %s", strings.Join(rec.usedList(), "\n  "))
+		}
+	}
+}
+
 // runScenario plays the operator's whole job in namespace ns, with the operator running as a
 // ServiceAccount holding perms (leader election and secure metrics on, as deployed), on a static-IP pool
 // (address leases from the world's IPAM pool, NMStateConfigs in the regenerated image): the discovery ISO
@@ -148,7 +189,7 @@ func TestShippedPermissions(t *testing.T) {
 // install), then 2 -> 1 (a VM and its Agent removed), the metrics are scraped by an authorized reader,
 // and the pool is deleted (its VMs destroyed by the Delete policy). With stopOnRefusal it returns as soon
 // as the API server refuses one of the operator's requests.
-func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, idName string, perms testenv.Permissions, stopOnRefusal bool) (*recorder, error) {
+func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, idName string, perms testenv.Permissions, mode installMode, stopOnRefusal bool) (*recorder, error) {
 	t.Helper()
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(parent)
@@ -189,7 +230,11 @@ func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, i
 	if err := prepareDashboard(ctx, h.Client); err != nil {
 		return rec, err
 	}
-	id, err := h.Env.OperatorIdentity(ctx, testenv.IdentityOptions{Name: idName, Permissions: &perms})
+	idOpts := testenv.IdentityOptions{Name: idName, Permissions: &perms}
+	if mode == multiNamespace {
+		idOpts.TargetNamespaces = s.Namespaces() // the OperatorGroup targets the namespaces the manager watches
+	}
+	id, err := h.Env.OperatorIdentity(ctx, idOpts)
 	if err != nil {
 		return rec, err
 	}

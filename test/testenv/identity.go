@@ -92,6 +92,10 @@ type IdentityOptions struct {
 	Name string
 	// Permissions replace the shipped ones (e.g. a copy with one rule removed).
 	Permissions *Permissions
+	// TargetNamespaces grants the namespaced permissions as OLM does for a MultiNamespace
+	// OperatorGroup: a Role and RoleBinding in Namespace and in each target namespace. Empty: as
+	// for AllNamespaces, where OLM makes them a ClusterRole and ClusterRoleBinding.
+	TargetNamespaces []string
 }
 
 // Identity is a ServiceAccount bound to exactly the given permissions, and a token for it.
@@ -103,8 +107,9 @@ type Identity struct {
 	Config *rest.Config
 }
 
-// OperatorIdentity provisions the operator's ServiceAccount with the shipped permissions (ClusterRole +
-// ClusterRoleBinding, Role + RoleBinding in OperatorNamespace) and returns a config that authenticates
+// OperatorIdentity provisions the operator's ServiceAccount with the shipped permissions as OLM grants
+// them (clusterPermissions: ClusterRole + ClusterRoleBinding; permissions: see
+// IdentityOptions.TargetNamespaces) and returns a config that authenticates
 // as it with a token from the TokenRequest API: the operator in tests runs as it does when OLM
 // installs it, never as cluster-admin.
 func (e *Env) OperatorIdentity(ctx context.Context, o IdentityOptions) (*Identity, error) {
@@ -142,14 +147,8 @@ func (e *Env) OperatorIdentity(ctx context.Context, o IdentityOptions) (*Identit
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subject}, metav1.CreateOptions{})); err != nil {
 		return nil, err
 	}
-	if len(perms.Namespaced) > 0 {
-		if err := ensure(cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: perms.Namespaced}, metav1.CreateOptions{})); err != nil {
-			return nil, err
-		}
-		if err := ensure(cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}, Subjects: subject}, metav1.CreateOptions{})); err != nil {
-			return nil, err
-		}
+	if err := grantNamespaced(ctx, cs, role, subject, perms.Namespaced, append([]string{ns}, o.TargetNamespaces...), len(o.TargetNamespaces) == 0); err != nil {
+		return nil, err
 	}
 	token, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64((24 * time.Hour).Seconds()))},
@@ -163,6 +162,36 @@ func (e *Env) OperatorIdentity(ctx context.Context, o IdentityOptions) (*Identit
 		return nil, err
 	}
 	return &Identity{Namespace: ns, ServiceAccount: sa, Permissions: *perms, Config: cfg}, nil
+}
+
+// grantNamespaced grants the CSV's permissions as OLM does per install mode: a Role and RoleBinding in
+// each of namespaces (MultiNamespace: the operator's own and every target), and for AllNamespaces a
+// ClusterRole and ClusterRoleBinding as well.
+func grantNamespaced(ctx context.Context, cs kubernetes.Interface, role string, subject []rbacv1.Subject, rules []rbacv1.PolicyRule, namespaces []string, allNamespaces bool) error {
+	if len(rules) == 0 {
+		return nil
+	}
+	for _, ns := range namespaces {
+		if err := ensure(cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})); err != nil {
+			return err
+		}
+		if err := ensure(cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}, metav1.CreateOptions{})); err != nil {
+			return err
+		}
+		if err := ensure(cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}, Subjects: subject}, metav1.CreateOptions{})); err != nil {
+			return err
+		}
+	}
+	if !allNamespaces {
+		return nil
+	}
+	elevated := role + "-all-namespaces"
+	if err := ensure(cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: elevated}, Rules: rules}, metav1.CreateOptions{})); err != nil {
+		return err
+	}
+	return ensure(cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: elevated},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: elevated}, Subjects: subject}, metav1.CreateOptions{}))
 }
 
 // ensure accepts AlreadyExists: identities are provisioned idempotently (a restarted operator in the
