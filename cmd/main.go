@@ -41,6 +41,10 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Enable leader election so only one replica acts.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+	leTimings := manager.DefaultLeaderElectionTimings
+	flag.DurationVar(&leTimings.LeaseDuration, "leader-elect-lease-duration", leTimings.LeaseDuration, "How long a leader-election Lease is valid without renewal: the longest a new leader waits after the old one died without releasing it (default OpenShift's).")
+	flag.DurationVar(&leTimings.RenewDeadline, "leader-elect-renew-deadline", leTimings.RenewDeadline, "How long the leader keeps retrying to renew its Lease before it gives up leadership and exits (default OpenShift's).")
+	flag.DurationVar(&leTimings.RetryPeriod, "leader-elect-retry-period", leTimings.RetryPeriod, "How often candidates try to acquire, and the leader to renew, the Lease (default OpenShift's).")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch (pools, Agents, InfraEnvs and control plane namespaces). Empty watches all namespaces.")
 	flag.StringVar(&secretNamespaces, "credentials-secret-namespaces", os.Getenv(credentialsSecretNamespacesEnv),
 		"Comma-separated namespaces whose Secrets a pool in another namespace may name as its credentialsSecretRef (a pool's own namespace is always allowed). Empty (the default): none. Default from "+credentialsSecretNamespacesEnv+".")
@@ -102,6 +106,7 @@ func main() {
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          enableLeaderElection,
 		LeaderElectionNamespace: leaderElectionNamespace,
+		LeaderElectionTimings:   leTimings,
 		WatchNamespaces:         splitNamespaces(watchNamespaces),
 		TLSOpts:                 tlsOpts,
 		Controllers: controllers.Options{CredentialsSecretNamespaces: splitNamespaces(secretNamespaces), CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle,

@@ -166,6 +166,15 @@ func recordPoolMetrics(p *afv1.VsphereAgentPool, s *poolScope) {
 		"bound": s.plan.InUse, "failed": s.plan.Failed} {
 		metrics.PoolCapacity.WithLabelValues(ns, name, state).Set(float64(v))
 	}
+	trips, unverified := 0.0, 0.0
+	if c := shared.FindCondition(p.Status.Conditions, afv1.ConditionRegistrationOK); c != nil && c.Status == metav1.ConditionFalse && p.Status.RegistrationBreaker != nil {
+		trips = float64(p.Status.RegistrationBreaker.Trips)
+	}
+	if c := shared.FindCondition(p.Status.Conditions, afv1.ConditionVCenterTLSVerified); c != nil && c.Reason == afv1.ReasonInsecureSkipVerify {
+		unverified = 1
+	}
+	metrics.PoolRegistrationBreakerTrips.WithLabelValues(ns, name).Set(trips)
+	metrics.PoolVCenterTLSUnverified.WithLabelValues(ns, name).Set(unverified)
 	for _, va := range s.vas {
 		vm := va.Name
 		metrics.VMResources.WithLabelValues(ns, name, vm, "cpus").Set(float64(p.Spec.Template.NumCPUs))
@@ -183,6 +192,8 @@ func forgetPoolMetrics(ns, name string) {
 	metrics.PoolStandbyDesired.DeletePartialMatch(labels)
 	metrics.PoolStandbyReady.DeletePartialMatch(labels)
 	metrics.DemandToBound.DeletePartialMatch(labels)
+	metrics.PoolRegistrationBreakerTrips.DeletePartialMatch(labels)
+	metrics.PoolVCenterTLSUnverified.DeletePartialMatch(labels)
 }
 
 // setTLSVerified warns while vCenter's certificate is not verified (insecure: "true"): the pool works, but

@@ -49,6 +49,8 @@ type Options struct {
 	// LeaderElectionNamespace (empty: the pod's namespace).
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaderElectionTimings default to OpenShift's (DefaultLeaderElectionTimings).
+	LeaderElectionTimings LeaderElectionTimings
 	// WatchNamespaces restricts the cache to these namespaces (an OperatorGroup-scoped install); empty: all.
 	WatchNamespaces []string
 	// TLSOpts apply to the webhook server (none is registered today; kept consistent with metrics).
@@ -61,6 +63,45 @@ type Options struct {
 	// SkipNameValidation lets a process build a second manager with the same controller names (a test
 	// that restarts the operator in process).
 	SkipNameValidation bool
+}
+
+// LeaderElectionTimings are the Lease's duration, the leader's renew deadline and the candidates'
+// retry period. A zero field takes its default.
+type LeaderElectionTimings struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// DefaultLeaderElectionTimings are OpenShift's for its operators (library-go's
+// LeaderElectionDefaulting): a leader keeps acting through a 60 s API server outage or a rolling
+// kube-apiserver upgrade instead of restarting, and a new leader takes over at most 137 s after the
+// old one died without releasing (a clean stop releases the Lease at once).
+var DefaultLeaderElectionTimings = LeaderElectionTimings{LeaseDuration: 137 * time.Second, RenewDeadline: 107 * time.Second, RetryPeriod: 26 * time.Second}
+
+func (t LeaderElectionTimings) withDefaults() LeaderElectionTimings {
+	d := DefaultLeaderElectionTimings
+	if t.LeaseDuration > 0 {
+		d.LeaseDuration = t.LeaseDuration
+	}
+	if t.RenewDeadline > 0 {
+		d.RenewDeadline = t.RenewDeadline
+	}
+	if t.RetryPeriod > 0 {
+		d.RetryPeriod = t.RetryPeriod
+	}
+	return d
+}
+
+// Validate refuses timings leader election would misbehave with (client-go requires
+// LeaseDuration > RenewDeadline > RetryPeriod * 1.2).
+func (t LeaderElectionTimings) Validate() error {
+	t = t.withDefaults()
+	if t.LeaseDuration <= t.RenewDeadline {
+		return fmt.Errorf("leader election: the lease duration (%s) must be longer than the renew deadline (%s)", t.LeaseDuration, t.RenewDeadline)
+	}
+	if float64(t.RenewDeadline) <= 1.2*float64(t.RetryPeriod) {
+		return fmt.Errorf("leader election: the renew deadline (%s) must be longer than 1.2 times the retry period (%s)", t.RenewDeadline, t.RetryPeriod)
+	}
+	return nil
 }
 
 // Scheme holds client-go's types and the operator's API.
@@ -84,6 +125,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	timings := o.LeaderElectionTimings.withDefaults()
+	if err := timings.Validate(); err != nil {
+		return nil, err
+	}
 	var controllerCfg config.Controller
 	if o.SkipNameValidation {
 		controllerCfg.SkipNameValidation = ptr.To(true)
@@ -97,6 +142,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              controllers.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &timings.LeaseDuration,
+		RenewDeadline:                 &timings.RenewDeadline,
+		RetryPeriod:                   &timings.RetryPeriod,
 		Cache:                         cacheOpts,
 		Client:                        controllers.ClientOptions(),
 		Controller:                    controllerCfg,

@@ -12,7 +12,7 @@ func All() []prometheus.Collector {
 		PoolCapacity, PoolWaiting, PoolHeadroom, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
 		VsphereVMOperations, VsphereCallDuration, VCenterCircuitOpen,
 		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated, OtherManagerActive, ManagerLeasesUnreadable,
-		PoolStandbyDesired, PoolStandbyReady, DemandToBound,
+		PoolStandbyDesired, PoolStandbyReady, DemandToBound, PoolRegistrationBreakerTrips, PoolVCenterTLSUnverified,
 	}
 }
 

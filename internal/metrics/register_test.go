@@ -34,6 +34,8 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 	metrics.PoolStandbyDesired.WithLabelValues("ns", "pool").Set(0)
 	metrics.PoolStandbyReady.WithLabelValues("ns", "pool").Set(0)
 	metrics.DemandToBound.WithLabelValues("ns", "pool").Observe(0)
+	metrics.PoolRegistrationBreakerTrips.WithLabelValues("ns", "pool").Set(0)
+	metrics.PoolVCenterTLSUnverified.WithLabelValues("ns", "pool").Set(0)
 
 	families, err := reg.Gather()
 	if err != nil {

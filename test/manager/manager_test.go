@@ -24,6 +24,10 @@ func TestManagerWithSecureMetrics(t *testing.T) {
 	t.Logf("probes answered 200 after %s", p.waitForProbes(t).Round(time.Millisecond))
 	holder := waitForLease(t, env, p, ns)
 	t.Logf("leader election Lease %s/%s held by %s", ns, leaseName, holder)
+	// OpenShift's leader-election timings by default (137 s / 107 s / 26 s), not controller-runtime's 15 s.
+	if got := leaseDurationSeconds(t, ns); got != 137 {
+		t.Errorf("the Lease's leaseDurationSeconds = %d, want OpenShift's 137", got)
+	}
 
 	allowed := serviceAccountToken(t, ns, "metrics-reader", true)
 	denied := serviceAccountToken(t, ns, "no-metrics", false)
@@ -57,9 +61,13 @@ func TestManagerWithPlainMetrics(t *testing.T) {
 	ns := createNamespace(t, env, "plain-metrics")
 	// Also the namespace-restriction flags an OperatorGroup-scoped install uses.
 	p := startManager(t, env, ns, "--leader-elect=true", "--leader-election-namespace="+ns, "--metrics-secure=false",
-		"--watch-namespaces="+ns+",default", "--credentials-secret-namespaces=default")
+		"--watch-namespaces="+ns+",default", "--credentials-secret-namespaces=default",
+		"--leader-elect-lease-duration=40s", "--leader-elect-renew-deadline=30s", "--leader-elect-retry-period=5s")
 	p.waitForProbes(t)
 	waitForLease(t, env, p, ns)
+	if got := leaseDurationSeconds(t, ns); got != 40 {
+		t.Errorf("the Lease's leaseDurationSeconds = %d, want the flag's 40", got)
+	}
 
 	var body string
 	p.eventually(t, startTimeout, "plain metrics answer 200", func() bool {
@@ -161,6 +169,19 @@ func waitForLease(t *testing.T, e *testenv.Env, p *managerProcess, ns string) st
 		return true
 	})
 	return holder
+}
+
+// leaseDurationSeconds reads the leader-election Lease's spec.leaseDurationSeconds (what the holder wrote).
+func leaseDurationSeconds(t *testing.T, ns string) int32 {
+	t.Helper()
+	lease := &coordinationv1.Lease{}
+	if err := adminClient(t, env).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: leaseName}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.LeaseDurationSeconds == nil {
+		return 0
+	}
+	return *lease.Spec.LeaseDurationSeconds
 }
 
 // assertLeaseReleased checks the manager gave up leadership on shutdown (LeaderElectionReleaseOnCancel),

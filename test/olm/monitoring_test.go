@@ -382,15 +382,16 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 		anchors[githubAnchor(m[1])] = true
 	}
 
-	testsPath, err := repoPath("config", "prometheus", "tests", "alerts_test.yaml")
+	// Every promtool file of our rules (upstream_*.yaml test upstream's rewritten alerts instead).
+	testsDir, err := repoPath("config", "prometheus", "tests")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(testsPath)
+	files, err := filepath.Glob(filepath.Join(testsDir, "*_test.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var suite struct {
+	type promtoolSuite struct {
 		Tests []struct {
 			AlertRuleTest []struct {
 				Alertname string `json:"alertname"`
@@ -400,8 +401,20 @@ func TestAlertsHaveRunbooksAndTests(t *testing.T) {
 			} `json:"alert_rule_test"`
 		} `json:"tests"`
 	}
-	if err := yaml.Unmarshal(data, &suite); err != nil {
-		t.Fatal(err)
+	var suite promtoolSuite
+	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), "upstream_") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var one promtoolSuite
+		if err := yaml.Unmarshal(data, &one); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		suite.Tests = append(suite.Tests, one.Tests...)
 	}
 	fires, quiet := map[string]bool{}, map[string]bool{}
 	expLabels := map[string][]map[string]string{}

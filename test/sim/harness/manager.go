@@ -275,9 +275,12 @@ func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, 
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionNamespace: id.Namespace,
-		WatchNamespaces:         o.Namespaces,
-		Controllers:             o.Controllers,
-		SkipNameValidation:      true,
+		// controller-runtime's short timings: scenarios that restart the operator in this process must
+		// not wait OpenShift's 137 s for a Lease a cut-off manager left behind.
+		LeaderElectionTimings: manager.LeaderElectionTimings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		WatchNamespaces:       o.Namespaces,
+		Controllers:           o.Controllers,
+		SkipNameValidation:    true,
 	})
 	if err != nil {
 		return nil, err
