@@ -157,7 +157,7 @@ var _ = Describe("Hard limits", func() {
 				Should(Equal(planner.ReasonRegistrationProbing))
 			Consistently(creates, 2*time.Second, 250*time.Millisecond).Should(Equal(before+1), "one probe at a time")
 		}
-		// The README's bound: min(demand, maxConcurrentProvisioning) + threshold − 1 for the first trip,
+		// The bound docs/pools.md states: min(demand, maxConcurrentProvisioning) + threshold − 1 for the first trip,
 		// then one probe per hold that ends within the day (holds of 1, 2, 4 and 8 h): 4 + 2 + 4 = 10.
 		GinkgoWriter.Printf("%d VMs created in 24 simulated hours, %d trips\n", creates(), trips)
 		Expect(creates()).To(BeNumerically("<=", 10))

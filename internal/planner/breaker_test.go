@@ -80,7 +80,7 @@ func TestStepBreaker(t *testing.T) {
 // TestBreakerBound plays a pool whose hosts never register for 24 hours, pass by pass on a simulated
 // clock: demand 20, the default limits (maxConcurrentProvisioning 10), registration timeout 20 min,
 // Failed VsphereAgents expiring after 1 h, the breaker's defaults (3 failures, hold 1 h doubling to
-// 24 h). Without the breaker's memory this created a burst every ~80 min; the README states the bound:
+// 24 h). Without the breaker's memory this created a burst every ~80 min; docs/pools.md states the bound:
 // maxConcurrentProvisioning + threshold − 1 for the first trip, then one probe per hold:
 // 10 + 2 + 4 = 16 VMs in 24 h (holds of 1, 2, 4, 8 h end within the day).
 func TestBreakerBound(t *testing.T) {

@@ -9,22 +9,29 @@ import (
 	"testing"
 )
 
-// TestREADMEListsEveryReason: every condition reason, planned-action reason and Event reason the
-// operator can show (a Reason constant, or a literal Event reason) appears in README.md's
+// troubleshootingDoc holds the table of every reason a user can see (moved out of README.md, which
+// now only points to it).
+var troubleshootingDoc = filepath.Join("..", "docs", "troubleshooting.md")
+
+// TestTroubleshootingListsEveryReason: every condition reason, planned-action reason and Event reason the
+// operator can show (a Reason constant, or a literal Event reason) appears in docs/troubleshooting.md's
 // "Troubleshooting by condition reason" table.
-func TestREADMEListsEveryReason(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+func TestTroubleshootingListsEveryReason(t *testing.T) {
+	doc, err := os.ReadFile(troubleshootingDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(readme)
-	start := strings.Index(section, "## Troubleshooting by condition reason")
+	section := string(doc)
+	start := strings.Index(section, "\n## Troubleshooting by condition reason\n")
 	if start < 0 {
-		t.Fatal("README.md has no troubleshooting section")
+		t.Fatalf("%s has no section \"## Troubleshooting by condition reason\"", troubleshootingDoc)
 	}
-	section = section[start:]
+	section = section[start+1:] // from the heading line
 	if end := strings.Index(section[3:], "\n## "); end >= 0 {
 		section = section[:end+3]
+	}
+	if strings.Count(section, "\n| ") < 100 {
+		t.Fatalf("the troubleshooting section of %s has %d table rows: the section cut is broken", troubleshootingDoc, strings.Count(section, "\n| "))
 	}
 	constant := regexp.MustCompile(`Reason[A-Za-z]+\s+=\s+"([A-Za-z]+)"`)
 	event := regexp.MustCompile(`Event[f]?\([^,]+, "(?:Warning|Normal)", "([A-Za-z]+)"`)
@@ -68,7 +75,7 @@ func TestREADMEListsEveryReason(t *testing.T) {
 	}
 	for reason, file := range reasons {
 		if !strings.Contains(section, "`"+reason+"`") {
-			t.Errorf("reason %s (%s) is not in README.md's troubleshooting table", reason, file)
+			t.Errorf("reason %s (%s) is not in the troubleshooting table of %s", reason, file, troubleshootingDoc)
 		}
 	}
 }
