@@ -67,6 +67,10 @@ func main() {
 		trustedCABundle = env
 	}
 	flag.StringVar(&trustedCABundle, "trusted-ca-bundle", trustedCABundle, "PEM CA bundle trusted besides the system roots for the ISO download, read again for every download (OpenShift's injected trusted CA bundle). A missing file is no bundle. Default from AGENT_FORGE_TRUSTED_CA_BUNDLE.")
+	var tlsProfileFromCluster bool
+	var tlsProfileCheck time.Duration
+	flag.BoolVar(&tlsProfileFromCluster, "tls-profile-from-cluster", true, "Serve metrics with OpenShift's cluster-wide TLS security profile (APIServer cluster, spec.tlsSecurityProfile; Intermediate when unset); the process restarts when it changes. Not on OpenShift: Go's defaults.")
+	flag.DurationVar(&tlsProfileCheck, "tls-profile-check-interval", time.Minute, "How often the cluster's TLS security profile is read again (--tls-profile-from-cluster).")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server (off: CVE-2023-44487 / rapid reset).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -109,6 +113,8 @@ func main() {
 		LeaderElectionTimings:   leTimings,
 		WatchNamespaces:         splitNamespaces(watchNamespaces),
 		TLSOpts:                 tlsOpts,
+		ClusterTLSProfile:       tlsProfileFromCluster,
+		TLSProfileCheckInterval: tlsProfileCheck,
 		Controllers: controllers.Options{CredentialsSecretNamespaces: splitNamespaces(secretNamespaces), CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle,
 			PoolPassTimeout: poolPassTimeout, VMPassTimeout: vmPassTimeout, ManagerCheckInterval: managerCheck},
 	})

@@ -29,5 +29,8 @@ verify-test-crds: $(CONTROLLER_GEN) ## Fail if the generated CRDs of test/crds d
 	for f in "$$tmp"/*.yaml; do \
 		case " $(TEST_CRDS_GENERATED) " in *" $${f##*/} "*) ;; *) echo "verify-test-crds: new generated file $${f##*/}: list it in hack/mk/crds.mk"; drift=1;; esac; \
 	done; \
+	src="$$(go list -m -f '{{.Dir}}' github.com/openshift/api)/config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_apiservers-Default.crd.yaml"; \
+	if ! tail -n +4 test/crds/config.openshift.io_apiservers.yaml | cmp -s - "$$src"; then \
+		echo "verify-test-crds: test/crds/config.openshift.io_apiservers.yaml is not openshift/api's $$src (after its 3 header lines)"; drift=1; fi; \
 	if [ $$drift -ne 0 ]; then echo "verify-test-crds: run 'make test-crds' and commit test/crds."; exit 1; fi; \
 	echo "verify-test-crds: test/crds matches a fresh 'make test-crds'"

@@ -9,9 +9,11 @@
 package manager
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -32,6 +35,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/dashboard"
 	"github.com/containeroo/agent-forge-operator/internal/liveness"
+	"github.com/containeroo/agent-forge-operator/internal/tlsprofile"
 )
 
 // ReconcilersCheck names the healthz check that fails while a reconcile is stuck (see internal/liveness).
@@ -55,6 +59,12 @@ type Options struct {
 	WatchNamespaces []string
 	// TLSOpts apply to the webhook server (none is registered today; kept consistent with metrics).
 	TLSOpts []func(*tls.Config)
+	// ClusterTLSProfile makes the metrics and webhook servers follow OpenShift's cluster-wide TLS
+	// security profile (APIServer "cluster"; internal/tlsprofile), read before they start and
+	// re-read every TLSProfileCheckInterval (default 1m): a change stops the manager so that the
+	// process restarts with it. Off, or not on OpenShift: Go's defaults.
+	ClusterTLSProfile       bool
+	TLSProfileCheckInterval time.Duration
 	// Controllers are the controllers' own options.
 	Controllers controllers.Options
 	// DashboardInterval is how often the console dashboard ConfigMap is checked (default
@@ -129,6 +139,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := timings.Validate(); err != nil {
 		return nil, err
 	}
+	var profileWatcher *tlsprofile.Watcher
+	if o.ClusterTLSProfile {
+		w, err := applyClusterTLSProfile(cfg, scheme, &o)
+		if err != nil {
+			return nil, err
+		}
+		profileWatcher = w
+	}
 	var controllerCfg config.Controller
 	if o.SkipNameValidation {
 		controllerCfg.SkipNameValidation = ptr.To(true)
@@ -167,6 +185,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := controllers.Setup(mgr, ctrlOpts); err != nil {
 		return nil, fmt.Errorf("setting up the controllers: %w", err)
+	}
+	if profileWatcher != nil {
+		profileWatcher.Reader = mgr.GetAPIReader()
+		if err := mgr.Add(profileWatcher); err != nil {
+			return nil, fmt.Errorf("adding the TLS profile watcher: %w", err)
+		}
 	}
 	// The console dashboard: written by the leader where OpenShift's console reads it, when RBAC allows.
 	var dashClock clock.WithTicker = clock.RealClock{}
@@ -209,4 +233,33 @@ func ownNamespace(leaderElectionNamespace string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// applyClusterTLSProfile reads the cluster's TLS security profile and appends it to the metrics and
+// webhook servers' TLS options; the returned watcher (its Reader still to be set) restarts the process
+// when the profile changes.
+func applyClusterTLSProfile(cfg *rest.Config, scheme *runtime.Scheme, o *Options) (*tlsprofile.Watcher, error) {
+	log := ctrl.Log.WithName("tls-profile")
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("a client to read the cluster's TLS security profile: %w", err)
+	}
+	profile, src, err := tlsprofile.Read(context.Background(), c)
+	if err != nil {
+		log.Error(err, "using OpenShift's default TLS security profile until the cluster's can be read", "profile", profile.String())
+	}
+	if src == tlsprofile.SourceNotOpenShift {
+		log.Info("no cluster TLS security profile (not OpenShift): the servers use Go's TLS defaults")
+	} else {
+		log.Info("the metrics server follows the cluster's TLS security profile", "profile", profile.String(), "source", src,
+			"unsupportedCiphers", profile.Unsupported)
+		apply := profile.Apply
+		o.Metrics.TLSOpts = append(slices.Clone(o.Metrics.TLSOpts), apply)
+		o.TLSOpts = append(slices.Clone(o.TLSOpts), apply)
+	}
+	interval := o.TLSProfileCheckInterval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	return &tlsprofile.Watcher{Applied: profile, Source: src, Interval: interval, Log: log}, nil
 }

@@ -279,6 +279,7 @@ func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, 
 		// not wait OpenShift's 137 s for a Lease a cut-off manager left behind.
 		LeaderElectionTimings: manager.LeaderElectionTimings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		WatchNamespaces:       o.Namespaces,
+		ClusterTLSProfile:     o.SecureMetricsAddr != "", // as the binary serves secure metrics
 		Controllers:           o.Controllers,
 		SkipNameValidation:    true,
 	})
