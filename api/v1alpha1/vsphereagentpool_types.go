@@ -32,7 +32,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.standby) || self.standby == 0 || !has(self.limits) || !has(self.limits.maxVMs) || self.standby <= self.limits.maxVMs",message="spec.standby must be less than or equal to spec.limits.maxVMs",fieldPath=".standby"
 // +kubebuilder:validation:XValidation:rule="!has(self.template) || !has(self.template.hardware) || !has(self.template.hardware.efiSecureBootEnabled) || !self.template.hardware.efiSecureBootEnabled || !has(self.vsphere.firmware) || self.vsphere.firmware == 'efi'",message="spec.template.hardware.efiSecureBootEnabled requires spec.vsphere.firmware efi",fieldPath=".template.hardware.efiSecureBootEnabled"
 type VsphereAgentPoolSpec struct {
-	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace.
+	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace: the NodePool's
+	// spec.clusterName. Checked every pass; a pool naming another cluster takes no action
+	// (DemandObserved=False, reason HostedClusterMismatch).
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hosted Cluster"
 	HostedClusterRef HostedClusterReference `json:"hostedClusterRef"`
 
@@ -47,7 +49,9 @@ type VsphereAgentPoolSpec struct {
 	InfraEnvRef InfraEnvReference `json:"infraEnvRef"`
 
 	// ControlPlaneNamespace is the hosted control plane namespace where HyperShift renders Machines and
-	// AgentMachines (usually <namespace>-<hostedCluster>). Immutable.
+	// AgentMachines: <namespace>-<HostedCluster name>, dots in the name turned into dashes. Checked every pass
+	// against the NodePool's spec.clusterName; a pool naming another namespace takes no action
+	// (DemandObserved=False, reason ControlPlaneNamespaceMismatch). Immutable.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`

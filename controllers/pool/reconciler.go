@@ -137,6 +137,8 @@ type poolScope struct {
 	pool     *afv1.VsphereAgentPool
 	log      logr.Logger
 	claimErr string
+	// refsReason and refsMessage: the pool's references disagree with its NodePool (see checkRefs).
+	refsReason, refsMessage string
 
 	agentMachines []agents.AgentMachine
 	waiting       int
@@ -243,7 +245,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		name string
 		run  func(context.Context, *poolScope) error
 	}{
-		{"checking the NodePool claim", r.checkClaim}, {"observing capacity", r.observeCapacity}, {"observing demand", r.observeDemand},
+		{"checking the NodePool claim", r.checkClaim}, {"checking the pool's references", r.checkRefs}, {"observing capacity", r.observeCapacity}, {"observing demand", r.observeDemand},
 		{"reading the InfraEnv", r.observeInfraEnv}, {"logging in to vCenter", r.connectVSphere}, {"running the preflight checks", r.runPreflight},
 		{"refreshing the ISO", r.refreshISO}, {"observing failure domains", r.observeDomains}, {"observing leases", r.observeLeases},
 		{"planning and acting", r.planAndAct}, {"preparing leases", r.prepareLeases},

@@ -33,6 +33,9 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 		return
 	}
 	shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, true, shared.ReasonClaimed, "this pool serves NodePool "+p.Spec.NodePoolRef.Name, gen)
+	if r.setRefsStatus(s) {
+		return
+	}
 
 	// Demand counters.
 	st.AgentMachines = int32(len(s.agentMachines))
@@ -186,6 +189,7 @@ func recordPoolMetrics(p *afv1.VsphereAgentPool, s *poolScope) {
 func forgetPoolMetrics(ns, name string) {
 	labels := map[string]string{metrics.LabelPoolNamespace: ns, "pool": name}
 	metrics.PoolWaiting.DeletePartialMatch(labels)
+	metrics.PoolDemandUnobserved.DeletePartialMatch(labels)
 	metrics.PoolCapacity.DeletePartialMatch(labels)
 	metrics.VMResources.DeletePartialMatch(labels)
 	metrics.PoolHeadroom.DeletePartialMatch(labels)

@@ -26,7 +26,7 @@ import (
 // Event actions (events.k8s.io/v1 `action`): what the operator did, or tried to do, about the regarding
 // object when it wrote the Event. The reason says what happened; several reasons share one action.
 const (
-	ActionPreflight      = "Preflight"          // pool refusals: credentials, vCenter, placement, privileges, selector, static IPs
+	ActionPreflight      = "Preflight"          // pool refusals: credentials, vCenter, placement, privileges, selector, static IPs, references
 	ActionClaimNodePool  = "ClaimNodePool"      // NodePoolAlreadyClaimed
 	ActionPlaceVM        = "PlaceVM"            // CreationsFailing, InsufficientCapacity (failure domains)
 	ActionRequestVM      = "RequestVM"          // CreateFailed (the pool creating VsphereAgents)

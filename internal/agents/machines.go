@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,13 +112,23 @@ func InfraEnvFrom(u *unstructured.Unstructured) InfraEnv {
 // NodePool is a view of a HyperShift NodePool.
 type NodePool struct {
 	Name, Namespace string
-	Replicas        *int64
-	AgentSelector   *metav1.LabelSelector
+	// ClusterName is spec.clusterName: the HostedCluster (in the NodePool's namespace) it belongs to.
+	ClusterName   string
+	Replicas      *int64
+	AgentSelector *metav1.LabelSelector
+}
+
+// HostedControlPlaneNamespace is the namespace HyperShift renders a HostedCluster's control plane in, and
+// with it its NodePools' Machines and AgentMachines: "<namespace>-<name>" with the name's dots turned into
+// dashes (HyperShift's manifests.HostedControlPlaneNamespace).
+func HostedControlPlaneNamespace(hostedClusterNamespace, hostedClusterName string) string {
+	return hostedClusterNamespace + "-" + strings.ReplaceAll(hostedClusterName, ".", "-")
 }
 
 // NodePoolFrom builds the view.
 func NodePoolFrom(u *unstructured.Unstructured) NodePool {
 	np := NodePool{Name: u.GetName(), Namespace: u.GetNamespace()}
+	np.ClusterName, _, _ = unstructured.NestedString(u.Object, "spec", "clusterName")
 	if r, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); found {
 		np.Replicas = &r
 	}

@@ -23,6 +23,12 @@ var (
 		Name: "agent_forge_pool_waiting_agentmachines",
 		Help: "AgentMachines of the pool's NodePool waiting with NoSuitableAgents.",
 	}, []string{LabelPoolNamespace, "pool"})
+	// PoolDemandUnobserved is 1 while a pool cannot see its NodePool's demand (DemandObserved=False), by the
+	// condition's reason: its waiting count then says nothing, so the stalled-demand alert reads this too.
+	PoolDemandUnobserved = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agent_forge_pool_demand_unobserved",
+		Help: "1 while the pool cannot see its NodePool's AgentMachines (DemandObserved=False), by reason.",
+	}, []string{LabelPoolNamespace, "pool", "reason"})
 	// VMsRequested counts the VsphereAgents pools created (action create) or released (action release).
 	VMsRequested = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "agent_forge_pool_vm_requests_total",

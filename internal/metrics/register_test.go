@@ -26,6 +26,7 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 	metrics.VCenterCircuitOpen.WithLabelValues("vc.example.com:443").Set(0)
 	metrics.PoolCapacity.WithLabelValues("ns", "pool", "waiting").Set(0)
 	metrics.PoolWaiting.WithLabelValues("ns", "pool").Set(0)
+	metrics.PoolDemandUnobserved.WithLabelValues("ns", "pool", "HostedClusterMismatch").Set(0)
 	metrics.PoolHeadroom.WithLabelValues("ns", "pool", "zone-a").Set(0)
 	metrics.VMsRequested.WithLabelValues("ns", "pool", "create").Add(0)
 	metrics.VMResources.WithLabelValues("ns", "pool", "vm", "cpus").Set(0)
