@@ -269,10 +269,10 @@ func TestQuickstartFitsTogether(t *testing.T) {
 	if _, ok, _ := unstructured.NestedFieldNoCopy(np.Object, "spec", "replicas"); ok {
 		t.Error("the NodePool sets replicas: the quickstart shows autoScaling")
 	}
-	if min, max := num(t, np, "spec", "autoScaling", "min"), num(t, np, "spec", "autoScaling", "max"); min < 1 || max < min {
-		t.Errorf("NodePool autoScaling min %d max %d", min, max)
-	} else if got := num(t, pool, "spec", "limits", "maxVMs"); got != max {
-		t.Errorf("pool limits.maxVMs %d, the NodePool's autoScaling.max %d: the guide says to keep them equal", got, max)
+	if lo, hi := num(t, np, "spec", "autoScaling", "min"), num(t, np, "spec", "autoScaling", "max"); lo < 1 || hi < lo {
+		t.Errorf("NodePool autoScaling min %d max %d", lo, hi)
+	} else if got := num(t, pool, "spec", "limits", "maxVMs"); got != hi {
+		t.Errorf("pool limits.maxVMs %d, the NodePool's autoScaling.max %d: the guide says to keep them equal", got, hi)
 	}
 	if !strings.Contains(md, "docs/vcenter-role.sh") || !strings.Contains(md, "oc get vap,va") {
 		t.Error("docs/quickstart.md lost the role script or the watch command")
