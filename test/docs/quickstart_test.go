@@ -277,6 +277,14 @@ func TestQuickstartFitsTogether(t *testing.T) {
 	if !strings.Contains(md, "docs/vcenter-role.sh") || !strings.Contains(md, "oc get vap,va") {
 		t.Error("docs/quickstart.md lost the role script or the watch command")
 	}
+	for _, l := range regexp.MustCompile(`\]\(([^)#\s]+)(?:#([^)\s]+))?\)`).FindAllStringSubmatch(md, -1) {
+		if strings.Contains(l[1], "://") {
+			continue
+		}
+		if target := readRepoFile(t, "docs", l[1]); l[2] != "" && !hasHeading(target, l[2]) {
+			t.Errorf("docs/quickstart.md links %s#%s: no such heading", l[1], l[2])
+		}
+	}
 
 	console := bundleConsoleObjects(t)
 	sample := consoleSample(t, console["ConsoleYAMLSample"]).objects[0]
