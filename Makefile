@@ -98,7 +98,7 @@ deploy: manifests $(KUSTOMIZE) ## Deploy the operator with kustomize.
 
 .PHONY: docker-build
 docker-build: ## Build the manager image (needs a container engine).
-	docker build -t $(IMG) .
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 ##@ Demo and benchmarks
 .PHONY: demo

@@ -23,12 +23,12 @@ endif
 .PHONY: docker-push
 docker-push: ## Build and push the manager image (docker buildx), record its digest in the lock.
 	@meta="$$(mktemp)"; trap 'rm -f "$$meta"' EXIT; \
-	docker buildx build --push --metadata-file "$$meta" -t $(IMG) . && IMAGE_DIGESTS_LOCK="$(IMAGE_DIGESTS_LOCK)" hack/image-digests.sh record $(IMG) "$$meta"
+	docker buildx build --push --metadata-file "$$meta" --build-arg VERSION=$(VERSION) -t $(IMG) . && IMAGE_DIGESTS_LOCK="$(IMAGE_DIGESTS_LOCK)" hack/image-digests.sh record $(IMG) "$$meta"
 
 .PHONY: must-gather-push
 must-gather-push: ## Build and push the must-gather image, record its digest in the lock.
 	@meta="$$(mktemp)"; trap 'rm -f "$$meta"' EXIT; \
-	docker buildx build --push --metadata-file "$$meta" -f must-gather/Dockerfile -t $(MUST_GATHER_IMG) . && \
+	docker buildx build --push --metadata-file "$$meta" --build-arg VERSION=$(VERSION) -f must-gather/Dockerfile -t $(MUST_GATHER_IMG) . && \
 	IMAGE_DIGESTS_LOCK="$(IMAGE_DIGESTS_LOCK)" hack/image-digests.sh record $(MUST_GATHER_IMG) "$$meta"
 
 .PHONY: bundle-push
