@@ -33,11 +33,11 @@ var ErrChanged = errors.New("the cluster's TLS security profile changed: restart
 type Source string
 
 const (
-	// SourceCluster: the APIServer object's spec.tlsSecurityProfile (or OpenShift's default when unset).
+	// SourceCluster is the APIServer object's spec.tlsSecurityProfile (or OpenShift's default when unset).
 	SourceCluster Source = "cluster"
-	// SourceNotOpenShift: the kind is not served or the object is missing: Go's defaults apply.
+	// SourceNotOpenShift means the kind is not served or the object is missing: Go's defaults apply.
 	SourceNotOpenShift Source = "not-openshift"
-	// SourceFallback: the object could not be read or named a profile that does not map; OpenShift's
+	// SourceFallback means the object could not be read or named a profile that does not map; OpenShift's
 	// default applies until a read succeeds.
 	SourceFallback Source = "fallback"
 )
