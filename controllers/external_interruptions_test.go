@@ -212,9 +212,12 @@ func vmChangeVersion(ctx context.Context, instanceUUID string) string {
 func confirmVMGone(ctx context.Context, op *operator, pool *afv1.VsphereAgentPool, va *afv1.VsphereAgent) {
 	GinkgoHelper()
 	op.clock.Step(3 * time.Minute)
-	pokeVsphereAgents(pool)
-	Eventually(func() string { return vmHealthyReason(ctx, va) }, 60*time.Second, 250*time.Millisecond).
-		Should(Equal(vsphereagent.ReasonVMNotFoundUnconfirmed))
+	// Poked until seen: a pass that ran before vCenter's destroy was visible, or whose write conflicted
+	// with the poke, looks again only after VMCheckInterval in real time.
+	Eventually(func() string {
+		pokeVsphereAgents(pool)
+		return vmHealthyReason(ctx, va)
+	}, 60*time.Second, 5*time.Second).Should(Equal(vsphereagent.ReasonVMNotFoundUnconfirmed))
 	op.clock.Step(90 * time.Second)
 	pokeVsphereAgents(pool)
 }

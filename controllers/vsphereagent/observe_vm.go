@@ -192,8 +192,12 @@ func (r *Reconciler) confirmGone(ctx context.Context, s *vmScope, since, now tim
 			return true, nil
 		}
 	}
-	r.checks.missing.Delete(va.UID)
-	s.afterWrite = append(s.afterWrite, func() { r.checks.done(va.UID, now) })
+	// The suspicion ends only once the verdict is persisted: a pass whose write conflicts (a concurrent
+	// update of the VsphereAgent) confirms again at once instead of starting the wait over.
+	s.afterWrite = append(s.afterWrite, func() {
+		r.checks.missing.Delete(va.UID)
+		r.checks.done(va.UID, now)
+	})
 	s.requeueAfter(r.Opts.VMCheckInterval)
 	if err != nil {
 		return r.vmGone(s), nil
