@@ -12,27 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
-
-// secretScheme knows Secrets (built once: the fuzz test runs the path thousands of times).
-var secretScheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}()
 
 // credentialsInput is one credentials Secret as the fuzz test builds it.
 type credentialsInput struct {
@@ -56,9 +45,15 @@ func (o credentialsOutput) texts() []string {
 // secretStore stores the credentials Secret a run reads and returns the reader the pool reads it with.
 type secretStore func(t testing.TB, secret *corev1.Secret) client.Reader
 
-// fakeSecretStore serves the Secret from a fake client: the fuzz body runs thousands of times.
-func fakeSecretStore(_ testing.TB, secret *corev1.Secret) client.Reader {
-	return fake.NewClientBuilder().WithScheme(secretScheme).WithObjects(secret).Build()
+// newSecretStore starts a real API server (envtest) for t with the namespace the runs use and returns
+// a store on it.
+func newSecretStore(t testing.TB) secretStore {
+	t.Helper()
+	_, c := testenv.StartForTest(t, testenv.Options{WithoutExternalCRDs: true})
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	return apiServerSecretStore(c)
 }
 
 // apiServerSecretStore stores the Secret on a real API server (envtest), created or replaced, and
@@ -200,16 +195,18 @@ func FuzzPreflightCredentials(f *testing.F) {
 	for _, seed := range credentialSeeds {
 		f.Add(seed.in.server, seed.in.username, seed.in.password, seed.in.thumbprint, seed.in.caBundle)
 	}
+	// The Secret is read from a real API server, as the operator reads it (a few ms per input).
+	store := newSecretStore(f)
 	f.Fuzz(func(t *testing.T, server, username, password, thumbprint, caBundle string) {
 		in := credentialsInput{server, username, password, thumbprint, caBundle}
-		out := runCredentials(t, in, fakeSecretStore)
+		out := runCredentials(t, in, store)
 		if out.err == nil {
 			t.Fatalf("a login with a 1 ns deadline succeeded for %q", server)
 		}
 		if out.condition.Message == "" || len(out.events) != 1 {
 			t.Fatalf("a refused Secret must give a condition message and one Event: %+v", out)
 		}
-		if found := leaks(in, out, runCredentials(t, neutral(in), fakeSecretStore)); len(found) > 0 {
+		if found := leaks(in, out, runCredentials(t, neutral(in), store)); len(found) > 0 {
 			t.Fatalf("secrets %q written:\ncondition: %s\nevents: %q\nlogs: %q", found, out.condition.Message, out.events, out.logs)
 		}
 	})
@@ -256,11 +253,7 @@ var credentialSeeds = []struct {
 // refused Secret gives a condition whose message names the problem and one Event, and the leak check
 // finds the secret when it is written.
 func TestPreflightCredentialsSeeds(t *testing.T) {
-	_, c := testenv.StartForTest(t, testenv.Options{WithoutExternalCRDs: true})
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns-1"}}); err != nil {
-		t.Fatal(err)
-	}
-	store := apiServerSecretStore(c)
+	store := newSecretStore(t)
 	for _, seed := range credentialSeeds {
 		t.Run(seed.in.server, func(t *testing.T) {
 			out := runCredentials(t, seed.in, store)

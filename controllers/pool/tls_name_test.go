@@ -30,6 +30,7 @@ func TestVCenterByIPWithAnotherNamesCertificate(t *testing.T) {
 	}
 	t.Cleanup(env.Close)
 	ca := tlstrusttest.NewCA(t)
+	store := newSecretStore(t)
 	preflight := func(t *testing.T, front string) (metav1.Condition, []string) {
 		t.Helper()
 		pool := &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-1", Name: "pool-1", Generation: 2}}
@@ -41,7 +42,7 @@ func TestVCenterByIPWithAnotherNamesCertificate(t *testing.T) {
 		rec := events.NewFakeRecorder(8)
 		sessions := vsphere.NewSessions(vsphere.SessionOptions{LoginTimeout: 30 * time.Second})
 		t.Cleanup(func() { sessions.Close(context.Background()) })
-		r := &Reconciler{APIReader: fakeSecretStore(t, secret), Recorder: shared.NewRecorder(rec),
+		r := &Reconciler{APIReader: store(t, secret), Recorder: shared.NewRecorder(rec),
 			Opts: shared.Options{Clock: clocktesting.NewFakeClock(time.Now()), Sessions: sessions}}
 		s := &poolScope{pool: pool}
 		if err := r.connectVSphere(context.Background(), s); err != nil {
