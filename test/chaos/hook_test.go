@@ -168,6 +168,10 @@ type operator interface {
 	start(ctx context.Context) error
 	stop() error
 	restarts() int
+	// readySince is when the running manager became ready (zero before the first start): a step's
+	// bound counts from the later of the step's start and the last restart, since a restart's own
+	// duration (process start, cache sync, leader election) is not demand the operator left waiting.
+	readySince() time.Time
 }
 
 // inProcessOperator is the in-process manager; a kill is the seam blocking plus a stop of the manager.
@@ -178,11 +182,15 @@ type inProcessOperator struct {
 	mu   sync.Mutex
 	mgr  *harness.InProcessManager
 	n    int
+	// ready is when the running manager was started.
+	ready time.Time
 }
 
 func (o *inProcessOperator) mode() string { return "in-process kills (context cancel, not SIGKILL)" }
 
 func (o *inProcessOperator) restarts() int { o.mu.Lock(); defer o.mu.Unlock(); return o.n }
+
+func (o *inProcessOperator) readySince() time.Time { o.mu.Lock(); defer o.mu.Unlock(); return o.ready }
 
 func (o *inProcessOperator) start(context.Context) error {
 	o.mu.Lock()
@@ -192,6 +200,7 @@ func (o *inProcessOperator) start(context.Context) error {
 		return err
 	}
 	o.mgr = m
+	o.ready = time.Now()
 	return nil
 }
 

@@ -282,9 +282,12 @@ func (r *run) await(what string, cond func(*obs) bool) error {
 	return r.awaitWithin(what, serveBound, cond)
 }
 
-// awaitWithin is await with a step's own bound (one the product's documented timers set).
+// awaitWithin is await with a step's own bound (one the product's documented timers set). The bound
+// counts from the step's start or, when the manager was restarted during the step, from the moment the
+// fresh manager was ready: under load a restart alone took 10.9 s (issue 44), time in which no manager
+// runs and which says nothing about how long the operator leaves demand waiting.
 func (r *run) awaitWithin(what string, bound time.Duration, cond func(*obs) bool) error {
-	deadline := time.Now().Add(bound)
+	stepStart := time.Now()
 	var last *obs
 	for {
 		r.drain()
@@ -297,12 +300,20 @@ func (r *run) awaitWithin(what string, bound time.Duration, cond func(*obs) bool
 				return nil
 			}
 		}
-		if time.Now().After(deadline) || r.ctx.Err() != nil {
+		from := stepStart
+		if ready := r.c.op.readySince(); ready.After(from) {
+			from = ready
+		}
+		if time.Now().After(from.Add(bound)) || r.ctx.Err() != nil {
 			state := fmt.Sprintf("observe error %v", err)
 			if last != nil {
 				state = last.describe()
 			}
-			return fmt.Errorf("not reached within %s (demand not served within the bound): %s; last state: %s", bound, what, state)
+			since := "the step's start"
+			if from != stepStart {
+				since = fmt.Sprintf("the manager's restart (ready %s into the step)", from.Sub(stepStart).Round(time.Millisecond))
+			}
+			return fmt.Errorf("not reached within %s of %s (demand not served within the bound): %s; last state: %s", bound, since, what, state)
 		}
 		select {
 		case <-r.ctx.Done():

@@ -33,11 +33,15 @@ type processOperator struct {
 	mu  sync.Mutex
 	cur *harness.ManagerProcess
 	n   int // processes started
+	// ready is when the running process answered ready.
+	ready time.Time
 }
 
 func (o *processOperator) mode() string { return "SIGKILLs of the manager" }
 
 func (o *processOperator) restarts() int { o.mu.Lock(); defer o.mu.Unlock(); return max(o.n-1, 0) }
+
+func (o *processOperator) readySince() time.Time { o.mu.Lock(); defer o.mu.Unlock(); return o.ready }
 
 func (o *processOperator) pid() int {
 	o.mu.Lock()
@@ -59,6 +63,7 @@ func (o *processOperator) start(ctx context.Context) error {
 	}
 	o.mu.Lock()
 	o.cur = m
+	o.ready = time.Now()
 	o.mu.Unlock()
 	return nil
 }
