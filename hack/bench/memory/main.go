@@ -58,6 +58,7 @@ func benchMemory() int {
 	flag.IntVar(&c.workers, "create-workers", 8, "parallel creates of the foreign objects")
 	flag.DurationVar(&c.idle, "idle", 15*time.Second, "sampling continues this long after the demand is satisfied")
 	flag.DurationVar(&c.timeout, "timeout", 40*time.Minute, "bound of each run")
+	prebuilt := flag.String("manager", "", "run this manager binary instead of building ./cmd (e.g. one built before a change, to compare)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the world's and the caches' logs; the manager logs to its own file
 	var counts []int
@@ -77,8 +78,11 @@ func benchMemory() int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	logf("building the manager binary (go build ./cmd)")
-	bin, err := harness.BuildManager(ctx, filepath.Join(dir, "manager"))
+	bin := *prebuilt
+	if bin == "" {
+		logf("building the manager binary (go build ./cmd)")
+		bin, err = harness.BuildManager(ctx, filepath.Join(dir, "manager"))
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-memory:", err)
 		return 1
