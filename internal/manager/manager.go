@@ -24,7 +24,6 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -128,13 +127,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if scheme == nil {
 		scheme = Scheme()
 	}
-	var cacheOpts cache.Options
-	if len(o.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.WatchNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
 	timings := o.LeaderElectionTimings.withDefaults()
 	if err := timings.Validate(); err != nil {
 		return nil, err
@@ -163,7 +155,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaseDuration:                 &timings.LeaseDuration,
 		RenewDeadline:                 &timings.RenewDeadline,
 		RetryPeriod:                   &timings.RetryPeriod,
-		Cache:                         cacheOpts,
+		Cache:                         cacheOptions(o.WatchNamespaces),
 		Client:                        controllers.ClientOptions(),
 		Controller:                    controllerCfg,
 	})

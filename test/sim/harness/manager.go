@@ -78,6 +78,8 @@ type ManagerProcess struct {
 	PID int
 	// Kubeconfig is the kubeconfig the manager uses: its ServiceAccount with the shipped permissions.
 	Kubeconfig string
+	// MetricsURL is the manager's plain-HTTP /metrics endpoint on loopback.
+	MetricsURL string
 }
 
 // StartManagerProcess execs the manager binary against the API server (leader election off,
@@ -126,7 +128,8 @@ func (h *Harness) StartManagerProcess(ctx context.Context, o ProcessOptions) (*M
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)
 	}
-	m := &ManagerProcess{cmd: cmd, logPath: o.LogPath, done: make(chan struct{}), PID: cmd.Process.Pid, Kubeconfig: kubeconfig}
+	m := &ManagerProcess{cmd: cmd, logPath: o.LogPath, done: make(chan struct{}), PID: cmd.Process.Pid, Kubeconfig: kubeconfig,
+		MetricsURL: "http://" + metrics + "/metrics"}
 	go func() {
 		m.waitErr = cmd.Wait()
 		_ = logFile.Close()
