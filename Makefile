@@ -114,8 +114,10 @@ bench-iso: ## Streaming ISO cache vs download-then-upload, 1 GiB.
 	go run ./hack/bench/iso
 
 .PHONY: bench-scale
-bench-scale: envtest-assets ## 50 pools x 20 waiting AgentMachines on envtest + simulator.
+BENCH_MEMORY ?= 1
+bench-scale: envtest-assets ## 50 pools x 20 waiting AgentMachines on envtest + simulator, then (BENCH_MEMORY=1) the manager binary's peak RSS and heap at that size without and with 10 000 foreign objects.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" go run ./hack/bench/scale
+	@if [ "$(BENCH_MEMORY)" = 1 ]; then $(MAKE) --no-print-directory bench-memory; fi
 
 .PHONY: bench-memory
 bench-memory: envtest-assets ## The manager binary's peak RSS and heap at 50 pools x 20 VMs, without and with 10 000 foreign objects (MEMORY_ARGS: flags).
