@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/containeroo/agent-forge-operator/cmd/app"
 	"github.com/containeroo/agent-forge-operator/controllers"
-	"github.com/containeroo/agent-forge-operator/internal/manager"
 	"github.com/containeroo/agent-forge-operator/internal/redact"
 	"github.com/containeroo/agent-forge-operator/internal/restconfig"
 )
@@ -41,7 +41,7 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Enable leader election so only one replica acts.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
-	leTimings := manager.DefaultLeaderElectionTimings
+	leTimings := app.DefaultLeaderElectionTimings
 	flag.DurationVar(&leTimings.LeaseDuration, "leader-elect-lease-duration", leTimings.LeaseDuration, "How long a leader-election Lease is valid without renewal: the longest a new leader waits after the old one died without releasing it (default OpenShift's).")
 	flag.DurationVar(&leTimings.RenewDeadline, "leader-elect-renew-deadline", leTimings.RenewDeadline, "How long the leader keeps retrying to renew its Lease before it gives up leadership and exits (default OpenShift's).")
 	flag.DurationVar(&leTimings.RetryPeriod, "leader-elect-retry-period", leTimings.RetryPeriod, "How often candidates try to acquire, and the leader to renew, the Lease (default OpenShift's).")
@@ -105,7 +105,7 @@ func main() {
 		setupLog.Error(err, "invalid --field-validation")
 		os.Exit(1)
 	}
-	mgr, err := manager.New(restConfig, manager.Options{
+	mgr, err := app.New(restConfig, app.Options{
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          enableLeaderElection,

@@ -28,7 +28,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 )
 
-// Options configure the controllers (see shared.Options); the alias keeps cmd/ and internal/manager
+// Options configure the controllers (see shared.Options); the alias keeps cmd/ and cmd/app
 // unchanged.
 type Options = shared.Options
 

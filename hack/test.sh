@@ -30,7 +30,7 @@ rc=0
 AGENT_FORGE_SUITE_SHARD=1/2 go test "${flags[@]}" ./... 2>&1 | tee "$mainlog" || rc=$?
 # The crash campaign's seam is compiled only with the crashpoints tag (the shipped binary has none): its
 # own tests run in such a build.
-go test "${flags[@]}" -tags crashpoints -run 'CrashSeam' ./internal/manager/ 2>&1 | tee -a "$mainlog" || rc=$?
+go test "${flags[@]}" -tags crashpoints -run 'CrashSeam' ./cmd/app/ 2>&1 | tee -a "$mainlog" || rc=$?
 shard=0
 wait "$pid" || shard=$?
 pid=""

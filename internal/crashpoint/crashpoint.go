@@ -2,7 +2,7 @@
 // (vCenter, the API server, the datastore) but not yet recorded it, or the reverse. A test seam
 // (controllers.Options.CrashPoint) is called at each; a seam that blocks until its context ends
 // simulates the operator dying there. Only a manager built with the tag crashpoints (test/chaos's) sets a
-// seam, when a crash campaign names its socket in AGENT_FORGE_CRASHPOINT_SOCKET (internal/manager: the
+// seam, when a crash campaign names its socket in AGENT_FORGE_CRASHPOINT_SOCKET (cmd/app: the
 // point is announced there and waits for a SIGKILL or an answer). The shipped binary has no code that
 // sets one, so Hit is always a no-op there.
 //

@@ -63,7 +63,7 @@ func TestPointsAreUniqueAndNamed(t *testing.T) {
 	}
 }
 
-// cmd/ never installs a seam itself: the only one the binary can have is internal/manager's, behind
+// cmd/ never installs a seam itself: the only one the binary can have is cmd/app's, behind
 // AGENT_FORGE_CRASHPOINT_SOCKET (tested there).
 func TestShippedBinaryNeverSetsTheSeam(t *testing.T) {
 	src, err := os.ReadFile("../../cmd/main.go")

@@ -17,7 +17,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/containeroo/agent-forge-operator/internal/manager"
+	"github.com/containeroo/agent-forge-operator/cmd/app"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
 )
 
@@ -206,7 +206,7 @@ func startProcessOperator(ctx context.Context, t *testing.T, h *harness.Harness,
 		t.Fatal(err)
 	}
 	t.Cleanup(l.close)
-	t.Setenv(manager.CrashPointSocketEnv, sock)
+	t.Setenv(app.CrashPointSocketEnv, sock)
 	if err := op.start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -46,8 +46,9 @@ func tooLong(src []byte) string {
 }
 
 // forbiddenImports returns the imports of a file in package dir (a path relative to the repository)
-// that break the controllers' layering: a sibling controller package, or the controllers package that
-// wires them (an arrow pointing up).
+// that break the layering: a sibling controller package, the controllers package that wires them, a
+// controller imported from internal/ (the domain sits below the controllers), or the manager's wiring
+// (cmd/ and below) imported from controllers/ or internal/: every one an arrow pointing up.
 func forbiddenImports(dir string, src []byte) ([]string, error) {
 	f, err := parser.ParseFile(token.NewFileSet(), dir+"/x.go", src, parser.ImportsOnly)
 	if err != nil {
@@ -66,12 +67,20 @@ func forbiddenImports(dir string, src []byte) ([]string, error) {
 		if strings.HasPrefix(dir, "controllers/") && path == module+"/controllers" {
 			out = append(out, dir+" imports the controllers package that wires it")
 		}
+		if strings.HasPrefix(dir, "internal/") && (path == module+"/controllers" || strings.HasPrefix(path, module+"/controllers/")) {
+			out = append(out, dir+" imports the controller package "+strings.TrimPrefix(path, module+"/")+" above it")
+		}
+		if (dir == "controllers" || strings.HasPrefix(dir, "controllers/") || strings.HasPrefix(dir, "internal/")) &&
+			(path == module+"/cmd" || strings.HasPrefix(path, module+"/cmd/")) {
+			out = append(out, dir+" imports the manager's wiring "+strings.TrimPrefix(path, module+"/"))
+		}
 	}
 	return out, nil
 }
 
 // TestRoomsStayRooms walks controllers/ and internal/: no Go file longer than maxLines without saying
-// why, and no controller package reaching a sibling (or the wiring above it).
+// why, and no package importing one above it (a sibling controller, the controllers package, the
+// manager's wiring in cmd/).
 func TestRoomsStayRooms(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -150,6 +159,11 @@ func TestRoomChecks(t *testing.T) {
 		{"a controller importing the wiring", "controllers/ejection", `package ejection; import _ "` + module + `/controllers"`, 1},
 		{"a controller importing shared and poolspec", "controllers/pool", `package pool; import (_ "` + module + `/controllers/shared"; _ "` + module + `/internal/poolspec")`, 0},
 		{"the wiring importing both", "controllers", `package controllers; import (_ "` + module + `/controllers/pool"; _ "` + module + `/controllers/vsphereagent")`, 0},
+		{"the domain importing the controllers", "internal/planner", `package planner; import _ "` + module + `/controllers"`, 1},
+		{"the domain importing a controller", "internal/agents", `package agents; import _ "` + module + `/controllers/shared"`, 1},
+		{"a controller importing the manager's wiring", "controllers/pool", `package pool; import _ "` + module + `/cmd/app"`, 1},
+		{"the domain importing the manager's wiring", "internal/vsphere", `package vsphere; import _ "` + module + `/cmd/app"`, 1},
+		{"the manager's wiring importing the controllers", "cmd/app", `package app; import _ "` + module + `/controllers"`, 0},
 	} {
 		got, err := forbiddenImports(tc.dir, []byte(tc.src))
 		if err != nil {

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containeroo/agent-forge-operator/internal/manager"
+	"github.com/containeroo/agent-forge-operator/cmd/app"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
 // crashSeamMarks are what the crash-point seam puts in a binary: its socket protocol's functions and
 // the name of the environment variable that switches it on.
-var crashSeamMarks = []string{"internal/manager.socketSeam", manager.CrashPointSocketEnv}
+var crashSeamMarks = []string{"cmd/app.socketSeam", app.CrashPointSocketEnv}
 
 // TestShippedBinaryLacksCrashSeam builds cmd/ exactly as `make build` does (its recipe, read from the
 // Makefile) and proves the binary has no crash-point seam: no -tags in its build settings, no seam

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/containeroo/agent-forge-operator/cmd/app"
 	"github.com/containeroo/agent-forge-operator/controllers"
-	"github.com/containeroo/agent-forge-operator/internal/manager"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
@@ -251,7 +251,7 @@ type InProcessManager struct {
 	abandoned   atomic.Bool
 }
 
-// StartManagerInProcess runs the manager cmd/ runs (internal/manager.New: controllers, cache, client,
+// StartManagerInProcess runs the manager cmd/ runs (cmd/app.New: controllers, cache, client,
 // leader election, health checks) on a fresh ctrl.Manager (metrics and probes off)
 // until Close. Only one per process: the controllers register process-wide metrics.
 func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, error) {
@@ -270,9 +270,9 @@ func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, 
 	if o.SecureMetricsAddr != "" {
 		metrics = metricsserver.Options{BindAddress: o.SecureMetricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
 	}
-	// The manager the binary runs (internal/manager, as cmd/ builds it), with probes off and, as a test
+	// The manager the binary runs (cmd/app, as cmd/ builds it), with probes off and, as a test
 	// restarts the operator in this process, controller names allowed again.
-	mgr, err := manager.New(cfg, manager.Options{
+	mgr, err := app.New(cfg, app.Options{
 		Scheme:                  h.Env.Scheme,
 		Metrics:                 metrics,
 		HealthProbeBindAddress:  "0",
@@ -280,7 +280,7 @@ func (h *Harness) StartManagerInProcess(o InProcessOptions) (*InProcessManager, 
 		LeaderElectionNamespace: id.Namespace,
 		// controller-runtime's short timings: scenarios that restart the operator in this process must
 		// not wait OpenShift's 137 s for a Lease a cut-off manager left behind.
-		LeaderElectionTimings: manager.LeaderElectionTimings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		LeaderElectionTimings: app.LeaderElectionTimings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		WatchNamespaces:       o.Namespaces,
 		ClusterTLSProfile:     o.SecureMetricsAddr != "", // as the binary serves secure metrics
 		Controllers:           o.Controllers,

@@ -1,4 +1,4 @@
-package manager
+package app
 
 // CrashPointSocketEnv names a unix socket of a crash campaign (test/chaos, CHAOS_MODE=sigkill). In a
 // manager built with the tag crashpoints (crashseam.go), the manager announces every crash point

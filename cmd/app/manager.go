@@ -1,4 +1,4 @@
-// Package manager builds the operator's controller-runtime manager: the controllers, their cache and
+// Package app builds the operator's controller-runtime manager: the controllers, their cache and
 // client settings, leader election, the health checks and the console dashboard installer. cmd/ runs it from flags; the test harness
 // runs the same one in process, so tests exercise the manager the binary runs.
 //
@@ -6,7 +6,7 @@
 // with AGENT_FORGE_CRASHPOINT_SOCKET (CrashPointSocketEnv) set, every crash point is announced on that
 // unix socket and waits for an answer, so test/chaos can SIGKILL the real binary there (crashseam.go).
 // The shipped build (`make build`, the Dockerfile) has no such code (crashseam_off.go).
-package manager
+package app
 
 import (
 	"context"

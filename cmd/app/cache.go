@@ -1,4 +1,4 @@
-package manager
+package app
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"

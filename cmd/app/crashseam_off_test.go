@@ -1,6 +1,6 @@
 //go:build !crashpoints
 
-package manager
+package app
 
 import (
 	"net"
