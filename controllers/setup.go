@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -70,23 +71,21 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	log.Error(fmt.Errorf("external CRDs not installed"), "waiting for HyperShift/CAPI/Assisted Installer CRDs before starting controllers", "missing", missing)
 	metrics.ExternalCRDsMissing.Set(float64(len(missing)))
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ticker := opts.Clock.NewTicker(opts.CRDPollInterval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-ticker.C():
-			}
+		ctx, installed := context.WithCancel(ctx)
+		defer installed()
+		var err error
+		wait.BackoffUntilWithContext(ctx, func(context.Context) {
 			if missing := missingKinds(mgr.GetRESTMapper()); len(missing) > 0 {
 				metrics.ExternalCRDsMissing.Set(float64(len(missing)))
 				log.Info("external CRDs still missing", "missing", missing)
-				continue
+				return
 			}
 			metrics.ExternalCRDsMissing.Set(0)
 			log.Info("external CRDs installed; starting controllers")
-			return setupControllers(mgr, opts, watcher, poolEvents)
-		}
+			err = setupControllers(mgr, opts, watcher, poolEvents)
+			installed()
+		}, wait.NewJitteredBackoffManager(opts.CRDPollInterval, 0, opts.Clock), true)
+		return err
 	}))
 }
 

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,12 +78,12 @@ func TestLostCreateResponseKeepsTheVsphereAgentExpected(t *testing.T) {
 				t.Fatalf("%d VsphereAgents stored, want stored=%t", len(vas.Items), tc.stored)
 			}
 			// The cache has not seen it yet: nothing present.
-			if creates, _ := r.expectations.pending(poolKey, map[string]bool{}); creates != tc.expected {
+			if creates, _ := r.expectations.pending(poolKey, sets.New[string]()); creates != tc.expected {
 				t.Fatalf("%d creations expected after %v, want %d", creates, tc.err, tc.expected)
 			}
 			if tc.stored {
 				// Once the cache lists it by the name the pass chose, the expectation is met.
-				if creates, _ := r.expectations.pending(poolKey, map[string]bool{vas.Items[0].Name: true}); creates != 0 {
+				if creates, _ := r.expectations.pending(poolKey, sets.New(vas.Items[0].Name)); creates != 0 {
 					t.Fatalf("the stored VsphereAgent %s does not meet the expectation", vas.Items[0].Name)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 )
 
@@ -36,22 +37,22 @@ func (e *expectations) add(m map[string]map[string]time.Time, pool, name string)
 
 // pending reconciles expectations with what the cache lists (present names) and returns the creations
 // still unseen and the deletions still listed.
-func (e *expectations) pending(pool string, present map[string]bool) (creates int, deleting map[string]bool) {
+func (e *expectations) pending(pool string, present sets.Set[string]) (creates int, deleting sets.Set[string]) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clock.Now()
 	for name, at := range e.creates[pool] {
-		if present[name] || now.Sub(at) > e.timeout {
+		if present.Has(name) || now.Sub(at) > e.timeout {
 			delete(e.creates[pool], name)
 		}
 	}
-	deleting = map[string]bool{}
+	deleting = sets.New[string]()
 	for name, at := range e.deletes[pool] {
-		if !present[name] || now.Sub(at) > e.timeout {
+		if !present.Has(name) || now.Sub(at) > e.timeout {
 			delete(e.deletes[pool], name)
 			continue
 		}
-		deleting[name] = true
+		deleting.Insert(name)
 	}
 	return len(e.creates[pool]), deleting
 }

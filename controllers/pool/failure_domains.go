@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -35,21 +36,21 @@ type domainTracker struct {
 	failing  map[string]*domainFailures
 	capacity map[string]*capacityReading
 	recent   map[string]map[string]string // pool key -> VsphereAgent name -> domain
-	metered  map[string]map[string]bool   // pool key -> domains listed on the last pass
+	metered  map[string]sets.Set[string]  // pool key -> domains listed on the last pass
 }
 
 // meter records the pool's failure domains and deletes the headroom series of the ones no longer listed
 // (a failure domain removed from the spec).
-func (t *domainTracker) meter(pool *afv1.VsphereAgentPool, poolKey string, domains map[string]bool) {
+func (t *domainTracker) meter(pool *afv1.VsphereAgentPool, poolKey string, domains sets.Set[string]) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for d := range t.metered[poolKey] {
-		if !domains[d] {
+		if !domains.Has(d) {
 			metrics.PoolHeadroom.DeleteLabelValues(pool.Namespace, pool.Name, d)
 		}
 	}
 	if t.metered == nil {
-		t.metered = map[string]map[string]bool{}
+		t.metered = map[string]sets.Set[string]{}
 	}
 	t.metered[poolKey] = domains
 }
@@ -105,12 +106,12 @@ func (t *domainTracker) created(poolKey, name, domain string) {
 }
 
 // unseen returns, per domain, the VsphereAgents created but not yet listed, dropping those now present.
-func (t *domainTracker) unseen(poolKey string, present map[string]bool) map[string]int {
+func (t *domainTracker) unseen(poolKey string, present sets.Set[string]) map[string]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := map[string]int{}
 	for name, d := range t.recent[poolKey] {
-		if present[name] {
+		if present.Has(name) {
 			delete(t.recent[poolKey], name)
 			continue
 		}
@@ -215,18 +216,18 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 	now := r.Opts.Clock.Now()
 	placements := poolspec.Domains(p)
 	byDomain := map[string][]*afv1.VsphereAgent{}
-	present := map[string]bool{}
+	present := sets.New[string]()
 	for i := range s.vas {
 		va := &s.vas[i]
-		present[va.Name] = true
+		present.Insert(va.Name)
 		byDomain[va.Spec.FailureDomain] = append(byDomain[va.Spec.FailureDomain], va)
 	}
 	unseen := r.domains.unseen(poolKey, present)
 	multi := len(placements) > 1
 	s.domains = s.domains[:0]
-	listed := map[string]bool{}
+	listed := sets.New[string]()
 	for _, pl := range placements {
-		listed[pl.Name] = true
+		listed.Insert(pl.Name)
 	}
 	r.domains.meter(p, poolKey, listed)
 	var problems []string

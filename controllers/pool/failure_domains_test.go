@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
@@ -43,8 +44,8 @@ func TestHeadroomSeriesOfARemovedDomainGo(t *testing.T) {
 	var tr domainTracker
 	metrics.PoolHeadroom.WithLabelValues("ns-meter", "p", "a").Set(3)
 	metrics.PoolHeadroom.WithLabelValues("ns-meter", "p", "b").Set(4)
-	tr.meter(pool, "ns-meter/p", map[string]bool{"a": true, "b": true})
-	tr.meter(pool, "ns-meter/p", map[string]bool{"a": true})
+	tr.meter(pool, "ns-meter/p", sets.New("a", "b"))
+	tr.meter(pool, "ns-meter/p", sets.New("a"))
 	ch := make(chan prometheus.Metric, 1024)
 	metrics.PoolHeadroom.Collect(ch)
 	close(ch)

@@ -35,7 +35,7 @@ func (r *Reconciler) deleteLateAgents(ctx context.Context, s *poolScope) error {
 	for i := range list.Items {
 		cached := agents.AgentFrom(&list.Items[i])
 		host, ok := destroyedHostOf(cached, hosts)
-		if !ok || s.ourAgents[cached.Name] {
+		if !ok || s.ourAgents.Has(cached.Name) {
 			continue
 		}
 		if err := r.deleteLateAgent(ctx, s, key, cached.Name, host); err != nil {

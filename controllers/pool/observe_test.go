@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
@@ -40,7 +41,7 @@ func TestObserveVMs(t *testing.T) {
 			{Name: "a-free", Labels: map[string]string{afv1.LabelVsphereAgent: "registered"}},
 		},
 	}
-	got := observeVMs(s, map[string]bool{"issued": true})
+	got := observeVMs(s, sets.New("issued"))
 	want := map[string]planner.VMLifecycle{
 		"failed": planner.VMFailed, "registered": planner.VMAvailable, "bound-early": planner.VMInUse,
 		"deleting": planner.VMReleasing, "issued": planner.VMReleasing, "with-machine": planner.VMInUse,

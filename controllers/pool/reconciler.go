@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -122,9 +123,9 @@ func (r *Reconciler) prepareLeases(ctx context.Context, s *poolScope) error {
 	if s.staticIP == nil {
 		return nil
 	}
-	present := map[string]bool{}
+	present := sets.New[string]()
 	for _, va := range s.vas {
-		present[va.Name] = true
+		present.Insert(va.Name)
 	}
 	pendingCreates, _ := r.expectations.pending(client.ObjectKeyFromObject(s.pool).String(), present)
 	requeue, err := r.leases().Prepare(ctx, s.staticIP, staticip.Input{Pool: s.pool, VAs: s.vas, VS: s.vs, PendingCreates: pendingCreates})
@@ -147,7 +148,7 @@ type poolScope struct {
 
 	vas       []afv1.VsphereAgent
 	matching  []agents.Agent
-	ourAgents map[string]bool
+	ourAgents sets.Set[string]
 
 	creds   vsphere.Credentials
 	vs      vsphere.Client
@@ -404,13 +405,13 @@ func (r *Reconciler) observeDemand(ctx context.Context, s *poolScope) error {
 	// Agent.ReservedBy is the one reading of that label.
 	s.agentMachines = s.agentMachines[:0]
 	s.waiting = 0
-	waiting := map[types.UID]bool{}
+	waiting := sets.New[types.UID]()
 	for i := range list.Items {
 		am := agents.AgentMachineFrom(&list.Items[i])
 		s.agentMachines = append(s.agentMachines, am)
 		if am.WaitsForAgent() && !agents.AnyReservedBy(s.matching, am) && r.ownerMachineActive(ctx, am) {
 			s.waiting++
-			waiting[am.UID] = true
+			waiting.Insert(am.UID)
 		}
 	}
 	r.latency.observe(client.ObjectKeyFromObject(s.pool), s.agentMachines, waiting, r.Opts.Clock.Now())
@@ -444,10 +445,10 @@ func (r *Reconciler) observeCapacity(ctx context.Context, s *poolScope) error {
 		}
 	}
 	sort.Slice(s.vas, func(i, j int) bool { return s.vas[i].Name < s.vas[j].Name })
-	s.ourAgents = map[string]bool{}
+	s.ourAgents = sets.New[string]()
 	for _, va := range s.vas {
 		if va.Status.VM.AgentName != "" {
-			s.ourAgents[va.Status.VM.AgentName] = true
+			s.ourAgents.Insert(va.Status.VM.AgentName)
 		}
 	}
 	list := agents.NewList(agents.AgentGVK)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -77,22 +78,22 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
+	known := sets.New[string]()
 	for _, va := range s.vas {
-		known[string(va.UID)] = true
+		known.Insert(string(va.UID))
 	}
 	var list afv1.VsphereAgentList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(s.pool.Namespace)); err != nil {
 		return err
 	}
 	for _, va := range list.Items {
-		known[string(va.UID)] = true
+		known.Insert(string(va.UID))
 	}
 	// Copies carry the marker too (clones keep extraConfig): they are reported, never cleaned.
 	originals, copies := splitCopies(vms, string(s.pool.UID))
 	r.reportCopies(s, copies)
 	for _, vm := range originals {
-		if known[vm.Ownership.OwnerUID] {
+		if known.Has(vm.Ownership.OwnerUID) {
 			continue
 		}
 		if err := r.cleanOrphan(ctx, s, vm); err != nil {

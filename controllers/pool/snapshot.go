@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -13,9 +14,9 @@ import (
 // which VMs are surplus, abandoned or outdated, what blocks creation and when is planner.Plan's business.
 func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 	poolKey := client.ObjectKeyFromObject(s.pool).String()
-	present := map[string]bool{}
+	present := sets.New[string]()
 	for _, va := range s.vas {
-		present[va.Name] = true
+		present.Insert(va.Name)
 	}
 	pendingCreates, deleting := r.expectations.pending(poolKey, present)
 	snap := planner.Snapshot{
@@ -33,21 +34,21 @@ func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 	}
 	snap.MaxVMs, snap.MaxConcurrentProvisioning = poolspec.Limits(s.pool)
 	for _, a := range s.matching {
-		if !s.ourAgents[a.Name] && a.Labels[afv1.LabelPool] == "" && a.IsSuitable() {
+		if !s.ourAgents.Has(a.Name) && a.Labels[afv1.LabelPool] == "" && a.IsSuitable() {
 			snap.ForeignAvailable++
 		}
 	}
-	readyAgentOfVM := map[string]bool{}
+	readyAgentOfVM := sets.New[string]()
 	for _, a := range s.matching {
-		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" && s.ourAgents[a.Name] && a.IsSuitable() {
-			readyAgentOfVM[name] = true
+		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" && s.ourAgents.Has(a.Name) && a.IsSuitable() {
+			readyAgentOfVM.Insert(name)
 		}
 	}
 	for i, o := range observeVMs(s, deleting) {
 		va := &s.vas[i]
 		snap.VMs = append(snap.VMs, planner.VM{VMObservation: o, Domain: va.Spec.FailureDomain,
 			HasVM: va.Status.VM.InstanceUUID != "", Image: poolspec.BootedImage(va), StaticIPLease: poolspec.HoldsLease(va),
-			AgentReady: readyAgentOfVM[va.Name]})
+			AgentReady: readyAgentOfVM.Has(va.Name)})
 	}
 	for _, v := range s.domains {
 		snap.Domains = append(snap.Domains, v.Domain)
@@ -58,7 +59,7 @@ func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 // observeVMs maps each of the pool's VsphereAgents (s.vas, same order) to what the planner decides on.
 // deleting names the ones the pool deleted that its cache still lists. The Agents' own state is fresher
 // than the VsphereAgents' status: whether a VM's Agent is already bound is read from the Agent.
-func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation {
+func observeVMs(s *poolScope, deleting sets.Set[string]) []planner.VMObservation {
 	boundAgentOfVM := map[string]bool{}
 	for _, a := range s.matching {
 		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" {
@@ -70,7 +71,7 @@ func observeVMs(s *poolScope, deleting map[string]bool) []planner.VMObservation 
 		va := &s.vas[i]
 		o := planner.VMObservation{
 			Name: va.Name, Phase: va.Status.VM.Phase, Reason: va.Status.VM.Reason,
-			Deleting: !va.DeletionTimestamp.IsZero(), DeleteIssued: deleting[va.Name],
+			Deleting: !va.DeletionTimestamp.IsZero(), DeleteIssued: deleting.Has(va.Name),
 			MachineRef: va.Status.VM.MachineName != "", AgentBound: boundAgentOfVM[va.Name],
 			CreatedAt: va.CreationTimestamp.Time,
 		}

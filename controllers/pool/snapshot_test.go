@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -39,7 +40,7 @@ func TestSnapshotCopiesFacts(t *testing.T) {
 			{Name: "foreign", Labels: map[string]string{}},
 			{Name: "ours", Labels: map[string]string{afv1.LabelVsphereAgent: "with-vm"}},
 		},
-		ourAgents: map[string]bool{"ours": true},
+		ourAgents: sets.New("ours"),
 		domains:   []domainView{{Domain: planner.Domain{Name: "z1", VMs: 1, Failing: true, Skipped: true}}},
 	}
 	r.debounce.remember("ns/pool", &planner.Burst{Value: 2, First: now.Add(-time.Second), LastChange: now})

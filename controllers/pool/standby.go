@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
@@ -71,7 +72,7 @@ func newBoundLatency() *boundLatency {
 }
 
 // observe records the pass's AgentMachines (waiting: those that wait for an Agent now) at now.
-func (l *boundLatency) observe(pool types.NamespacedName, ams []agents.AgentMachine, waiting map[types.UID]bool, now time.Time) {
+func (l *boundLatency) observe(pool types.NamespacedName, ams []agents.AgentMachine, waiting sets.Set[types.UID], now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	seen := l.first[pool]
@@ -79,9 +80,9 @@ func (l *boundLatency) observe(pool types.NamespacedName, ams []agents.AgentMach
 		seen = map[types.UID]time.Time{}
 		l.first[pool] = seen
 	}
-	present := make(map[types.UID]bool, len(ams))
+	present := make(sets.Set[types.UID], len(ams))
 	for _, am := range ams {
-		present[am.UID] = true
+		present.Insert(am.UID)
 		at, tracked := seen[am.UID]
 		switch {
 		case am.Deleting:
@@ -89,12 +90,12 @@ func (l *boundLatency) observe(pool types.NamespacedName, ams []agents.AgentMach
 		case tracked && am.AgentRef != "":
 			metrics.DemandToBound.WithLabelValues(pool.Namespace, pool.Name).Observe(now.Sub(at).Seconds())
 			delete(seen, am.UID)
-		case !tracked && waiting[am.UID]:
+		case !tracked && waiting.Has(am.UID):
 			seen[am.UID] = now
 		}
 	}
 	for uid := range seen {
-		if !present[uid] {
+		if !present.Has(uid) {
 			delete(seen, uid) // gone before it was served: no sample
 		}
 	}

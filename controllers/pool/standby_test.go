@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -24,7 +25,7 @@ func TestBoundLatency(t *testing.T) {
 	early := agents.AgentMachine{Name: "b", UID: "b", AgentRef: "agent-b"} // served before any pass saw it wait
 	dropped := agents.AgentMachine{Name: "c", UID: "c"}
 	deleted := agents.AgentMachine{Name: "d", UID: "d"}
-	all := map[types.UID]bool{"a": true, "c": true, "d": true}
+	all := sets.New[types.UID]("a", "c", "d")
 
 	l.observe(pool, []agents.AgentMachine{waits, early, dropped, deleted}, all, t0)
 	// Still waiting later: the first sight stays the start.
@@ -33,10 +34,10 @@ func TestBoundLatency(t *testing.T) {
 	bound.AgentRef = "agent-a"
 	deleted.Deleting = true
 	deleted.AgentRef = "agent-d"
-	l.observe(pool, []agents.AgentMachine{bound, early, deleted}, map[types.UID]bool{}, t0.Add(42*time.Second))
+	l.observe(pool, []agents.AgentMachine{bound, early, deleted}, sets.New[types.UID](), t0.Add(42*time.Second))
 	// dropped vanished; deleted was forgotten: neither gives a sample later.
 	dropped.AgentRef = "agent-c"
-	l.observe(pool, []agents.AgentMachine{bound, early, dropped}, map[types.UID]bool{}, t0.Add(60*time.Second))
+	l.observe(pool, []agents.AgentMachine{bound, early, dropped}, sets.New[types.UID](), t0.Add(60*time.Second))
 
 	var m dto.Metric
 	if err := hist.(prometheus.Metric).Write(&m); err != nil {

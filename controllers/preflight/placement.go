@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -91,7 +92,7 @@ func placementReason(problems []vsphere.PlacementProblem) string {
 // domain (when the pool has failure domains).
 func checkDomainPlacements(ctx context.Context, vs vsphere.Client, pool *afv1.VsphereAgentPool) ([]vsphere.PlacementProblem, error) {
 	var all []vsphere.PlacementProblem
-	seen := map[string]bool{}
+	seen := sets.New[string]()
 	for _, d := range poolspec.Domains(pool) {
 		problems, err := vs.CheckPlacement(ctx, poolspec.PlacementSpec(pool, d))
 		if err != nil {
@@ -101,8 +102,8 @@ func checkDomainPlacements(ctx context.Context, vs vsphere.Client, pool *afv1.Vs
 			if d.Name != "" {
 				pr.Message = poolspec.DomainLabel(d.Name) + ": " + pr.Message
 			}
-			if !seen[pr.Message] {
-				seen[pr.Message] = true
+			if !seen.Has(pr.Message) {
+				seen.Insert(pr.Message)
 				all = append(all, pr)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -20,15 +21,15 @@ const privilegesSufficientMessage = "the credentials hold the vCenter privileges
 // entity shared by several domains is listed once.
 func checkDomainPrivileges(ctx context.Context, vs vsphere.Client, pool *afv1.VsphereAgentPool) ([]vsphere.MissingPrivileges, error) {
 	var all []vsphere.MissingPrivileges
-	seen := map[string]bool{}
+	seen := sets.New[string]()
 	for _, d := range poolspec.Domains(pool) {
 		missing, err := vs.CheckPrivileges(ctx, vsphere.PrivilegeSpec{PlacementSpec: poolspec.PlacementSpec(pool, d), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall})
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range missing {
-			if k := m.Kind + "/" + m.Name; !seen[k] {
-				seen[k] = true
+			if k := m.Kind + "/" + m.Name; !seen.Has(k) {
+				seen.Insert(k)
 				all = append(all, m)
 			}
 		}

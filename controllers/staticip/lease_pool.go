@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -65,7 +67,7 @@ type State struct {
 	addresses map[string]leases.Address
 	selector  map[string]string
 	// usedMACs are the MACs of every claim and NMStateConfig in the namespace (any owner).
-	usedMACs map[string]bool
+	usedMACs sets.Set[string]
 	// block is the reason no VM may be created (with blockMsg), "" when leases can be served.
 	block, blockMsg string
 	// unservable says which leases cannot be served now (refused addresses, held leases whose config
@@ -99,7 +101,7 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 		return nil
 	}
 	st := &State{claims: map[string]*unstructured.Unstructured{}, configs: map[string]*unstructured.Unstructured{},
-		addresses: map[string]leases.Address{}, usedMACs: map[string]bool{}}
+		addresses: map[string]leases.Address{}, usedMACs: sets.New[string]()}
 	s.staticIP = st
 	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
 		st.block, st.blockMsg = afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim: install Cluster API's IPAM CRDs and an IPAM provider"
@@ -128,7 +130,7 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 	for i := range configs.Items {
 		c := &configs.Items[i]
 		for _, mac := range nmStateMACs(c) {
-			st.usedMACs[mac] = true
+			st.usedMACs.Insert(mac)
 		}
 		if c.GetLabels()[afv1.LabelPool] == s.pool.Name {
 			ourConfigs[c.GetName()] = c
@@ -137,7 +139,7 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 	for i := range claims.Items {
 		c := &claims.Items[i]
 		if mac := strings.ToLower(c.GetAnnotations()[annotationMAC]); mac != "" {
-			st.usedMACs[mac] = true
+			st.usedMACs.Insert(mac)
 		}
 		if c.GetLabels()[afv1.LabelPool] != s.pool.Name || !ownedBy(c, s.pool.UID) {
 			continue
@@ -288,7 +290,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 	}
 	var released []leases.Lease
 	for _, l := range st.leases {
-		if slicesContains(plan.Release, l.Name) {
+		if slices.Contains(plan.Release, l.Name) {
 			released = append(released, l)
 		}
 	}
@@ -325,7 +327,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		return fmt.Errorf("listing NIC MACs in vCenter: %w", err)
 	}
 	for _, m := range nics {
-		st.usedMACs[m] = true
+		st.usedMACs.Insert(m)
 	}
 	ref := s.pool.Spec.Network.AddressesFromPools[0]
 	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(ls.Clock.Now().UnixNano())))
@@ -358,7 +360,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 			ls.Recorder.Eventf(s.pool, nil, "Warning", "LeaseClaimFailed", shared.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
 		}
-		st.usedMACs[mac] = true
+		st.usedMACs.Insert(mac)
 		created++
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseClaimed); err != nil {
 			return err
@@ -388,7 +390,7 @@ func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 		switch state := l.StateOf(); {
 		case l.Deleting || l.HasConfig:
 			continue
-		case state == leases.StateAssigned && waiting[l.Holder] && l.Disposition == "" && l.AddressName != "":
+		case state == leases.StateAssigned && waiting.Has(l.Holder) && l.Disposition == "" && l.AddressName != "":
 		case state != leases.StatePending:
 			continue
 		case l.AddressName == "" && l.Exhausted == "":
@@ -537,15 +539,6 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 // deletion nor garbage collection frees an address a running VM still uses.
 func (ls *Leases) retainLease(ctx context.Context, c client.Client, claim *unstructured.Unstructured, poolUID types.UID) error {
 	return markLease(ctx, c, claim, leases.StateRetained, poolUID, ls.Clock.Now())
-}
-
-func slicesContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // markLease sets a claim's lease state; retained also drops the owner reference of ownerUID.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +43,7 @@ func TestCreateClaimsCountsAClaimItsReadMissed(t *testing.T) {
 	}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ls := &Leases{Client: c, Recorder: shared.NewRecorder(events.NewFakeRecorder(8)), Clock: clk}
-	s := &pass{pool: pool, vs: vspherefake.New(clk), staticIP: &State{claims: map[string]*unstructured.Unstructured{}, usedMACs: map[string]bool{}}}
+	s := &pass{pool: pool, vs: vspherefake.New(clk), staticIP: &State{claims: map[string]*unstructured.Unstructured{}, usedMACs: sets.New[string]()}}
 	if err := ls.createClaims(ctx, s, 2); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -68,7 +69,7 @@ func (ls *Leases) followSelector(ctx context.Context, s *pass) error {
 	var rewritten []string
 	for i := range st.leases {
 		l := &st.leases[i]
-		if !l.HasConfig || l.Selected || l.Deleting || l.Disposition != "" || (l.Holder != "" && !waiting[l.Holder]) {
+		if !l.HasConfig || l.Selected || l.Deleting || l.Disposition != "" || (l.Holder != "" && !waiting.Has(l.Holder)) {
 			continue
 		}
 		addr, ok := st.addresses[l.Name]
@@ -117,7 +118,7 @@ func (ls *Leases) findUnservedHolds(s *pass) {
 	waiting := waitingHolders(s.vas)
 	now := ls.Clock.Now()
 	for _, l := range st.leases {
-		if l.StateOf() != leases.StateAssigned || !waiting[l.Holder] || !l.HasConfig || leases.ImageCarries(image, l.ConfigCreated) {
+		if l.StateOf() != leases.StateAssigned || !waiting.Has(l.Holder) || !l.HasConfig || leases.ImageCarries(image, l.ConfigCreated) {
 			continue
 		}
 		st.awaitingImage++
@@ -131,11 +132,11 @@ func (ls *Leases) findUnservedHolds(s *pass) {
 }
 
 // waitingHolders are the VsphereAgents that may hold a lease whose VM is not created yet.
-func waitingHolders(vas []afv1.VsphereAgent) map[string]bool {
-	out := map[string]bool{}
+func waitingHolders(vas []afv1.VsphereAgent) sets.Set[string] {
+	out := sets.New[string]()
 	for _, va := range vas {
 		if va.DeletionTimestamp.IsZero() && va.Status.StaticIP == nil && va.Status.VM.InstanceUUID == "" {
-			out[va.Name] = true
+			out.Insert(va.Name)
 		}
 	}
 	return out

@@ -6,7 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -35,7 +37,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 		queries = append(queries, client.MatchingFields{shared.IndexAgentSerial: serial})
 	}
 	var proven, unproven []agents.Agent
-	seen := map[string]bool{}
+	seen := sets.New[string]()
 	for _, q := range queries {
 		list := agents.NewList(agents.AgentGVK)
 		if err := r.List(ctx, list, client.InNamespace(va.Namespace), q); err != nil {
@@ -43,10 +45,10 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 		}
 		for i := range list.Items {
 			a := agents.AgentFrom(&list.Items[i])
-			if a.Deleting || seen[a.Name] {
+			if a.Deleting || seen.Has(a.Name) {
 				continue
 			}
-			seen[a.Name] = true
+			seen.Insert(a.Name)
 			switch a.ProofOfHost(mac, bios) {
 			case agents.ProvenHost:
 				proven = append(proven, a)
@@ -159,24 +161,16 @@ func (r *Reconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error)
 	if a == nil || a.IsBound() || a.IsUnbinding() || va.Status.VM.Phase == afv1.VMPhaseReleased {
 		return true, nil
 	}
-	role := pool.Spec.Agent.Role
-	if role == "" {
-		role = "worker"
-	}
-	wantLabels := map[string]string{afv1.LabelNodePoolRole: role, afv1.LabelPool: pool.Name, afv1.LabelVsphereAgent: va.Name}
-	for k, v := range pool.Spec.Agent.LabelSet() {
-		wantLabels[k] = v
-	}
+	role := poolspec.Role(pool)
 	topology := poolspec.TopologyLabels(pool, va.Spec.FailureDomain)
-	for k, v := range topology {
-		wantLabels[k] = v
-	}
+	// The pool's labels, then this VM's own label, then its failure domain's topology labels.
+	wantLabels := labels.Merge(labels.Merge(poolspec.AgentLabels(pool), labels.Set{afv1.LabelVsphereAgent: va.Name}), topology)
 	approve := pool.Spec.Agent.Approve == nil || *pool.Spec.Agent.Approve
 	patch := map[string]any{}
-	labels := map[string]any{}
+	labelPatch := map[string]any{}
 	for k, v := range wantLabels {
 		if a.Labels[k] != v {
-			labels[k] = v
+			labelPatch[k] = v
 		}
 	}
 	pin, err := r.pinFor(ctx, a, pool)
@@ -185,13 +179,13 @@ func (r *Reconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error)
 	}
 	if pin != a.Labels[afv1.LabelUpstreamAgentMachine] {
 		if pin == "" {
-			labels[afv1.LabelUpstreamAgentMachine] = nil // merge patch: remove the stale pin
+			labelPatch[afv1.LabelUpstreamAgentMachine] = nil // merge patch: remove the stale pin
 		} else {
-			labels[afv1.LabelUpstreamAgentMachine] = pin
+			labelPatch[afv1.LabelUpstreamAgentMachine] = pin
 		}
 	}
-	if len(labels) > 0 {
-		patch["metadata"] = map[string]any{"labels": labels}
+	if len(labelPatch) > 0 {
+		patch["metadata"] = map[string]any{"labels": labelPatch}
 	}
 	spec := map[string]any{}
 	if a.Role != role {

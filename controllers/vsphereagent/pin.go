@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -24,17 +25,17 @@ func (r *Reconciler) pinFor(ctx context.Context, a *agents.Agent, pool *afv1.Vsp
 	if err := r.List(ctx, list, client.InNamespace(pool.Spec.ControlPlaneNamespace), client.MatchingFields{shared.IndexAgentMachinePool: key}); err != nil {
 		return "", err
 	}
-	waiting := map[string]bool{}
+	waiting := sets.New[string]()
 	for i := range list.Items {
 		u := &list.Items[i]
 		pin, _, _ := unstructured.NestedString(u.Object, "spec", "agentLabelSelector", "matchLabels", afv1.LabelUpstreamAgentMachine)
 		if pin != "" && agents.AgentMachineFrom(u).WaitsForAgent() {
-			waiting[pin] = true
+			waiting.Insert(pin)
 		}
 	}
 	current := a.Labels[afv1.LabelUpstreamAgentMachine]
-	if len(waiting) == 0 || waiting[current] {
-		if waiting[current] {
+	if len(waiting) == 0 || waiting.Has(current) {
+		if waiting.Has(current) {
 			return current, nil
 		}
 		return "", nil
@@ -46,7 +47,7 @@ func (r *Reconciler) pinFor(ctx context.Context, a *agents.Agent, pool *afv1.Vsp
 	for i := range pinned.Items {
 		other := agents.AgentFrom(&pinned.Items[i])
 		if other.Name != a.Name && !other.Deleting && !other.IsBound() && other.Labels[agents.LabelAgentMachineRef] == "" {
-			delete(waiting, other.Labels[afv1.LabelUpstreamAgentMachine])
+			waiting.Delete(other.Labels[afv1.LabelUpstreamAgentMachine])
 		}
 	}
 	free := make([]string, 0, len(waiting))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
@@ -159,9 +160,9 @@ func firstN(s []string, n int) []string {
 // like ours, after asking vCenter whether a VM still has them attached. Other upstream entries are
 // dropped from history and never deleted: the file may be another pool's.
 func convertUpstreamHistory(log logr.Logger, history []afv1.ISOVersion, datastore, prefix string) []afv1.ISOVersion {
-	seen := map[string]bool{}
+	seen := sets.New[string]()
 	for _, v := range history {
-		seen[v.Path] = true
+		seen.Insert(v.Path)
 	}
 	out := history[:0:0]
 	for _, v := range history {
@@ -173,12 +174,12 @@ func convertUpstreamHistory(log logr.Logger, history []afv1.ISOVersion, datastor
 		switch {
 		case !ok:
 			log.Info("dropping an upstream ISO history entry outside the pool's ISO folder; the file is left in place", "path", v.Path)
-		case seen[converted]:
+		case seen.Has(converted):
 			// already recorded in our form
 		default:
 			log.Info("converted an upstream ISO history entry", "path", v.Path, "to", converted)
 			v.Path = converted
-			seen[converted] = true
+			seen.Insert(converted)
 			out = append(out, v)
 		}
 	}

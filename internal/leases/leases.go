@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // VMware accepts manually assigned MACs only in 00:50:56:00:00:00 - 00:50:56:3F:FF:FF.
@@ -37,11 +39,11 @@ var ErrNoFreeMAC = errors.New("no free MAC in VMware's static range")
 
 // NewMAC picks a random MAC in VMware's static range that is not in used (lower-case keys). Random, not
 // sequential: operators in other clusters (or a restored backup) drawing from the same range rarely meet.
-func NewMAC(rng *rand.Rand, used map[string]bool) (string, error) {
+func NewMAC(rng *rand.Rand, used sets.Set[string]) (string, error) {
 	for range 64 {
 		n := rng.IntN(staticSpace)
 		mac := fmt.Sprintf("%s:%02x:%02x:%02x", staticPrefix, n>>16, (n>>8)&0xff, n&0xff)
-		if !used[mac] {
+		if !used.Has(mac) {
 			return mac, nil
 		}
 	}

@@ -4,11 +4,13 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 func TestNewMACStaysInVMwareStaticRangeAndAvoidsUsed(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	used := map[string]bool{}
+	used := sets.New[string]()
 	for range 2000 {
 		mac, err := NewMAC(rng, used)
 		if err != nil {
@@ -17,10 +19,10 @@ func TestNewMACStaysInVMwareStaticRangeAndAvoidsUsed(t *testing.T) {
 		if !IsStaticMAC(mac) {
 			t.Fatalf("%s is outside 00:50:56:00:00:00-00:50:56:3f:ff:ff", mac)
 		}
-		if used[mac] {
+		if used.Has(mac) {
 			t.Fatalf("%s handed out twice", mac)
 		}
-		used[mac] = true
+		used.Insert(mac)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Mask replaces every secret the forms find.
@@ -233,11 +235,11 @@ func redactCredential(m string) string {
 // expand lists the non-empty secrets with their URL-escaped forms, longest first (a longer secret is
 // replaced before a shorter one that is part of it).
 func expand(secrets []string) []string {
-	seen := map[string]bool{}
+	seen := sets.New[string]()
 	var out []string
 	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
+		if s != "" && !seen.Has(s) {
+			seen.Insert(s)
 			out = append(out, s)
 		}
 	}
