@@ -127,8 +127,8 @@ func (r *Reconciler) prepareLeases(ctx context.Context, s *poolScope) error {
 	for _, va := range s.vas {
 		present.Insert(va.Name)
 	}
-	pendingCreates, _ := r.expectations.pending(client.ObjectKeyFromObject(s.pool).String(), present)
-	requeue, err := r.leases().Prepare(ctx, s.staticIP, staticip.Input{Pool: s.pool, VAs: s.vas, VS: s.vs, PendingCreates: pendingCreates})
+	pendingCreates, deleting := r.expectations.pending(client.ObjectKeyFromObject(s.pool).String(), present)
+	requeue, err := r.leases().Prepare(ctx, s.staticIP, staticip.Input{Pool: s.pool, VAs: s.vas, VS: s.vs, PendingCreates: pendingCreates, Deleting: deleting})
 	s.requeueAfter(requeue)
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -213,7 +214,7 @@ func leaseOf(claim, config *unstructured.Unstructured, selector map[string]strin
 	l := leases.Lease{
 		Name: claim.GetName(), MAC: strings.ToLower(claim.GetAnnotations()[annotationMAC]),
 		Holder: claim.GetLabels()[afv1.LabelVsphereAgent], Disposition: leases.State(claim.GetLabels()[labelLeaseState]),
-		Deleting: claim.GetDeletionTimestamp() != nil,
+		Deleting: claim.GetDeletionTimestamp() != nil, Claimed: claim.GetCreationTimestamp().Time,
 	}
 	l.AddressName, _, _ = unstructured.NestedString(claim.Object, "status", "addressRef", "name")
 	if t, err := time.Parse(time.RFC3339, claim.GetAnnotations()[annotationReleasedAt]); err == nil {
@@ -266,12 +267,15 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 	}
 	live := 0
 	for _, va := range s.vas {
-		if va.DeletionTimestamp.IsZero() {
+		// A VsphereAgent the pool deleted counts as gone even while a lagging cache lists it unchanged,
+		// as the pool's planner counts it (issue 44: counted live, it made the pass claim one more spare).
+		if va.DeletionTimestamp.IsZero() && !s.deleting.Has(va.Name) {
 			live++
 		}
 	}
 	pendingCreates := s.pendingCreates
-	plan := leases.Decide(st.leases, live, pendingCreates, int(s.pool.Spec.Network.SpareLeases))
+	spare := int(s.pool.Spec.Network.SpareLeases)
+	plan := leases.Decide(st.leases, live, pendingCreates, spare)
 	if plan.Create > 0 && s.vs != nil {
 		if err := ls.createClaims(ctx, s, plan.Create); err != nil {
 			return err
@@ -301,10 +305,21 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 		plan.Release = nil // the scale-down is still destroying VMs: release them together
 	}
 	if len(plan.Release) > 0 {
-		if err := ls.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
+		if _, err := ls.removeLeases(ctx, s.pool, st, plan.Release, false); err != nil {
 			return err
 		}
 		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesReleased", shared.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
+	} else if trim := leases.Surplus(st.leases, live, pendingCreates, spare, ls.Clock.Now(), releaseQuiet); plan.Create == 0 && len(trim) > 0 {
+		// A spare beyond the target (an overshoot: a retried create, a lagging cache) goes back to the
+		// IPAM pool once demand has settled, or it would hold an address for good.
+		removed, err := ls.removeLeases(ctx, s.pool, st, trim, true)
+		if err != nil {
+			return err
+		}
+		if len(removed) > 0 {
+			ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesTrimmed", shared.ActionLeaseAddresses, "removed %d spare static address lease(s) beyond spareLeases %d: %s", len(removed), spare, strings.Join(removed, ", "))
+			s.requeueAfter(leasePoll)
+		}
 	}
 	for _, l := range st.leases {
 		if st := l.StateOf(); st == leases.StatePending || st == leases.StateAssigned {
@@ -474,27 +489,39 @@ func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool,
 
 // removeLeases deletes each lease's NMStateConfig, then its claim (the IPAM provider frees the address);
 // a crash in between leaves a released claim, removed on the next pass.
-func (ls *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, names []string) error {
+func (ls *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, names []string, unchangedOnly bool) ([]string, error) {
+	var removed []string
 	for _, name := range names {
 		cfg := agents.New(agents.NMStateConfigGVK)
 		cfg.SetNamespace(pool.Namespace)
 		cfg.SetName(name)
 		if err := ls.Client.Delete(ctx, cfg); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting NMStateConfig %s: %w", name, err)
+			return removed, fmt.Errorf("deleting NMStateConfig %s: %w", name, err)
 		}
 		claim := st.claims[name]
 		if claim == nil {
 			continue
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseConfigRemoved); err != nil {
-			return err
+			return removed, err
 		}
-		uid := claim.GetUID()
-		if err := ls.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting IPAddressClaim %s: %w", name, err)
+		pre := client.Preconditions{UID: ptr.To(claim.GetUID())}
+		if unchangedOnly {
+			// A spare a VM took since the read stays: the VM's pass sees the config missing and the
+			// pool writes it again (createConfigs), one regeneration instead of a lost lease.
+			pre.ResourceVersion = ptr.To(claim.GetResourceVersion())
 		}
+		if err := ls.Client.Delete(ctx, claim, pre); err != nil {
+			if unchangedOnly && apierrors.IsConflict(err) {
+				continue
+			}
+			if client.IgnoreNotFound(err) != nil {
+				return removed, fmt.Errorf("deleting IPAddressClaim %s: %w", name, err)
+			}
+		}
+		removed = append(removed, name)
 	}
-	return nil
+	return removed, nil
 }
 
 // releaseAllLeases runs when the pool is deleted: leases of VMs that stay (retained, or held by a
@@ -532,7 +559,8 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 		return nil
 	}
 	ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesReleased", shared.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
-	return ls.removeLeases(ctx, s.pool, st, release)
+	_, err := ls.removeLeases(ctx, s.pool, st, release, false)
+	return err
 }
 
 // retainLease marks a lease as kept with its VM and drops the pool's ownership, so that neither the pool's

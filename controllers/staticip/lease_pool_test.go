@@ -2,6 +2,7 @@ package staticip
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/leases"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
@@ -71,5 +73,98 @@ func TestFirstPassOncePerPool(t *testing.T) {
 		if got := ls.firstPass(tc.pool); got != tc.want {
 			t.Fatalf("call %d for pool %s: first pass %t, want %t", i, tc.pool, got, tc.want)
 		}
+	}
+}
+
+// A VsphereAgent the pool deleted, still listed unchanged by a lagging cache, needs no lease: counted
+// live, it made a pass claim a spare beyond the target (issue 44, run 48 of seed 584180104). The same
+// pass without the pool's deletion expectation claims one more, so the check can fail.
+func TestPrepareCountsADeletedVsphereAgentAsGone(t *testing.T) {
+	_, c := testenv.StartForTest(t, testenv.Options{})
+	ctx := context.Background()
+	for i, deleting := range []sets.Set[string]{sets.New("b"), nil} {
+		ns := fmt.Sprintf("ns-%d", i)
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		pool := &afv1.VsphereAgentPool{}
+		pool.Namespace, pool.Name, pool.UID = ns, "pool", types.UID("pool-uid")
+		pool.Spec.Network = &afv1.NetworkSpec{SpareLeases: 1, AddressesFromPools: []afv1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "vm-net"}}}
+		held := afv1.VsphereAgent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
+		held.Status.VM.InstanceUUID = "uuid-a"
+		gone := afv1.VsphereAgent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}}
+		gone.Status.VM.InstanceUUID = "uuid-b"
+		clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		ls := &Leases{Client: c, Recorder: shared.NewRecorder(events.NewFakeRecorder(16)), Clock: clk}
+		st := &State{claims: map[string]*unstructured.Unstructured{}, configs: map[string]*unstructured.Unstructured{}, usedMACs: sets.New[string]()}
+		st.leases = []leases.Lease{
+			{Name: "pool-ip-0", Holder: "a", AddressName: "pool-ip-0", HasConfig: true, Selected: true},
+			{Name: "pool-ip-1", AddressName: "pool-ip-1", HasConfig: true, Selected: true, Claimed: clk.Now()},
+		}
+		s := &pass{pool: pool, vas: []afv1.VsphereAgent{held, gone}, vs: vspherefake.New(clk), staticIP: st, deleting: deleting}
+		if err := ls.prepareLeases(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		list := agents.NewList(agents.IPAddressClaimGVK())
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if deleting == nil {
+			want = 1 // the check's own proof: counted live, b gets a lease claimed
+		}
+		if len(list.Items) != want {
+			t.Fatalf("deleting %v: %d claims created, want %d", sets.List(deleting), len(list.Items), want)
+		}
+	}
+}
+
+// Trimming a spare removes its NMStateConfig and claim; a spare a VM took since the pass's read (its
+// claim changed) keeps its claim, and only its config goes (the pool writes it again for the holder).
+func TestRemoveLeasesUnchangedOnlyKeepsATakenSpare(t *testing.T) {
+	_, c := testenv.StartForTest(t, testenv.Options{})
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	pool := &afv1.VsphereAgentPool{}
+	pool.Namespace, pool.Name, pool.UID = "ns", "pool", types.UID("pool-uid")
+	st := &State{claims: map[string]*unstructured.Unstructured{}}
+	for _, name := range []string{"pool-ip-1", "pool-ip-2"} {
+		claim := agents.New(agents.IPAddressClaimGVK())
+		claim.SetNamespace("ns")
+		claim.SetName(name)
+		claim.Object["spec"] = map[string]any{"poolRef": map[string]any{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "vm-net"}}
+		if err := c.Create(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+		st.claims[name] = claim.DeepCopy()
+		cfg := agents.New(agents.NMStateConfigGVK)
+		cfg.SetNamespace("ns")
+		cfg.SetName(name)
+		if err := c.Create(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A VM holds pool-ip-2 after the pass read it.
+	taken := st.claims["pool-ip-2"].DeepCopy()
+	taken.SetLabels(map[string]string{afv1.LabelVsphereAgent: "vm-1"})
+	if err := c.Update(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+	ls := &Leases{Client: c, Clock: clocktesting.NewFakeClock(time.Now())}
+	removed, err := ls.removeLeases(ctx, pool, st, []string{"pool-ip-1", "pool-ip-2"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != "pool-ip-1" {
+		t.Fatalf("removed %v, want only the unchanged pool-ip-1", removed)
+	}
+	claims := agents.NewList(agents.IPAddressClaimGVK())
+	if err := c.List(ctx, claims, client.InNamespace("ns")); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 1 || claims.Items[0].GetName() != "pool-ip-2" {
+		t.Fatalf("claims left %d, want only the taken pool-ip-2", len(claims.Items))
 	}
 }

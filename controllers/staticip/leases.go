@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +52,9 @@ type Input struct {
 	VS vsphere.Client
 	// PendingCreates counts VsphereAgents created but not yet in the cache.
 	PendingCreates int
+	// Deleting names the VsphereAgents the pool deleted that its cache may still list without their
+	// deletion (a watch cut holds the cache back): they hold no VM to come and need no lease.
+	Deleting sets.Set[string]
 }
 
 // Held is the outcome of Hold: the MAC the VM is created with once Ready, else why it waits.
@@ -67,6 +71,7 @@ type pass struct {
 	vs             vsphere.Client
 	staticIP       *State
 	pendingCreates int
+	deleting       sets.Set[string]
 	requeue        time.Duration
 }
 
@@ -88,7 +93,7 @@ func (ls *Leases) Observe(ctx context.Context, pool *afv1.VsphereAgentPool) (*St
 // Prepare keeps the pool's spare leases ahead of its VMs and removes released ones in batches; it
 // returns how soon the pool should look again (0: no need).
 func (ls *Leases) Prepare(ctx context.Context, st *State, in Input) (time.Duration, error) {
-	s := &pass{pool: in.Pool, vas: in.VAs, vs: in.VS, staticIP: st, pendingCreates: in.PendingCreates}
+	s := &pass{pool: in.Pool, vas: in.VAs, vs: in.VS, staticIP: st, pendingCreates: in.PendingCreates, deleting: in.Deleting}
 	if err := ls.prepareLeases(ctx, s); err != nil {
 		return 0, err
 	}

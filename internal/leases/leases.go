@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"sort"
 	"strings"
 	"time"
 
@@ -190,6 +191,8 @@ type Lease struct {
 	Deleting bool
 	// ReleasedAt is when the holder's VM was confirmed destroyed (zero if unknown or not released).
 	ReleasedAt time.Time
+	// Claimed is when the claim was created.
+	Claimed time.Time
 }
 
 // StateOf derives the lease's state.
@@ -217,9 +220,8 @@ type Plan struct {
 	Release []string
 }
 
-// Decide keeps wanted leases (every live VM holds or needs one, plus spares) and removes released ones.
-// Spare leases beyond the target are kept (removing them would regenerate the image only to add them
-// back at the next burst); a pool exhausted at the IPAM provider gets no further claims.
+// Decide keeps wanted leases (every live VM holds or needs one, plus spares) and removes released ones;
+// a pool exhausted at the IPAM provider gets no further claims. Spares beyond the target are Surplus's.
 func Decide(all []Lease, liveVMs, newVMs, spare int) Plan {
 	var p Plan
 	active, exhausted := 0, false
@@ -244,6 +246,53 @@ func Decide(all []Lease, liveVMs, newVMs, spare int) Plan {
 		p.Create = want - active
 	}
 	return p
+}
+
+// Surplus names the spare leases beyond the target (liveVMs + spare) to give back to the IPAM pool. Only
+// once demand has settled: no VM about to be created, every live VM holding its lease, and each lease
+// claimed at least settle ago (a burst's claims are not churned while the burst lands). Removal costs an
+// image regeneration, so a surplus only comes from an overshoot (a retried create, a lagging cache): kept,
+// it would hold an address for good. Leases still pending go first (no image carries them yet), then
+// the newest ready ones; invalid and exhausted claims stay (no claim churn against a misconfigured pool).
+func Surplus(all []Lease, liveVMs, newVMs, spare int, now time.Time, settle time.Duration) []string {
+	if newVMs > 0 {
+		return nil
+	}
+	active, held := 0, 0
+	var candidates []Lease
+	for _, l := range all {
+		if l.Deleting {
+			continue
+		}
+		switch l.StateOf() {
+		case StateReleased, StateRetained:
+			continue
+		case StateAssigned:
+			held++
+		case StatePending, StateReady:
+			if now.Sub(l.Claimed) < settle {
+				return nil // a burst's claims are still landing
+			}
+			candidates = append(candidates, l)
+		}
+		active++
+	}
+	surplus := active - (liveVMs + spare)
+	if surplus <= 0 || held < liveVMs {
+		return nil
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		pi, pj := candidates[i].StateOf() == StatePending, candidates[j].StateOf() == StatePending
+		if pi != pj {
+			return pi
+		}
+		return candidates[i].Name > candidates[j].Name
+	})
+	var out []string
+	for _, l := range candidates[:min(surplus, len(candidates))] {
+		out = append(out, l.Name)
+	}
+	return out
 }
 
 // ReleaseDue says whether released leases are removed now. Each removal regenerates the image, so they

@@ -1,6 +1,7 @@
 package leases
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func TestDecide(t *testing.T) {
 		{"released leases are removed together and replaced", []Lease{held, released, released}, 1, 0, 1, 1, []string{"x", "x"}},
 		{"retained leases stay and do not count", []Lease{retained}, 0, 0, 1, 1, nil},
 		{"an exhausted pool gets no further claims", []Lease{exhausted}, 2, 0, 1, 0, nil},
-		{"surplus spares are kept, not churned", []Lease{ready, ready, ready}, 0, 0, 1, 0, nil},
+		{"surplus spares are not Decide's (see Surplus)", []Lease{ready, ready, ready}, 0, 0, 1, 0, nil},
 		{"an invalid address counts: no claim churn against a misconfigured IPAM pool", []Lease{invalid, ready}, 0, 0, 2, 0, nil},
 	} {
 		p := Decide(tc.leases, tc.live, tc.newVMs, tc.spare)
@@ -160,6 +161,40 @@ func TestSelects(t *testing.T) {
 	} {
 		if got := Selects(tc.sel, tc.labels); got != tc.want {
 			t.Errorf("%s: got %t", tc.name, got)
+		}
+	}
+}
+
+// Surplus gives back spares beyond the target only once demand has settled, cheapest first.
+func TestSurplus(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	old, fresh := now.Add(-time.Minute), now.Add(-time.Second)
+	ready := func(name string, claimed time.Time) Lease {
+		return Lease{Name: name, AddressName: name, HasConfig: true, Selected: true, Claimed: claimed}
+	}
+	pending := Lease{Name: "p", Claimed: old}
+	held := Lease{Name: "h", AddressName: "h", HasConfig: true, Holder: "vm1", Claimed: old}
+	invalid := Lease{Name: "i", AddressName: "i", Invalid: "bad gateway", Claimed: old}
+	released := Lease{Name: "x", AddressName: "x", HasConfig: true, Holder: "vm2", Disposition: StateReleased, Claimed: old}
+	for _, tc := range []struct {
+		name                string
+		leases              []Lease
+		live, newVMs, spare int
+		want                []string
+	}{
+		{"at the target: nothing", []Lease{held, ready("r1", old)}, 1, 0, 1, nil},
+		{"one spare beyond the target goes", []Lease{held, ready("r1", old), ready("r2", old)}, 1, 0, 1, []string{"r2"}},
+		{"a pending spare goes before a ready one", []Lease{held, ready("r1", old), pending}, 1, 0, 1, []string{"p"}},
+		{"the newest ready spares go first", []Lease{ready("r1", old), ready("r2", old), ready("r3", old)}, 0, 0, 1, []string{"r3", "r2"}},
+		{"not while VMs are about to be created", []Lease{ready("r1", old), ready("r2", old)}, 0, 1, 0, nil},
+		{"not while a live VM waits for its lease", []Lease{ready("r1", old), ready("r2", old)}, 1, 0, 0, nil},
+		{"not a spare claimed moments ago", []Lease{held, ready("r1", old), ready("r2", fresh)}, 1, 0, 1, nil},
+		{"invalid claims stay, and count", []Lease{held, invalid, ready("r1", old)}, 1, 0, 1, []string{"r1"}},
+		{"released leases are Decide's, not surplus", []Lease{held, released, ready("r1", old)}, 1, 0, 1, nil},
+	} {
+		got := Surplus(tc.leases, tc.live, tc.newVMs, tc.spare, now, 10*time.Second)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: surplus %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
