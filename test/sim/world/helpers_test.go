@@ -151,19 +151,6 @@ func get(t *testing.T, kind string, key types.NamespacedName) *unstructured.Unst
 	return u
 }
 
-func condition(u *unstructured.Unstructured, condType string) (status, reason string) {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, item := range raw {
-		m := item.(map[string]any)
-		if m["type"] == condType {
-			s, _ := m["status"].(string)
-			r, _ := m["reason"].(string)
-			return s, r
-		}
-	}
-	return "", ""
-}
-
 func str(u *unstructured.Unstructured, path ...string) string {
 	s, _, _ := unstructured.NestedString(u.Object, path...)
 	return s
