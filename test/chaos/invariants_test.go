@@ -18,6 +18,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
@@ -96,11 +97,8 @@ func (o *obs) served(n int) bool {
 func (o *obs) installed() int {
 	n := 0
 	for i := range o.agents {
-		conds, _, _ := unstructured.NestedSlice(o.agents[i].Object, "status", "conditions")
-		for _, c := range conds {
-			if m, _ := c.(map[string]any); m["type"] == "Installed" && m["status"] == "True" {
-				n++
-			}
+		if unstructuredcond.IsTrue(&o.agents[i], world.CondInstalled) {
+			n++
 		}
 	}
 	return n

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
@@ -50,7 +51,7 @@ func writeAgentMachineStatus(t *testing.T, c client.Client, obj *unstructured.Un
 func TestAgentMachineCurrentConditionsAcceptEmptyMessage(t *testing.T) {
 	am := objectFromYAML(t, agentMachineWaiting)
 	am.SetName(uniqueName("am-current"))
-	want, _, _ := unstructured.NestedSlice(am.Object, "status", "conditions")
+	want := unstructuredcond.Entries(am)
 	if err := writeAgentMachineStatus(t, k8s, am); err != nil {
 		t.Fatalf("the current provider's conditions (message \"\", observedGeneration) refused: %v", err)
 	}
@@ -59,11 +60,11 @@ func TestAgentMachineCurrentConditionsAcceptEmptyMessage(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(am), got); err != nil {
 		t.Fatal(err)
 	}
-	conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+	conds := unstructuredcond.Entries(got)
 	if len(conds) != len(want) {
 		t.Fatalf("stored %d conditions, wrote %d", len(conds), len(want))
 	}
-	reserved := conds[1].(map[string]any)
+	reserved := conds[1]
 	if msg, ok := reserved["message"]; !ok || msg != "" {
 		t.Fatalf("AgentReserved message stored as %#v (present: %t), want \"\"", msg, ok)
 	}
@@ -85,18 +86,14 @@ func TestAgentMachineCurrentConditionsAcceptEmptyMessage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := objectFromYAML(t, agentMachineWaiting)
 			bad.SetName(uniqueName("am-current"))
-			conds, _, _ := unstructured.NestedSlice(bad.Object, "status", "conditions")
-			tc.edit(conds[1].(map[string]any))
-			_ = unstructured.SetNestedSlice(bad.Object, conds, "status", "conditions")
+			unstructuredcond.Edit(bad, func(conds []map[string]any) { tc.edit(conds[1]) })
 			assertRefused(t, writeAgentMachineStatus(t, k8s, bad), "status.conditions[1]."+tc.field)
 		})
 	}
 	t.Run("severity is not a field", func(t *testing.T) {
 		bad := objectFromYAML(t, agentMachineWaiting)
 		bad.SetName(uniqueName("am-current"))
-		conds, _, _ := unstructured.NestedSlice(bad.Object, "status", "conditions")
-		conds[1].(map[string]any)["severity"] = "Warning"
-		_ = unstructured.SetNestedSlice(bad.Object, conds, "status", "conditions")
+		unstructuredcond.Edit(bad, func(conds []map[string]any) { conds[1]["severity"] = "Warning" })
 		assertUnknownField(t, writeAgentMachineStatus(t, k8s, bad), "status.conditions[1].severity")
 	})
 }
@@ -138,11 +135,11 @@ status:
 
 	empty := objectFromYAML(t, agentMachineWaiting)
 	empty.SetName(uniqueName("am-legacy"))
-	conds, _, _ := unstructured.NestedSlice(empty.Object, "status", "conditions")
-	for _, c := range conds {
-		delete(c.(map[string]any), "observedGeneration")
-	}
-	_ = unstructured.SetNestedSlice(empty.Object, conds, "status", "conditions")
+	unstructuredcond.Edit(empty, func(conds []map[string]any) {
+		for _, c := range conds {
+			delete(c, "observedGeneration")
+		}
+	})
 	err = writeAgentMachineStatus(t, legacy, empty)
 	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.conditions[1].message") {
 		t.Fatalf("want the legacy CRD to refuse the empty message of status.conditions[1], got %v", err)
@@ -150,8 +147,6 @@ status:
 
 	withGen := objectFromYAML(t, agentMachineWaiting)
 	withGen.SetName(uniqueName("am-legacy"))
-	conds, _, _ = unstructured.NestedSlice(withGen.Object, "status", "conditions")
-	conds[1].(map[string]any)["message"] = "no suitable agents"
-	_ = unstructured.SetNestedSlice(withGen.Object, conds, "status", "conditions")
+	unstructuredcond.Edit(withGen, func(conds []map[string]any) { conds[1]["message"] = "no suitable agents" })
 	assertUnknownField(t, writeAgentMachineStatus(t, legacy, withGen), "status.conditions[0].observedGeneration")
 }

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/test/sim/bindable"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -113,10 +115,8 @@ func ownedByMachine(u *unstructured.Unstructured) bool {
 // noSuitableAgents reads the provider's "nothing fits" as it writes it: AgentReserved=False/NoSuitableAgents
 // (current providers), or Ready with that reason (providers before CAPI v1beta2 conditions).
 func noSuitableAgents(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if (m["type"] == world.CondAgentReserved || m["type"] == world.CondReady) && m["status"] == "False" && m["reason"] == world.ReasonNoSuitableAgents {
+	for _, t := range []string{world.CondAgentReserved, world.CondReady} {
+		if s, r := unstructuredcond.StatusReason(u, t); s == unstructuredcond.False && r == world.ReasonNoSuitableAgents {
 			return true
 		}
 	}
@@ -147,9 +147,8 @@ func (t *tracker) counts() (seen, bound int) {
 	return seen, bound
 }
 
-// census is one look at a hub namespace's VMs: free are our Agents the provider could bind right now
-// (labelled by a pool, not reserved, approved, Validated, Connected, Bound=False: the provider's
-// isValidAgent); unused are the pool's VMs (VsphereAgents, booting ones included) minus its Agents
+// census is one look at a hub namespace's VMs: free are our Agents (labelled by a pool) the provider
+// could bind right now (bindable.Agent); unused are the pool's VMs (VsphereAgents, booting ones included) minus its Agents
 // reserved by an AgentMachine: every VM paid for that serves no Machine.
 type census struct{ free, unused int }
 
@@ -179,21 +178,10 @@ func (t *tracker) census(ctx context.Context) (map[string]census, error) {
 		c := out[a.GetNamespace()]
 		if a.GetLabels()[world.LabelAgentMachineRef] != "" {
 			c.unused--
-		} else if approved, _, _ := unstructured.NestedBool(a.Object, "spec", "approved"); approved &&
-			condIs(a, world.CondValidated, "True") && condIs(a, world.CondConnected, "True") && condIs(a, world.CondBound, "False") {
+		} else if bindable.Agent(a) {
 			c.free++
 		}
 		out[a.GetNamespace()] = c
 	}
 	return out, nil
-}
-
-func condIs(u *unstructured.Unstructured, condType, status string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == condType {
-			return m["status"] == status
-		}
-	}
-	return false
 }

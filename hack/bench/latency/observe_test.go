@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -21,12 +22,12 @@ func agentMachine(ns string, conds [][3]string, owned bool, agentRef string) *un
 	if owned {
 		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Machine", Name: "m-1", UID: "u"}})
 	}
-	var cs []any
+	var cs []map[string]any
 	for _, c := range conds {
 		cs = append(cs, map[string]any{"type": c[0], "status": c[1], "reason": c[2]})
 	}
 	if cs != nil {
-		_ = unstructured.SetNestedSlice(u.Object, cs, "status", "conditions")
+		unstructuredcond.Replace(u, cs)
 	}
 	if agentRef != "" {
 		_ = unstructured.SetNestedMap(u.Object, map[string]any{"name": agentRef, "namespace": "hub"}, "status", "agentRef")

@@ -45,6 +45,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim/harness"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -393,11 +394,8 @@ func installedAgents(ctx context.Context, c client.Client) (int, error) {
 	agents, err := listAgents(ctx, c)
 	n := 0
 	for _, a := range agents {
-		conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
-		for _, cd := range conds {
-			if m, _ := cd.(map[string]any); m["type"] == world.CondInstalled && m["status"] == "True" {
-				n++
-			}
+		if unstructuredcond.IsTrue(&a, world.CondInstalled) {
+			n++
 		}
 	}
 	return n, err

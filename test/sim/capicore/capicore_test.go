@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
@@ -234,7 +235,7 @@ func TestCAPICoreScalesAMachineDeploymentOfAgentMachines(t *testing.T) {
 		infra, _, _ := unstructured.NestedBool(cl.Object, "status", "initialization", "infrastructureProvisioned")
 		cp, _, _ := unstructured.NestedBool(cl.Object, "status", "initialization", "controlPlaneInitialized")
 		host, _, _ := unstructured.NestedString(cl.Object, "spec", "controlPlaneEndpoint", "host")
-		cond := condition(cl, "ControlPlaneInitialized")
+		cond := unstructuredcond.Raw(cl, "ControlPlaneInitialized")
 		return infra && cp && host == "api.hc1.example.com" && cond["status"] == "True",
 			fmt.Sprintf("infrastructureProvisioned=%v controlPlaneInitialized=%v endpoint=%q ControlPlaneInitialized=%v", infra, cp, host, cond)
 	})
@@ -295,17 +296,17 @@ func TestCAPICoreScalesAMachineDeploymentOfAgentMachines(t *testing.T) {
 	scale(t, ctx, c, ns, md, 1)
 	eventually(t, ctx, "the hooked Machine deleting, Deleting=True/WaitingForPreTerminateHook", func() (bool, string) {
 		m := get(t, ctx, c, clusterAPI, "Machine", ns, hooked.GetName())
-		cond := condition(m, "Deleting")
+		cond := unstructuredcond.Raw(m, "Deleting")
 		return m.GetDeletionTimestamp() != nil && cond["status"] == "True" && cond["reason"] == "WaitingForPreTerminateHook",
 			fmt.Sprintf("deletionTimestamp=%v Deleting=%v", m.GetDeletionTimestamp(), cond)
 	})
 	// Held, not just slow: CAPI does not requeue a hook wait, so a while later nothing has moved.
 	time.Sleep(3 * time.Second)
 	m := get(t, ctx, c, clusterAPI, "Machine", ns, hooked.GetName())
-	if cond := condition(m, "Deleting"); cond["reason"] != "WaitingForPreTerminateHook" {
+	if cond := unstructuredcond.Raw(m, "Deleting"); cond["reason"] != "WaitingForPreTerminateHook" {
 		t.Fatalf("hooked Machine left the hook wait: Deleting=%v", cond)
 	}
-	if msg, _ := condition(m, "Deleting")["message"].(string); !strings.Contains(msg, preTerminateHook) {
+	if msg, _ := unstructuredcond.Raw(m, "Deleting")["message"].(string); !strings.Contains(msg, preTerminateHook) {
 		t.Errorf("Deleting message %q does not name the hook", msg)
 	}
 	am := get(t, ctx, c, agentAPI, "AgentMachine", ns, infraRefName(hooked))
@@ -321,7 +322,7 @@ func TestCAPICoreScalesAMachineDeploymentOfAgentMachines(t *testing.T) {
 	unannotate(t, ctx, c, m, preTerminateHook)
 	eventually(t, ctx, "the AgentMachine deleting, the Machine waiting for it", func() (bool, string) {
 		am := get(t, ctx, c, agentAPI, "AgentMachine", ns, infraRefName(hooked))
-		cond := condition(get(t, ctx, c, clusterAPI, "Machine", ns, hooked.GetName()), "Deleting")
+		cond := unstructuredcond.Raw(get(t, ctx, c, clusterAPI, "Machine", ns, hooked.GetName()), "Deleting")
 		return am.GetDeletionTimestamp() != nil && cond["reason"] == "WaitingForInfrastructureDeletion",
 			fmt.Sprintf("AgentMachine deletionTimestamp=%v, Machine Deleting=%v", am.GetDeletionTimestamp(), cond)
 	})
@@ -358,7 +359,7 @@ func TestCAPICoreScalesAMachineDeploymentOfAgentMachines(t *testing.T) {
 		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 		pid, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
 		infra, _, _ := unstructured.NestedBool(m.Object, "status", "initialization", "infrastructureProvisioned")
-		healthy := condition(m, "NodeHealthy")
+		healthy := unstructuredcond.Raw(m, "NodeHealthy")
 		n := &corev1.Node{}
 		must(t, c.Get(ctx, client.ObjectKey{Name: "worker-0"}, n))
 		return nodeRef == "worker-0" && phase == "Running" && pid == providerID && infra && healthy["status"] == "True" &&
@@ -465,17 +466,6 @@ func byName(objs []*unstructured.Unstructured, name string) *unstructured.Unstru
 func infraRefName(machine *unstructured.Unstructured) string {
 	n, _, _ := unstructured.NestedString(machine.Object, "spec", "infrastructureRef", "name")
 	return n
-}
-
-// condition returns the status.conditions entry of the given type (metav1.Condition fields), or nil.
-func condition(u *unstructured.Unstructured, typ string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return m
-		}
-	}
-	return nil
 }
 
 func annotate(t *testing.T, ctx context.Context, c client.Client, u *unstructured.Unstructured, annotations map[string]any) {

@@ -14,6 +14,8 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+	"github.com/containeroo/agent-forge-operator/test/sim/bindable"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
@@ -46,8 +48,8 @@ type AgentView struct {
 	IPv4 []string
 	// Zone is the topology.kubernetes.io/zone label; NodeZone the same key of spec.nodeLabels.
 	Zone, NodeZone string
-	// Selectable: spec.approved, Validated=True and Connected=True, what the Agent CAPI provider requires
-	// (besides no agentMachineRef) of an Agent it binds; a ready standby Agent is Selectable and unbound.
+	// Selectable: the Agent CAPI provider could bind it now (bindable.Agent: no agentMachineRef, approved,
+	// Validated=True, Connected=True, Bound=False); a ready standby Agent is Selectable.
 	Selectable bool
 }
 
@@ -78,9 +80,9 @@ func (h *Harness) Observe(ctx context.Context, pool types.NamespacedName, d *wor
 	}
 	for _, a := range agents.Items {
 		nodeLabels, _, _ := unstructured.NestedStringMap(a.Object, "spec", "nodeLabels")
-		s.Agents = append(s.Agents, AgentView{Name: a.GetName(), AgentMachine: a.GetLabels()[world.LabelAgentMachineRef], Installed: conditionTrue(&a, world.CondInstalled),
+		s.Agents = append(s.Agents, AgentView{Name: a.GetName(), AgentMachine: a.GetLabels()[world.LabelAgentMachineRef], Installed: unstructuredcond.IsTrue(&a, world.CondInstalled),
 			VsphereAgent: a.GetLabels()[afv1.LabelVsphereAgent], Zone: a.GetLabels()[afv1.LabelTopologyZone], NodeZone: nodeLabels[afv1.LabelTopologyZone],
-			IPv4: inventoryIPv4(&a), Selectable: selectable(&a)})
+			IPv4: inventoryIPv4(&a), Selectable: bindable.Agent(&a)})
 	}
 	sort.Slice(s.Agents, func(i, j int) bool { return s.Agents[i].Name < s.Agents[j].Name })
 
@@ -114,22 +116,6 @@ func EventTime(e *corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
-}
-
-func selectable(a *unstructured.Unstructured) bool {
-	approved, _, _ := unstructured.NestedBool(a.Object, "spec", "approved")
-	return approved && conditionTrue(a, world.CondValidated) && conditionTrue(a, world.CondConnected)
-}
-
-func conditionTrue(u *unstructured.Unstructured, condType string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == condType {
-			return m["status"] == "True"
-		}
-	}
-	return false
 }
 
 // BoundAgents counts the pool's Agents bound to an AgentMachine.

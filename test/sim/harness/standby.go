@@ -44,7 +44,7 @@ func (r *vmRole) whyNotReady() string {
 	case r.agent == nil:
 		return "its Agent has not registered"
 	default:
-		return "its Agent is not approved, Validated and Connected"
+		return "its Agent is not approved, Validated, Connected and Bound=False"
 	}
 }
 
@@ -74,7 +74,7 @@ func (s *Snapshot) roles() []vmRole {
 }
 
 // StandbyAgents names the Agents of the ready standby VMs: VMs of the pool that back no Machine, owned by
-// a VsphereAgent, whose Agent is approved, Validated, Connected and unbound.
+// a VsphereAgent, whose Agent the provider could bind (bindable.Agent).
 func (s *Snapshot) StandbyAgents() []string {
 	var out []string
 	for _, r := range s.roles() {

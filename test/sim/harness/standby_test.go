@@ -100,7 +100,7 @@ func TestPlateauViolationsAllowExactlyTheStandby(t *testing.T) {
 				p.vm(4, true, true, "", false)
 				return p
 			}(), standby: 2,
-			want: []string{"VM vm-4 backs no Machine and is not a ready standby: its Agent is not approved, Validated and Connected"}},
+			want: []string{"VM vm-4 backs no Machine and is not a ready standby: its Agent is not approved, Validated, Connected and Bound=False"}},
 		{name: "standby 2: an extra VM no VsphereAgent owns",
 			p: func() *plateau {
 				p := workers(3).standby(3)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // registerAgents plays a host booting the discovery ISO and assisted-service creating its Agent.
@@ -251,7 +253,7 @@ func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.Names
 		},
 		"debugInfo": map[string]any{"state": "known-unbound"},
 	}
-	setConditions(agent, now, d.agentConditions(agent, true, now, now)...)
+	unstructuredcond.Set(agent, now, d.agentConditions(agent, true, now, now)...)
 	if err := d.c.Status().Update(ctx, agent); err != nil {
 		return nil, fmt.Errorf("agent status: %w", err)
 	}
@@ -280,13 +282,13 @@ func (d *Driver) agentConditions(agent *unstructured.Unstructured, connected boo
 	if !unbinding(agent) { // syncBindings owns Validated while the host is on its way out
 		out = append(out, valid)
 	}
-	if getCondition(agent, CondBound) == nil {
+	if unstructuredcond.Raw(agent, CondBound) == nil {
 		out = append(out,
 			cond{Type: CondBound, Status: "False", Reason: ReasonUnbound, Message: "The agent is not bound to any cluster deployment"},
 			cond{Type: CondInstalled, Status: "False", Reason: ReasonInstallationNotStarted, Message: "The installation has not yet started"},
 		)
 	}
-	if !isTrue(agent, CondBound) && !unbinding(agent) {
+	if !unstructuredcond.IsTrue(agent, CondBound) && !unbinding(agent) {
 		approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
 		out = append(out, requirementsMet(approved))
 	}
@@ -330,13 +332,13 @@ func (d *Driver) updateAgentStatus(ctx context.Context) error {
 			}
 			continue
 		}
-		connected := isTrue(agent, CondConnected)
+		connected := unstructuredcond.IsTrue(agent, CondConnected)
 		if d.vmsListed {
 			_, connected = d.vms[biosOf[key]]
 		}
-		if conds := d.agentConditions(agent, connected, at, now); conditionsWouldChange(agent, now, conds...) {
+		if conds := d.agentConditions(agent, connected, at, now); unstructuredcond.WouldChange(agent, now, conds...) {
 			agent = agent.DeepCopy() // the list may be a shared cache
-			setConditions(agent, now, conds...)
+			unstructuredcond.Set(agent, now, conds...)
 			updates = append(updates, update{agent: agent, connected: connected})
 		}
 	}

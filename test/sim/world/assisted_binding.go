@@ -6,6 +6,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // UnbindOutcome is what assisted-service does with an installed host when the provider unbinds its Agent
@@ -56,37 +58,37 @@ func (d *Driver) syncBindings(ctx context.Context) error {
 		var conds []cond
 		next := state
 		switch {
-		case cd != nil && !isTrue(a, CondBound) && !unbinding(a) && approved:
+		case cd != nil && !unstructuredcond.IsTrue(a, CondBound) && !unbinding(a) && approved:
 			conds = []cond{
 				{Type: CondBound, Status: "True", Reason: ReasonBound, Message: "The agent is bound to a cluster deployment"},
 				{Type: CondRequirementsMet, Status: "True", Reason: "AgentAlreadyInstalling", Message: "Installation already started and is in progress"},
 				{Type: CondInstalled, Status: "False", Reason: ReasonInstallationInProgress, Message: "The installation is in progress"},
 			}
 			next = "installing"
-		case cd == nil && isTrue(a, CondBound) && isTrue(a, CondInstalled) && d.opts.UnbindInstalled == UnbindPendingUserAction:
+		case cd == nil && unstructuredcond.IsTrue(a, CondBound) && unstructuredcond.IsTrue(a, CondInstalled) && d.opts.UnbindInstalled == UnbindPendingUserAction:
 			conds = []cond{
 				{Type: CondBound, Status: "False", Reason: ReasonUnbindingPendingUser, Message: "The agent is unbound from the cluster deployment, but its host must be rebooted into the discovery image"},
 				{Type: CondValidated, Status: "False", Reason: ReasonUnbinding, Message: "The agent is unbinding"},
 			}
 			next = stateUnbindingPendingAction
-		case cd == nil && isTrue(a, CondBound) && isTrue(a, CondInstalled):
+		case cd == nil && unstructuredcond.IsTrue(a, CondBound) && unstructuredcond.IsTrue(a, CondInstalled):
 			conds = []cond{
 				{Type: CondBound, Status: "False", Reason: ReasonUnbinding, Message: "The agent is being unbound: its host is reclaimed"},
 				{Type: CondValidated, Status: "False", Reason: ReasonUnbinding, Message: "The agent is unbinding"},
 			}
 			next = stateReclaiming
-		case cd == nil && isTrue(a, CondBound):
+		case cd == nil && unstructuredcond.IsTrue(a, CondBound):
 			conds = unboundConditions(approved)
 			next = "known-unbound"
-		case state == stateReclaiming && now.Sub(conditionSince(a, CondBound)) >= d.opts.ReclaimDelay:
+		case state == stateReclaiming && now.Sub(unstructuredcond.LastTransition(a, CondBound)) >= d.opts.ReclaimDelay:
 			conds = append(unboundConditions(approved), cond{Type: CondValidated, Status: "True", Reason: ReasonValidationsPassing, Message: "The agent's validations are passing"})
 			next = "known-unbound"
 		}
-		if conds == nil || (!conditionsWouldChange(a, now, conds...) && next == state) {
+		if conds == nil || (!unstructuredcond.WouldChange(a, now, conds...) && next == state) {
 			continue
 		}
 		a = a.DeepCopy() // the list may be a shared cache
-		setConditions(a, now, conds...)
+		unstructuredcond.Set(a, now, conds...)
 		_ = unstructured.SetNestedField(a.Object, next, "status", "debugInfo", "state")
 		if next != "installing" {
 			unstructured.RemoveNestedField(a.Object, "status", "progress", "currentStage")

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -50,10 +51,10 @@ func TestRegisteredAgentIsBoundOncePrepared(t *testing.T) {
 	})
 
 	a = get(t, "Agent", key)
-	if st, _ := condition(a, "Bound"); st != "True" || a.GetLabels()[world.LabelAgentMachineRef] == "" {
+	if st, _ := unstructuredcond.StatusReason(a, "Bound"); st != "True" || a.GetLabels()[world.LabelAgentMachineRef] == "" {
 		t.Fatalf("prepared agent not bound: %v", a.Object)
 	}
-	if st, _ := condition(a, "Installed"); st != "True" {
+	if st, _ := unstructuredcond.StatusReason(a, "Installed"); st != "True" {
 		t.Errorf("Installed = %s with no InstallDelay", st)
 	}
 	m := list(t, "Machine", s.ControlPlaneNamespace)[0]

@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -151,19 +152,6 @@ func get(t *testing.T, kind string, key types.NamespacedName) *unstructured.Unst
 	return u
 }
 
-func condition(u *unstructured.Unstructured, condType string) (status, reason string) {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, item := range raw {
-		m := item.(map[string]any)
-		if m["type"] == condType {
-			s, _ := m["status"].(string)
-			r, _ := m["reason"].(string)
-			return s, r
-		}
-	}
-	return "", ""
-}
-
 func str(u *unstructured.Unstructured, path ...string) string {
 	s, _, _ := unstructured.NestedString(u.Object, path...)
 	return s
@@ -211,15 +199,14 @@ func prepareAgent(t *testing.T, s *world.Scenario, name string, approved bool) t
 	// The hostname names the Node the installed host registers: unique in the shared API server.
 	a.Object["spec"] = map[string]any{"approved": approved, "hostname": name + "-" + s.Namespace, "role": "worker"}
 	must(t, k8s.Create(t.Context(), a))
-	now := time.Now().UTC().Format(time.RFC3339)
-	a.Object["status"] = map[string]any{"conditions": []any{
-		map[string]any{"type": "SpecSynced", "status": "True", "reason": "SyncOK", "lastTransitionTime": now},
-		map[string]any{"type": "Connected", "status": "True", "reason": "AgentIsConnected", "lastTransitionTime": now},
-		map[string]any{"type": "RequirementsMet", "status": "True", "reason": "AgentIsReady", "lastTransitionTime": now},
-		map[string]any{"type": "Validated", "status": "True", "reason": "ValidationsPassing", "lastTransitionTime": now},
-		map[string]any{"type": "Bound", "status": "False", "reason": "Unbound", "lastTransitionTime": now},
-		map[string]any{"type": "Installed", "status": "False", "reason": "InstallationNotStarted", "lastTransitionTime": now},
-	}}
+	unstructuredcond.Set(a, time.Now(),
+		unstructuredcond.Condition{Type: "SpecSynced", Status: "True", Reason: "SyncOK"},
+		unstructuredcond.Condition{Type: "Connected", Status: "True", Reason: "AgentIsConnected"},
+		unstructuredcond.Condition{Type: "RequirementsMet", Status: "True", Reason: "AgentIsReady"},
+		unstructuredcond.Condition{Type: "Validated", Status: "True", Reason: "ValidationsPassing"},
+		unstructuredcond.Condition{Type: "Bound", Status: "False", Reason: "Unbound"},
+		unstructuredcond.Condition{Type: "Installed", Status: "False", Reason: "InstallationNotStarted"},
+	)
 	must(t, k8s.Status().Update(t.Context(), a))
 	return client.ObjectKeyFromObject(a)
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // NMStateConfigGVK is assisted-service's static network configuration of a host.
@@ -134,8 +136,7 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 	if failing != "" {
 		// assisted-service failing to generate: the URL is cleared and ImageCreated=False; the next
 		// image is generated once generation works again.
-		cond, _ := infraEnvImageCondition(ie)
-		if cond != "False" {
+		if !unstructuredcond.IsFalse(ie, CondImageCreated) {
 			if err := SetInfraEnvImageError(ctx, d.c, o.InfraEnv, failing); err != nil {
 				return err
 			}
@@ -170,18 +171,6 @@ func lastChange(o *unstructured.Unstructured) time.Time {
 		}
 	}
 	return t
-}
-
-// infraEnvImageCondition is the status of the InfraEnv's ImageCreated condition ("" when absent).
-func infraEnvImageCondition(ie *unstructured.Unstructured) (string, bool) {
-	conds, _, _ := unstructured.NestedSlice(ie.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == CondImageCreated {
-			s, _ := m["status"].(string)
-			return s, true
-		}
-	}
-	return "", false
 }
 
 // FailImageGeneration makes assisted-service fail to generate the next images with message (""

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // The world plays a Cluster API IPAM provider shaped like kubernetes-sigs/cluster-api-ipam-provider-in-cluster
@@ -140,7 +142,7 @@ func (d *Driver) allocate(ctx context.Context, c *unstructured.Unstructured, poo
 	}
 	now := d.now()
 	if free == "" {
-		if setConditions(c, now, cond{Type: "Ready", Status: "False", Reason: "PoolExhausted",
+		if unstructuredcond.Set(c, now, cond{Type: "Ready", Status: "False", Reason: "PoolExhausted",
 			Message: fmt.Sprintf("pool %s has no free addresses", pool.Name)}) {
 			if err := d.c.Status().Update(ctx, c); err != nil {
 				return client.IgnoreNotFound(err)
@@ -176,7 +178,7 @@ func (d *Driver) allocate(ctx context.Context, c *unstructured.Unstructured, poo
 	d.wrote()
 	used[fmt.Sprintf("%s/%s/%s", pool.Namespace, pool.Name, free)] = true
 	_ = unstructured.SetNestedField(c.Object, c.GetName(), "status", "addressRef", "name")
-	setConditions(c, now, cond{Type: "Ready", Status: "True", Reason: "Ready", Message: "allocated " + free})
+	unstructuredcond.Set(c, now, cond{Type: "Ready", Status: "True", Reason: "Ready", Message: "allocated " + free})
 	if err := d.c.Status().Update(ctx, c); err != nil {
 		return client.IgnoreNotFound(err)
 	}

@@ -3,6 +3,8 @@ package world
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/bindable"
 )
 
 // GroupVersionKinds of the external objects the world plays. Machines are v1beta2: the version Cluster
@@ -33,7 +35,7 @@ const (
 	// LabelAgentMachineRef is set by the Agent CAPI provider on a reserved Agent. The current provider
 	// (cluster-api-provider-agent since 2de8dad, 2024-09) writes the AgentMachine's name; older ones
 	// (4bf2401 2022-01 until then) wrote its UID (ProviderUIDLabel).
-	LabelAgentMachineRef = "agentMachineRef"
+	LabelAgentMachineRef = bindable.LabelAgentMachineRef
 	// AnnotationAgentMachineRefNamespace is set with LabelAgentMachineRef (AgentMachine namespace).
 	AnnotationAgentMachineRefNamespace = "agentMachineRefNamespace"
 	// LabelInfraEnv is set by assisted-service on every Agent: the InfraEnv name.

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // completeInstallations plays assisted-service finishing a day-2 install InstallDelay after binding
@@ -23,17 +25,17 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 	now := d.now()
 	var done []*unstructured.Unstructured
 	for _, agent := range agents {
-		if !d.inScope(agent.GetNamespace()) || !isTrue(agent, CondBound) || isTrue(agent, CondInstalled) {
+		if !d.inScope(agent.GetNamespace()) || !unstructuredcond.IsTrue(agent, CondBound) || unstructuredcond.IsTrue(agent, CondInstalled) {
 			continue
 		}
-		if since := conditionSince(agent, CondBound); now.Sub(since) < d.opts.InstallDelay {
+		if since := unstructuredcond.LastTransition(agent, CondBound); now.Sub(since) < d.opts.InstallDelay {
 			continue
 		}
 		done = append(done, agent)
 	}
 	return d.forEach(ctx, len(done), func(ctx context.Context, i int) error {
 		agent := done[i].DeepCopy() // the list may be a shared cache
-		setConditions(agent, now,
+		unstructuredcond.Set(agent, now,
 			cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
 			cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
 		)

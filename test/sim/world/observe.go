@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // MachineView is one Machine of a NodePool as the demo's progress table shows it.
@@ -42,8 +44,8 @@ func (d *Driver) Observe(ctx context.Context, nodePool types.NamespacedName) ([]
 			if name != "" {
 				v.Agent = ns + "/" + name
 			} else {
-				_, r1 := condStatus(am, CondAgentReserved)
-				_, r2 := condStatus(am, CondReady)
+				_, r1 := unstructuredcond.StatusReason(am, CondAgentReserved)
+				_, r2 := unstructuredcond.StatusReason(am, CondReady)
 				v.Waiting = r1 == ReasonNoSuitableAgents || r2 == ReasonNoSuitableAgents
 			}
 		}

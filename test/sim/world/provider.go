@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/bindable"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // The world plays the Agent CAPI provider's AgentMachine controller as openshift/cluster-api-provider-agent
@@ -57,17 +60,10 @@ func agentSelector(am *unstructured.Unstructured) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(&ls)
 }
 
-// suitable is the provider's isValidAgent plus its list filter: matching labels, no agentMachineRef,
-// approved, Validated=True, Connected=True, Bound=False (a missing condition fails).
+// suitable is what the provider could bind for an AgentMachine with selector sel (bindable.AgentFor).
+// The world also passes over an Agent being deleted, which the provider's rules do not mention.
 func suitable(agent *unstructured.Unstructured, sel labels.Selector) bool {
-	if agent.GetDeletionTimestamp() != nil || !sel.Matches(labels.Set(agent.GetLabels())) {
-		return false
-	}
-	if _, taken := agent.GetLabels()[LabelAgentMachineRef]; taken {
-		return false
-	}
-	approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
-	return approved && isFalse(agent, CondBound) && isTrue(agent, CondConnected) && isTrue(agent, CondValidated)
+	return agent.GetDeletionTimestamp() == nil && bindable.AgentFor(agent, sel)
 }
 
 // refValue is what this generation writes into the Agent's agentMachineRef label.
@@ -235,7 +231,7 @@ func (d *Driver) reconcileAgentMachine(ctx context.Context, v amView, candidate 
 }
 
 func deleting(machine *unstructured.Unstructured) bool {
-	s, r := condStatus(machine, "Deleting")
+	s, r := unstructuredcond.StatusReason(machine, "Deleting")
 	return machine.GetDeletionTimestamp() != nil && s == "True" && r == ReasonWaitingForPreTerminate
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // ProviderGeneration selects which Agent CAPI provider the world plays. Hubs run different ones.
@@ -57,16 +59,14 @@ func notReservedConditions(reason, message string) []cond {
 func reservedConditions(agent *unstructured.Unstructured) []cond {
 	out := []cond{{Type: CondAgentReserved, Status: "True", Reason: ReasonAgentReserved}}
 	for _, t := range agentMachineConditionOrder[1:] {
-		m := getCondition(agent, mirroredFrom[t])
+		c, found := unstructuredcond.Get(agent, mirroredFrom[t])
 		switch {
-		case m == nil:
+		case !found:
 			out = append(out, cond{Type: t, Status: "False", Reason: ReasonConditionNotFound, Severity: "Error"})
-		case m["status"] == "True":
+		case c.Status == "True":
 			out = append(out, cond{Type: t, Status: "True", Reason: ReasonAgentConditionTrue})
 		default:
-			reason, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			out = append(out, cond{Type: t, Status: "False", Reason: reason, Message: msg, Severity: "Error"})
+			out = append(out, cond{Type: t, Status: "False", Reason: c.Reason, Message: c.Message, Severity: "Error"})
 		}
 	}
 	return out
@@ -128,22 +128,15 @@ func (g ProviderGeneration) withReady(cs []cond) []cond {
 // the older one CAPI v1beta1 conditions (severity on False ones, no empty fields). It reports whether
 // anything changed; u is left alone when nothing did.
 func (g ProviderGeneration) setAgentMachineConditions(u *unstructured.Unstructured, now time.Time, cs []cond) bool {
-	old, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	byType := map[string]map[string]any{}
-	for _, item := range old {
-		if m, ok := item.(map[string]any); ok {
-			if t, _ := m["type"].(string); t != "" {
-				byType[t] = m
-			}
-		}
-	}
+	old := unstructuredcond.Entries(u)
+	byType := unstructuredcond.ByType(u)
 	sort.SliceStable(cs, func(i, j int) bool {
 		if (cs[i].Type == CondReady) != (cs[j].Type == CondReady) {
 			return cs[i].Type == CondReady
 		}
 		return cs[i].Type < cs[j].Type
 	})
-	out := make([]any, 0, len(cs))
+	out := make([]map[string]any, 0, len(cs))
 	for _, c := range cs {
 		m := map[string]any{"type": c.Type, "status": c.Status, "lastTransitionTime": now.UTC().Truncate(time.Second).Format(time.RFC3339)}
 		if g == ProviderUIDLabel {
@@ -169,17 +162,16 @@ func (g ProviderGeneration) setAgentMachineConditions(u *unstructured.Unstructur
 	if sameConditionList(old, out) {
 		return false
 	}
-	_ = unstructured.SetNestedSlice(u.Object, out, "status", "conditions")
+	unstructuredcond.Replace(u, out)
 	return true
 }
 
-func sameConditionList(a, b []any) bool {
+func sameConditionList(a, b []map[string]any) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		ma, _ := a[i].(map[string]any)
-		mb, _ := b[i].(map[string]any)
+		ma, mb := a[i], b[i]
 		if len(ma) != len(mb) {
 			return false
 		}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 )
 
 // SetupOptions describe the hub objects of one scenario. Zero values get the defaults shown.
@@ -208,10 +210,10 @@ func SetInfraEnvImage(ctx context.Context, c client.Client, key types.Namespaced
 	ts := created.UTC().Format(time.RFC3339)
 	_ = unstructured.SetNestedField(ie.Object, isoURL, "status", "isoDownloadURL")
 	_ = unstructured.SetNestedField(ie.Object, ts, "status", "createdTime")
-	_ = unstructured.SetNestedSlice(ie.Object, []any{map[string]any{
+	unstructuredcond.Replace(ie, []map[string]any{{
 		"type": CondImageCreated, "status": "True", "reason": "ImageCreated",
 		"message": "Image has been created", "lastTransitionTime": ts,
-	}}, "status", "conditions")
+	}})
 	return c.Status().Update(ctx, ie)
 }
 
@@ -222,10 +224,10 @@ func SetInfraEnvImageError(ctx context.Context, c client.Client, key types.Names
 		return err
 	}
 	unstructured.RemoveNestedField(ie.Object, "status", "isoDownloadURL")
-	_ = unstructured.SetNestedSlice(ie.Object, []any{map[string]any{
+	unstructuredcond.Replace(ie, []map[string]any{{
 		"type": CondImageCreated, "status": "False", "reason": "ImageCreationError",
 		"message": "Failed to create image: " + message, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-	}}, "status", "conditions")
+	}})
 	return c.Status().Update(ctx, ie)
 }
 

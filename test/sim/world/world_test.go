@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -60,7 +61,7 @@ func TestScaleUpRendersWaitingAgentMachines(t *testing.T) {
 				if sel := str(&am, "spec", "agentLabelSelector", "matchLabels", "agent-forge.containeroo.ch/nodepool"); sel != s.NodePool.Name {
 					t.Errorf("agentLabelSelector not copied from the NodePool: %v", am.Object["spec"])
 				}
-				conds := conditionMaps(&am)
+				conds := unstructuredcond.ByType(&am)
 				switch gen {
 				case world.ProviderCurrent:
 					if c := conds["AgentReserved"]; c["status"] != "False" || c["reason"] != "NoSuitableAgents" || c["message"] != "" {
@@ -93,8 +94,8 @@ func waiting(t *testing.T, s *world.Scenario) []unstructured.Unstructured {
 	t.Helper()
 	var out []unstructured.Unstructured
 	for _, am := range list(t, "AgentMachine", s.ControlPlaneNamespace) {
-		st, r := condition(&am, "AgentReserved")
-		if _, r2 := condition(&am, "Ready"); r2 == "NoSuitableAgents" {
+		st, r := unstructuredcond.StatusReason(&am, "AgentReserved")
+		if _, r2 := unstructuredcond.StatusReason(&am, "Ready"); r2 == "NoSuitableAgents" {
 			st, r = "False", r2
 		}
 		owned := false
@@ -104,16 +105,6 @@ func waiting(t *testing.T, s *world.Scenario) []unstructured.Unstructured {
 		if owned && st == "False" && r == "NoSuitableAgents" {
 			out = append(out, am)
 		}
-	}
-	return out
-}
-
-func conditionMaps(u *unstructured.Unstructured) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, item := range raw {
-		m := item.(map[string]any)
-		out[fmt.Sprint(m["type"])] = m
 	}
 	return out
 }
@@ -129,7 +120,7 @@ func TestConditionsBeforeTheOwnerMachineExist(t *testing.T) {
 	must(t, k8s.Create(t.Context(), am))
 	step(t, d)
 	am = get(t, "AgentMachine", client.ObjectKeyFromObject(am))
-	if c := conditionMaps(am)["AgentReserved"]; c["status"] != "False" || c["reason"] != "NoSuitableAgents" {
+	if c := unstructuredcond.ByType(am)["AgentReserved"]; c["status"] != "False" || c["reason"] != "NoSuitableAgents" {
 		t.Errorf("AgentReserved = %v", c)
 	}
 	if len(am.GetFinalizers()) != 0 || str(am, "spec", "providerID") != "" {
@@ -177,14 +168,14 @@ func TestRegistersAgentForPoweredOnVMBootingTheISO(t *testing.T) {
 		t.Errorf("labels = %v", a.GetLabels())
 	}
 	for cond, want := range map[string]string{"Connected": "True", "Validated": "Unknown", "Bound": "False", "Installed": "False"} {
-		if st, _ := condition(a, cond); st != want {
+		if st, _ := unstructuredcond.StatusReason(a, cond); st != want {
 			t.Errorf("%s = %s, want %s", cond, st, want)
 		}
 	}
 	clk.Step(10 * time.Second)
 	step(t, d)
 	a = get(t, "Agent", types.NamespacedName{Namespace: s.Namespace, Name: a.GetName()})
-	if st, _ := condition(a, "Validated"); st != "True" {
+	if st, _ := unstructuredcond.StatusReason(a, "Validated"); st != "True" {
 		t.Errorf("Validated after delay = %s", st)
 	}
 
@@ -197,7 +188,7 @@ func TestRegistersAgentForPoweredOnVMBootingTheISO(t *testing.T) {
 	must(t, task.Wait(t.Context()))
 	step(t, d)
 	a = get(t, "Agent", types.NamespacedName{Namespace: s.Namespace, Name: a.GetName()})
-	if st, r := condition(a, "Connected"); st != "False" || r != "AgentIsDisconnected" {
+	if st, r := unstructuredcond.StatusReason(a, "Connected"); st != "False" || r != "AgentIsDisconnected" {
 		t.Errorf("Connected = %s/%s after the VM was destroyed", st, r)
 	}
 }
@@ -224,7 +215,7 @@ func TestBindsPreparedAgentAndInstalls(t *testing.T) {
 			must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
 			agentKey := prepareAgent(t, s, "a1", true)
 			until(t, d, "the Agent is reserved and bound", func() bool {
-				st, _ := condition(get(t, "Agent", agentKey), "Bound")
+				st, _ := unstructuredcond.StatusReason(get(t, "Agent", agentKey), "Bound")
 				return st == "True"
 			})
 			am := &list(t, "AgentMachine", s.ControlPlaneNamespace)[0]
@@ -255,14 +246,14 @@ func TestBindsPreparedAgentAndInstalls(t *testing.T) {
 			if str(am, "status", "agentRef", "name") != "a1" || str(am, "spec", "providerID") != "agent://a1" {
 				t.Errorf("agentmachine not reserved: %v", am.Object)
 			}
-			if st, _ := condition(am, "AgentReserved"); st != "True" {
+			if st, _ := unstructuredcond.StatusReason(am, "AgentReserved"); st != "True" {
 				t.Errorf("AgentReserved = %s", st)
 			}
 			machineKey := types.NamespacedName{Namespace: am.GetNamespace(), Name: am.GetOwnerReferences()[0].Name}
 			if m := get(t, "Machine", machineKey); str(m, "spec", "providerID") != "" {
 				t.Errorf("the Machine got a providerID before its AgentMachine is ready: %v", m.Object["spec"])
 			}
-			if st, _ := condition(a, "Installed"); st == "True" {
+			if st, _ := unstructuredcond.StatusReason(a, "Installed"); st == "True" {
 				t.Fatal("installed before InstallDelay")
 			}
 			clk.Step(time.Minute)
@@ -271,7 +262,7 @@ func TestBindsPreparedAgentAndInstalls(t *testing.T) {
 				return str(m, "status", "nodeRef", "name") != "" && str(m, "status", "phase") == "Running"
 			})
 			a = get(t, "Agent", agentKey)
-			if st, r := condition(a, "Installed"); st != "True" || r != "InstallationCompleted" {
+			if st, r := unstructuredcond.StatusReason(a, "Installed"); st != "True" || r != "InstallationCompleted" {
 				t.Errorf("Installed = %s/%s", st, r)
 			}
 			m := get(t, "Machine", machineKey)
@@ -331,8 +322,8 @@ func TestScaleDownDeletesTheMachineCAPIPicks(t *testing.T) {
 			must(t, d.SetReplicas(t.Context(), s.NodePool, 3))
 			k1, k2 := prepareAgent(t, s, "b1", true), prepareAgent(t, s, "b2", true)
 			until(t, d, "two Agents installed, one AgentMachine waiting", func() bool {
-				st1, _ := condition(get(t, "Agent", k1), "Installed")
-				st2, _ := condition(get(t, "Agent", k2), "Installed")
+				st1, _ := unstructuredcond.StatusReason(get(t, "Agent", k1), "Installed")
+				st2, _ := unstructuredcond.StatusReason(get(t, "Agent", k2), "Installed")
 				return st1 == "True" && st2 == "True" && len(waiting(t, s)) == 1
 			})
 			// The provider stops reserving, so the AgentMachine still waiting does not take b1 once it is
@@ -381,18 +372,18 @@ func TestScaleDownDeletesTheMachineCAPIPicks(t *testing.T) {
 			wantState, wantReason := "known-unbound", "Unbound"
 			if outcome == world.UnbindPendingUserAction {
 				wantState, wantReason = "unbinding-pending-user-action", "UnbindingPendingUserAction"
-				if st, r := condition(a, "Validated"); st != "False" || r != "Unbinding" {
+				if st, r := unstructuredcond.StatusReason(a, "Validated"); st != "False" || r != "Unbinding" {
 					t.Errorf("b1 Validated = %s/%s", st, r)
 				}
 			}
-			if st, r := condition(a, "Bound"); st != "False" || r != wantReason || str(a, "status", "debugInfo", "state") != wantState {
+			if st, r := unstructuredcond.StatusReason(a, "Bound"); st != "False" || r != wantReason || str(a, "status", "debugInfo", "state") != wantState {
 				t.Errorf("b1 Bound = %s/%s state %q", st, r, str(a, "status", "debugInfo", "state"))
 			}
 			var node corev1.Node
 			if err := k8s.Get(t.Context(), types.NamespacedName{Name: str(a, "spec", "hostname")}, &node); !apierrors.IsNotFound(err) {
 				t.Errorf("b1's Node: %v (CAPI deletes it)", err)
 			}
-			if st, _ := condition(get(t, "Agent", k2), "Bound"); st != "True" {
+			if st, _ := unstructuredcond.StatusReason(get(t, "Agent", k2), "Bound"); st != "True" {
 				t.Errorf("b2 unbound although its Machine was not picked")
 			}
 			if got := len(list(t, "Machine", s.ControlPlaneNamespace)); got != 2 {
