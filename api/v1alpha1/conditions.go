@@ -51,13 +51,13 @@ const (
 
 // Reasons for ISOEjected.
 const (
-	ReasonEjectionDisabled       = "Disabled"
+	ReasonDisabled               = "Disabled"
 	ReasonWaitingForInstallation = "WaitingForInstallation"
 	ReasonEjectionInProgress     = "EjectionInProgress"
 	ReasonEjected                = "Ejected"
-	// ReasonISONotAttached: no CD-ROM holds the pool's ISO although this operator ejected nothing (the
+	// ReasonNotAttached: no CD-ROM holds the pool's ISO although this operator ejected nothing (the
 	// drive was emptied outside it, or by an attempt interrupted before it recorded its task).
-	ReasonISONotAttached = "NotAttached"
+	ReasonNotAttached    = "NotAttached"
 	ReasonEjectionFailed = "EjectionFailed"
 )
 
@@ -70,12 +70,12 @@ const (
 
 // Reasons for ISOReady.
 const (
-	ReasonISOCached         = "Cached"
-	ReasonISODownloading    = "Downloading"
-	ReasonISODownloadFailed = "DownloadFailed"
-	ReasonISONotAnISO       = "NotAnISO"
-	ReasonISOUploadFailed   = "UploadFailed"
-	ReasonInfraEnvNotReady  = "InfraEnvNotReady"
+	ReasonCached           = "Cached"
+	ReasonDownloading      = "Downloading"
+	ReasonDownloadFailed   = "DownloadFailed"
+	ReasonNotAnISO         = "NotAnISO"
+	ReasonUploadFailed     = "UploadFailed"
+	ReasonInfraEnvNotReady = "InfraEnvNotReady"
 	// ReasonISOTooLarge: the image is larger than spec.iso.maxSize (announced or received); nothing of
 	// it is kept.
 	ReasonISOTooLarge = "ISOTooLarge"

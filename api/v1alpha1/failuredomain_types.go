@@ -112,8 +112,8 @@ const ConditionFailureDomainsAvailable = "FailureDomainsAvailable"
 
 // Reasons of FailureDomainsAvailable and of a FailureDomainStatus.
 const (
-	ReasonFailureDomainsAvailable = "AllAvailable"
-	ReasonInsufficientCapacity    = "InsufficientCapacity"
-	ReasonCreationsFailing        = "CreationsFailing"
-	ReasonCapacityUnchecked       = "CapacityUnchecked"
+	ReasonAllAvailable         = "AllAvailable"
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	ReasonCreationsFailing     = "CreationsFailing"
+	ReasonCapacityUnchecked    = "CapacityUnchecked"
 )

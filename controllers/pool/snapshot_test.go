@@ -72,8 +72,8 @@ func TestSnapshotCopiesFacts(t *testing.T) {
 	}
 
 	// The planner's block reasons are the VsphereAgent controller's Pending reasons.
-	if planner.ReasonWaitingForISO != shared.ReasonWaitingForISO || planner.ReasonWaitingForVSphere != shared.ReasonWaitingForCredentials {
-		t.Errorf("block reasons differ: %s/%s vs %s/%s", planner.ReasonWaitingForISO, planner.ReasonWaitingForVSphere, shared.ReasonWaitingForISO, shared.ReasonWaitingForCredentials)
+	if afv1.ReasonWaitingForISO != afv1.ReasonWaitingForISO || afv1.ReasonWaitingForVSphere != afv1.ReasonWaitingForVSphere {
+		t.Errorf("block reasons differ: %s/%s vs %s/%s", afv1.ReasonWaitingForISO, afv1.ReasonWaitingForVSphere, afv1.ReasonWaitingForISO, afv1.ReasonWaitingForVSphere)
 	}
 }
 

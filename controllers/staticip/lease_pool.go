@@ -111,7 +111,7 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 		return err
 	}
 	if msg != "" {
-		st.block, st.blockMsg = afv1.ReasonNoNMStateSelector, msg
+		st.block, st.blockMsg = afv1.ReasonInfraEnvSelectsNoNMStateConfig, msg
 		ls.staticIPRefused(s)
 		return nil
 	}
@@ -259,7 +259,7 @@ func nmStateMACs(c *unstructured.Unstructured) []string {
 // and released leases removed together.
 func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 	st := s.staticIP
-	if st == nil || s.pool.Spec.Paused || st.block == afv1.ReasonIPAMUnavailable || st.block == afv1.ReasonNoNMStateSelector {
+	if st == nil || s.pool.Spec.Paused || st.block == afv1.ReasonIPAMUnavailable || st.block == afv1.ReasonInfraEnvSelectsNoNMStateConfig {
 		return nil
 	}
 	live := 0
@@ -302,7 +302,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 		if err := ls.removeLeases(ctx, s.pool, st, plan.Release); err != nil {
 			return err
 		}
-		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesReleased", shared.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, shared.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
 	}
 	for _, l := range st.leases {
 		if st := l.StateOf(); st == leases.StatePending || st == leases.StateAssigned {
@@ -355,7 +355,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 				created++
 				continue
 			}
-			ls.Recorder.Eventf(s.pool, nil, "Warning", "LeaseClaimFailed", shared.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
+			ls.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonLeaseClaimFailed, shared.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
 		}
 		st.usedMACs[mac] = true
@@ -365,7 +365,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		}
 	}
 	if created > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesClaimed", shared.ActionLeaseAddresses, "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesClaimed, shared.ActionLeaseAddresses, "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
 	}
 	return nil
 }
@@ -413,7 +413,7 @@ func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 		}
 	}
 	if written > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesPrepared", shared.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", written, s.pool.Spec.InfraEnvRef.Name)
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesPrepared, shared.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", written, s.pool.Spec.InfraEnvRef.Name)
 	}
 	return nil
 }
@@ -529,7 +529,7 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 	if len(release) == 0 {
 		return nil
 	}
-	ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesReleased", shared.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
+	ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, shared.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
 	return ls.removeLeases(ctx, s.pool, st, release)
 }
 

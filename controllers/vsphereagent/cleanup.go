@@ -39,7 +39,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	}
 	s.pool = pool
 	if pool != nil && pool.Spec.Paused {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	// A recorded ejection is finished first; one that fails, drags on or cannot be reached is closed
@@ -90,10 +90,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if deleting, err := machineDeleting(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, machine); err != nil {
 			return ctrl.Result{}, err
 		} else if deleting {
-			if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonWaitingForMachineDeletion {
-				r.Recorder.Eventf(va, nil, "Normal", ReasonWaitingForMachineDeletion, shared.ActionDestroyVM, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
+			if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != afv1.ReasonWaitingForMachineDeletion {
+				r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonWaitingForMachineDeletion, shared.ActionDestroyVM, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
 			}
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonWaitingForMachineDeletion,
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonWaitingForMachineDeletion,
 				"VM "+va.Status.VM.Name+" backs Machine "+machine+", which is being deleted; the VM is destroyed once it is gone", va.Generation)
 			return ctrl.Result{RequeueAfter: machineDeletionPoll}, nil
 		}
@@ -116,10 +116,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	// Destroy by instance UUID = our UID: also finds a VM whose status was never persisted.
 	if err := vs.DestroyVM(ctx, dc, string(va.UID), poolspec.Ownership(va, pool)); err != nil {
 		if vsphere.ClassOf(err) == vsphere.ClassOwnership {
-			r.Recorder.Eventf(va, nil, "Warning", "DestroyRefused", shared.ActionDestroyVM, "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonDestroyRefused, shared.ActionDestroyVM, "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
 			return done("VMNotOwned", "the VM is not ours; nothing destroyed")
 		}
-		r.Recorder.Eventf(va, nil, "Warning", "VMDestroyFailed", shared.ActionDestroyVM, "destroying VM %s: %v", va.Status.VM.Name, err)
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMDestroyFailed, shared.ActionDestroyVM, "destroying VM %s: %v", va.Status.VM.Name, err)
 		return ctrl.Result{}, err
 	}
 	if _, err := vs.FindVM(ctx, dc, string(va.UID), ""); err == nil {
@@ -131,7 +131,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	vmName := cmp.Or(va.Status.VM.Name, va.Name) // a VM's name is its VsphereAgent's; the status may lack it
-	r.Recorder.Eventf(va, nil, "Normal", "VMDestroyed", shared.ActionDestroyVM, "destroyed VM %s", vmName)
+	r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonVMDestroyed, shared.ActionDestroyVM, "destroyed VM %s", vmName)
 	if agent == nil {
 		// The VM's discovery agent may have registered between the look-up above and the destroy (a VM
 		// released right after its creation): with the VM gone, an unbound Agent of its identity would be
@@ -160,7 +160,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if err := crashpoint.Hit(ctx, crashpoint.AgentDeleted); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(va, nil, "Normal", "AgentDeleted", shared.ActionDeleteAgent, "deleted Agent %s", agent.Name)
+		r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonAgentDeleted, shared.ActionDeleteAgent, "deleted Agent %s", agent.Name)
 	}
 	return done("CleanedUp", "VM and Agent removed")
 }
@@ -206,10 +206,6 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
-
-// ReasonWaitingForMachineDeletion marks a VsphereAgent being deleted that waits for the Machine its VM
-// backs, which is being deleted, before destroying the VM.
-const ReasonWaitingForMachineDeletion = "WaitingForMachineDeletion"
 
 // machineDeletionPoll is how often a deletion waiting for a Machine checks again (Machine events do not
 // reach a VsphereAgent that no longer tracks a binding).

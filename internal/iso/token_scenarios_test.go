@@ -86,7 +86,7 @@ func scenarioTokenRenewal(f serverFlavour) func(t *testing.T, b backend) {
 			len(st.History) != 1 || !st.CheckedAt.Time.Equal(h.clock.Now()) {
 			t.Errorf("status %+v, first %+v", st, first)
 		}
-		if h.cond.Reason != afv1.ReasonISOCached || len(h.events) != events {
+		if h.cond.Reason != afv1.ReasonCached || len(h.events) != events {
 			t.Errorf("condition %+v, new events %v", h.cond, h.eventReasons()[events:])
 		}
 		h.expectOnly(sha(iso) + ".iso")
@@ -139,7 +139,7 @@ func scenarioRenewedURLRefused(t *testing.T, b backend) {
 	_, rr := h.pass()
 	h.expectOutcome(rr, OutcomeFailed)
 	st := h.status()
-	if h.cond.Reason != afv1.ReasonISODownloadFailed || st.URLHash != first.URLHash || st.Path != first.Path {
+	if h.cond.Reason != afv1.ReasonDownloadFailed || st.URLHash != first.URLHash || st.Path != first.Path {
 		t.Errorf("condition %+v status %+v", h.cond, st)
 	}
 	if need := Decide(h.clock.Now(), h.pool, h.source()); need.Reason != NeedURLRenewed {
