@@ -2,6 +2,10 @@ package v1alpha1
 
 // Condition and Event reasons of a VsphereAgent: its VM's creation, health, Agent and destruction.
 const (
+	// ReasonAvailable: Ready=True of a VsphereAgent whose Agent is free for an AgentMachine (phase Available).
+	ReasonAvailable = "Available"
+	// ReasonBound: Ready=True of a VsphereAgent whose Agent is bound to a cluster (phase Bound).
+	ReasonBound = "Bound"
 	// ReasonVMCreated: the VM is created and powered on (condition and batched Event).
 	ReasonVMCreated = "VMCreated"
 	// ReasonVMAdopted: a VM of an earlier attempt was found and adopted instead of creating another (Event).
@@ -47,6 +51,16 @@ const (
 	ReasonOwnershipMismatch = "OwnershipMismatch"
 	// ReasonWaitingForMachineDeletion: the VM backs a Machine being deleted; it is destroyed once that is gone.
 	ReasonWaitingForMachineDeletion = "WaitingForMachineDeletion"
+	// ReasonDeleting: the VsphereAgent is being deleted; its VM is cleaned up (status.vm.reason).
+	ReasonDeleting = "Deleting"
+	// ReasonCleanedUp: the deleted VsphereAgent's VM and Agent were removed (Normal Event).
+	ReasonCleanedUp = "CleanedUp"
+	// ReasonVMRetained: the VM and its Agent are kept (cleanupPolicy Retain, or the pool is gone) (Normal Event).
+	ReasonVMRetained = "VMRetained"
+	// ReasonVMRetainedInUse: the VM still backs a Machine, so it is kept running (Normal Event).
+	ReasonVMRetainedInUse = "VMRetainedInUse"
+	// ReasonVMNotOwned: the VM is not this VsphereAgent's; nothing was destroyed (Normal Event).
+	ReasonVMNotOwned = "VMNotOwned"
 	// ReasonVMDestroyed: the VM was destroyed (Normal Event).
 	ReasonVMDestroyed = "VMDestroyed"
 	// ReasonVMDestroyFailed: destroying the VM failed (Warning Event).

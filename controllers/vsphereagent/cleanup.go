@@ -49,9 +49,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	}
 	r.checks.forget(va.UID)
 	r.Opts.NoVMYet.Forget(va.UID)
-	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
+	r.setPhase(va, afv1.VMPhaseDeleting, afv1.ReasonDeleting)
 	done := func(reason, msg string) (ctrl.Result, error) {
-		if err := r.leases().Settle(ctx, va, pool, reason == "CleanedUp"); err != nil {
+		if err := r.leases().Settle(ctx, va, pool, reason == afv1.ReasonCleanedUp); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(va, nil, "Normal", reason, shared.ActionDestroyVM, "%s", msg)
@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{}, r.Update(ctx, va)
 	}
 	if pool == nil || pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
-		return done("VMRetained", "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
+		return done(afv1.ReasonVMRetained, "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
 	}
 
 	agent, err := shared.FreshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentName)
@@ -97,7 +97,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 				"VM "+va.Status.VM.Name+" backs Machine "+machine+", which is being deleted; the VM is destroyed once it is gone", va.Generation)
 			return ctrl.Result{RequeueAfter: machineDeletionPoll}, nil
 		}
-		return done("VMRetainedInUse", "VM "+va.Status.VM.Name+" still backs Machine "+machine+"; kept running")
+		return done(afv1.ReasonVMRetainedInUse, "VM "+va.Status.VM.Name+" still backs Machine "+machine+"; kept running")
 	}
 	if agent != nil {
 		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
@@ -117,7 +117,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	if err := vs.DestroyVM(ctx, dc, string(va.UID), poolspec.Ownership(va, pool)); err != nil {
 		if vsphere.ClassOf(err) == vsphere.ClassOwnership {
 			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonDestroyRefused, shared.ActionDestroyVM, "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
-			return done("VMNotOwned", "the VM is not ours; nothing destroyed")
+			return done(afv1.ReasonVMNotOwned, "the VM is not ours; nothing destroyed")
 		}
 		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMDestroyFailed, shared.ActionDestroyVM, "destroying VM %s: %v", va.Status.VM.Name, err)
 		return ctrl.Result{}, err
@@ -162,7 +162,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		}
 		r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonAgentDeleted, shared.ActionDeleteAgent, "deleted Agent %s", agent.Name)
 	}
-	return done("CleanedUp", "VM and Agent removed")
+	return done(afv1.ReasonCleanedUp, "VM and Agent removed")
 }
 
 // vmIdentity is the VM's MAC and BIOS UUID to find its Agent by: from the status, or, when the status

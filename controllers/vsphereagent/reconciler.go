@@ -438,7 +438,11 @@ func (r *Reconciler) setReady(s *vmScope) {
 	va := s.va
 	switch va.Status.VM.Phase {
 	case afv1.VMPhaseAvailable, afv1.VMPhaseBound:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, string(va.Status.VM.Phase), "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
+		reason := afv1.ReasonAvailable // the phase's name
+		if va.Status.VM.Phase == afv1.VMPhaseBound {
+			reason = afv1.ReasonBound
+		}
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, reason, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	default:
 		msg := "VM phase " + string(va.Status.VM.Phase)
 		if va.Status.VM.Reason == afv1.ReasonUnbindingPendingUserAction {

@@ -45,7 +45,7 @@ func scenarioFreshCache(t *testing.T, b backend) {
 	iso := makeISO(testISOSize, 1)
 	h := newHarness(t, b, iso)
 	need, rr := h.pass()
-	if need.Reason != NeedNothingCached {
+	if need.Why != NeedNothingCached {
 		t.Fatalf("need %+v", need)
 	}
 	h.expectOutcome(rr, OutcomeUploaded)
@@ -88,7 +88,7 @@ func scenarioReuseNewURL(t *testing.T, b backend) {
 	h.created = metav1.NewTime(h.created.Add(time.Hour))
 	h.clock.Step(time.Minute)
 	need, rr := h.pass()
-	if need.Reason != NeedURLChanged || need.Conditional {
+	if need.Why != NeedURLChanged || need.Conditional {
 		t.Fatalf("need %+v", need)
 	}
 	h.expectOutcome(rr, OutcomeReused)
@@ -209,7 +209,7 @@ func scenarioForceRefresh(t *testing.T, b backend) {
 	h.pass()
 	h.pool.Annotations = map[string]string{afv1.AnnotationForceISORefresh: "now-please"}
 	need, rr := h.pass()
-	if need.Reason != NeedForceRefresh || need.Conditional {
+	if need.Why != NeedForceRefresh || need.Conditional {
 		t.Fatalf("need %+v", need)
 	}
 	h.expectOutcome(rr, OutcomeReused)
