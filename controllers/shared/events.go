@@ -22,7 +22,7 @@ type EventLimiter struct {
 
 type limitedEvent struct {
 	key string
-	at     time.Time
+	at  time.Time
 }
 
 // Allow reports whether an Event may be emitted now for topic ("<pool>/credentials"); key is what the
