@@ -71,10 +71,6 @@ func TestSnapshotCopiesFacts(t *testing.T) {
 		t.Errorf("foreign Agents %d", snap.ForeignAvailable)
 	}
 
-	// The planner's block reasons are the VsphereAgent controller's Pending reasons.
-	if afv1.ReasonWaitingForISO != afv1.ReasonWaitingForISO || afv1.ReasonWaitingForVSphere != afv1.ReasonWaitingForVSphere {
-		t.Errorf("block reasons differ: %s/%s vs %s/%s", afv1.ReasonWaitingForISO, afv1.ReasonWaitingForVSphere, afv1.ReasonWaitingForISO, afv1.ReasonWaitingForVSphere)
-	}
 }
 
 func listedVA(name string, phase afv1.VMPhase) afv1.VsphereAgent {

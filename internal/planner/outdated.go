@@ -51,7 +51,7 @@ type ImageVerdict struct {
 	Current bool
 	// Replace is true when the VM is to be released and replaced.
 	Replace bool
-	// Reason is one of the ImageReason* values.
+	// Reason is one of the ImageCurrent reasons (afv1.ReasonCurrentImage, afv1.ReasonOutdatedImage, ...).
 	Reason, Message string
 }
 
