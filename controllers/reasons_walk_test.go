@@ -38,12 +38,13 @@ type walkedFile struct {
 type reasonEnv struct {
 	consts       map[string]map[string]bool // package import path -> names of its package-level constants
 	apiReasons   map[string]string          // Reason constants of api/v1alpha1 -> their values
+	undocumented []string                   // Reason constants of api/v1alpha1 without a doc comment
 	reasonParams map[string]map[int]bool    // function or method name -> indices of its reason parameters
 }
 
 // parseWalked parses src as the file name of package pkg.
 func parseWalked(fset *token.FileSet, name, pkg string, src []byte) (walkedFile, error) {
-	f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution|parser.ParseComments)
 	return walkedFile{name: name, pkg: pkg, file: f}, err
 }
 
@@ -89,6 +90,9 @@ func newReasonEnv(files []walkedFile) *reasonEnv {
 							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 								env.apiReasons[n.Name], _ = strconv.Unquote(lit.Value)
 							}
+							if vs.Doc == nil && vs.Comment == nil {
+								env.undocumented = append(env.undocumented, n.Name)
+							}
 						}
 					}
 				}
@@ -125,6 +129,21 @@ func newReasonEnv(files []walkedFile) *reasonEnv {
 		})
 	}
 	return env
+}
+
+// apiReasonProblems returns the API's Reason constants not named Reason<Value> or without a doc comment.
+func (env *reasonEnv) apiReasonProblems() []string {
+	var out []string
+	for _, name := range env.undocumented {
+		out = append(out, "api/v1alpha1."+name+" has no doc comment saying what it means")
+	}
+	for name, value := range env.apiReasons {
+		if name != "Reason"+value {
+			out = append(out, fmt.Sprintf("api/v1alpha1.%s = %q: a reason constant is named Reason<Value>", name, value))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // reasonProblems returns "file:line: problem" for every reason of wf that is not an API constant.

@@ -45,7 +45,7 @@ func walkProduct(t *testing.T, fset *token.FileSet) []walkedFile {
 
 // TestReasonsAreAPIConstants: every condition reason, planned-action reason and Event reason the operator
 // gives a value to under api/, controllers/ and internal/ is a constant of api/v1alpha1 named after its
-// value (see reasons_walk_test.go for what the walker reads as a reason).
+// value and with a doc comment (see reasons_walk_test.go for what the walker reads as a reason).
 func TestReasonsAreAPIConstants(t *testing.T) {
 	fset := token.NewFileSet()
 	files := walkProduct(t, fset)
@@ -59,10 +59,8 @@ func TestReasonsAreAPIConstants(t *testing.T) {
 			t.Fatalf("no reason parameter of %s found: the recorder or the condition helper moved", fn)
 		}
 	}
-	for name, value := range env.apiReasons {
-		if name != "Reason"+value {
-			t.Errorf("api/v1alpha1.%s = %q: a reason constant is named Reason<Value>", name, value)
-		}
+	for _, p := range env.apiReasonProblems() {
+		t.Error(p)
 	}
 	problems := 0
 	for _, wf := range files {
@@ -120,6 +118,24 @@ func f() any { return metav1.Condition{Type: "T", Reason: reasonMine} }`, 1},
 		{"a field passed through", `func f(c metav1.Condition) { shared.SetCondition(nil, "T", true, c.Reason, "m", 1) }`, 0},
 		{"no reason", `func vsphereReason(err error) string { if err == nil { return "" }; return afv1.ReasonReady }`, 0},
 	}
+	t.Run("API constants named otherwise or undocumented", func(t *testing.T) {
+		fset := token.NewFileSet()
+		wf, err := parseWalked(fset, "api/v1alpha1/r.go", apiPath, []byte(`package v1alpha1
+const (
+	// ReasonGood: documented and named after its value.
+	ReasonGood = "Good"
+	// ReasonWaitingForCredentials: documented, but named otherwise.
+	ReasonWaitingForCredentials = "WaitingForVSphere"
+	ReasonBare = "Bare"
+)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := newReasonEnv([]walkedFile{wf}).apiReasonProblems()
+		if len(got) != 2 || !strings.Contains(got[0], "ReasonBare has no doc comment") || !strings.Contains(got[1], "ReasonWaitingForCredentials") {
+			t.Fatalf("found %q, want the undocumented ReasonBare and the misnamed ReasonWaitingForCredentials", got)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fset := token.NewFileSet()
