@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/pool"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
@@ -77,7 +76,7 @@ var _ = Describe("Copies of the pool's VMs", func() {
 		copyEvents := func() map[string]int32 {
 			out := map[string]int32{}
 			for _, e := range poolEvents(ctx, p) {
-				if e.Reason == pool.ReasonCopyFound {
+				if e.Reason == afv1.ReasonCopyFound {
 					for uuid, name := range uuids {
 						if strings.Contains(e.Message, uuid) && strings.Contains(e.Message, name) {
 							out[uuid] += eventOccurrences(e)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
@@ -108,7 +107,7 @@ var _ = Describe("Credentials without certificate verification", func() {
 		_, s, _, pool := startPoolScenario(operatorOptions{}, nil) // the world's Secret sets insecure: "true"
 		Eventually(func(g Gomega) {
 			p := getPool(pool)
-			g.Expect(conditionReason(p, afv1.ConditionVSphereReachable)).To(Equal(shared.ReasonConnected), "insecure still works")
+			g.Expect(conditionReason(p, afv1.ConditionVSphereReachable)).To(Equal(afv1.ReasonConnected), "insecure still works")
 			c := meta.FindStatusCondition(p.Status.Conditions, afv1.ConditionVCenterTLSVerified)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
@@ -133,7 +132,7 @@ var _ = Describe("Credentials without certificate verification", func() {
 		Eventually(func(g Gomega) {
 			p := getPool(pool)
 			g.Expect(conditionReason(p, afv1.ConditionVCenterTLSVerified)).To(Equal(afv1.ReasonCertificateVerified))
-			g.Expect(conditionReason(p, afv1.ConditionVSphereReachable)).To(Equal(shared.ReasonConnected))
+			g.Expect(conditionReason(p, afv1.ConditionVSphereReachable)).To(Equal(afv1.ReasonConnected))
 		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 })

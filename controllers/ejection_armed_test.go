@@ -72,12 +72,12 @@ var _ = Describe("ISO ejection recorded with Bound", func() {
 
 		setPool(es.pool, func(p *afv1.VsphereAgentPool) { p.Spec.ISO.EjectAfterInstall = false })
 		Eventually(func() *afv1.ISOEjectionRecord { return getVA(&va).Status.ISOEjection }, 20*time.Second, 250*time.Millisecond).Should(BeNil())
-		Expect(ejectReason(&va)).To(Equal(afv1.ReasonEjectionDisabled))
+		Expect(ejectReason(&va)).To(Equal(afv1.ReasonDisabled))
 		Expect(ejectCondition(&va).Message).To(ContainSubstring("never started and was dropped"))
 		markInstalled(ctx, getVA(&va))
 		Consistently(func() int { return vcVM(&va).Reconfigures() }, 3*time.Second, 250*time.Millisecond).Should(Equal(0))
 		Expect(attachedISOs(vmOf(&va))).To(HaveLen(1))
-		Expect(ejectReason(&va)).To(Equal(afv1.ReasonEjectionDisabled))
+		Expect(ejectReason(&va)).To(Equal(afv1.ReasonDisabled))
 	})
 
 	It("drops an armed record when the VM's Machine is being deleted or the VM is released, and touches neither VM", func(ctx context.Context) {
@@ -98,7 +98,7 @@ var _ = Describe("ISO ejection recorded with Bound", func() {
 		scaleDownMachineOf(ctx, es, &deleting)
 		markInstalled(ctx, getVA(&deleting))
 		Eventually(func() string { return ejectCondition(&deleting).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring("is being deleted"))
-		Expect(ejectReason(&deleting)).To(Equal(afv1.ReasonEjectionDisabled))
+		Expect(ejectReason(&deleting)).To(Equal(afv1.ReasonDisabled))
 		Expect(getVA(&deleting).Status.ISOEjection).To(BeNil())
 
 		By("a released VM: the armed record is dropped")

@@ -27,7 +27,7 @@ var _ = Describe("Discovery ISO ejection", func() {
 		_, s, d, pool := startPoolScenario(operatorOptions{}, nil) // ejectAfterInstall defaults to false
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
 		Eventually(func() int { return phaseCount(pool, afv1.VMPhaseBound) }, 60*time.Second, 250*time.Millisecond).Should(Equal(2))
-		Eventually(func() []string { return ejectReasons(pool) }, 90*time.Second, 250*time.Millisecond).Should(ConsistOf(afv1.ReasonEjectionDisabled, afv1.ReasonEjectionDisabled))
+		Eventually(func() []string { return ejectReasons(pool) }, 90*time.Second, 250*time.Millisecond).Should(ConsistOf(afv1.ReasonDisabled, afv1.ReasonDisabled))
 
 		vas := vsphereAgents(pool)
 		locked, err := vc.WrapVM(vas[0].Status.VM.InstanceUUID) // this guest holds the CD-ROM door

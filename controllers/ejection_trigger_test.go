@@ -104,7 +104,7 @@ var _ = Describe("ISO ejection trigger", func() {
 		Expect(locked.Answers()).To(HaveLen(1))
 		Expect(attachedISOs(vmOf(&recorded))).To(BeEmpty())
 		Eventually(func() string { return ejectCondition(&fresh).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring("is being deleted"))
-		Expect(ejectReason(&fresh)).To(Equal(afv1.ReasonEjectionDisabled))
+		Expect(ejectReason(&fresh)).To(Equal(afv1.ReasonDisabled))
 		Consistently(func() []string { return attachedISOs(vmOf(&fresh)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
 		Expect(getVA(&fresh).Status.ISOEjection).To(BeNil())
 		Expect(vcVM(&fresh).Reconfigures()).To(Equal(0))
@@ -117,7 +117,7 @@ var _ = Describe("ISO ejection trigger", func() {
 		Eventually(func() afv1.VMPhase { return getVA(&va).Status.VM.Phase }, 60*time.Second, 250*time.Millisecond).Should(Equal(afv1.VMPhaseReleased))
 		es.enable()
 		Eventually(func() string { return ejectCondition(&va).Message }, 20*time.Second, 250*time.Millisecond).Should(ContainSubstring("released"))
-		Expect(ejectReason(&va)).To(Equal(afv1.ReasonEjectionDisabled))
+		Expect(ejectReason(&va)).To(Equal(afv1.ReasonDisabled))
 		Consistently(func() []string { return attachedISOs(vmOf(&va)) }, 2*time.Second, 250*time.Millisecond).Should(HaveLen(1))
 	})
 

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
@@ -217,7 +216,7 @@ func confirmVMGone(ctx context.Context, op *operator, pool *afv1.VsphereAgentPoo
 	Eventually(func() string {
 		pokeVsphereAgents(pool)
 		return vmHealthyReason(ctx, va)
-	}, 60*time.Second, 5*time.Second).Should(Equal(vsphereagent.ReasonVMNotFoundUnconfirmed))
+	}, 60*time.Second, 5*time.Second).Should(Equal(afv1.ReasonVMNotFoundUnconfirmed))
 	op.clock.Step(90 * time.Second)
 	pokeVsphereAgents(pool)
 }

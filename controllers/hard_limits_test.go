@@ -15,8 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
-	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -53,7 +51,7 @@ var _ = Describe("Hard limits", func() {
 		By("new demand while the three VMs still exist: nothing is created")
 		Expect(d.SetReplicas(ctx, s.NodePool, 3)).To(Succeed())
 		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionCapacitySatisfied) }, 60*time.Second, 250*time.Millisecond).
-			Should(Equal(planner.ReasonMaxVMs))
+			Should(Equal(afv1.ReasonMaxVMsReached))
 		Consistently(func() int { return len(poolVMs(pool)) }, 5*time.Second, 250*time.Millisecond).Should(Equal(3))
 		Expect(most()).To(Equal(3), "never more than maxVMs of the pool's VMs in the simulator")
 
@@ -66,7 +64,7 @@ var _ = Describe("Hard limits", func() {
 		By("one more AgentMachine waits: the pool stops at maxVMs")
 		Expect(d.SetReplicas(ctx, s.NodePool, 4)).To(Succeed())
 		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionCapacitySatisfied) }, 60*time.Second, 250*time.Millisecond).
-			Should(Equal(planner.ReasonMaxVMs))
+			Should(Equal(afv1.ReasonMaxVMsReached))
 
 		By("a VsphereAgent made by hand, naming the pool as its controller: no VM, a condition and an Event")
 		va := &afv1.VsphereAgent{}
@@ -82,9 +80,9 @@ var _ = Describe("Hard limits", func() {
 				return c.Reason
 			}
 			return ""
-		}, 60*time.Second, 250*time.Millisecond).Should(Equal(vsphereagent.ReasonMaxVMsReached))
+		}, 60*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonMaxVMsReached))
 		Expect(va.Status.VM.Phase).To(Equal(afv1.VMPhasePending))
-		Eventually(func() int { return objectEvents(ctx, s.Namespace, va.Name, vsphereagent.ReasonMaxVMsReached) }, 30*time.Second, 250*time.Millisecond).
+		Eventually(func() int { return objectEvents(ctx, s.Namespace, va.Name, afv1.ReasonMaxVMsReached) }, 30*time.Second, 250*time.Millisecond).
 			Should(BeNumerically(">=", 1))
 		Consistently(func() int { return vc.CountVMsNamed(va.Name) }, 3*time.Second, 250*time.Millisecond).Should(BeZero())
 		Expect(most()).To(Equal(3))
@@ -137,7 +135,7 @@ var _ = Describe("Hard limits", func() {
 			Eventually(func() int32 { return breaker().Trips }, 60*time.Second, 250*time.Millisecond).Should(Equal(trips + 1))
 			trips++
 			Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionRegistrationOK) }, 30*time.Second, 250*time.Millisecond).
-				Should(Equal(planner.ReasonRegistrationFailing))
+				Should(Equal(afv1.ReasonRegistrationFailing))
 			heldUntil := breaker().HeldUntil.Time
 			Expect(heldUntil).To(BeTemporally(">", op.clock.Now()))
 
@@ -154,7 +152,7 @@ var _ = Describe("Hard limits", func() {
 			step(2 * time.Minute)
 			Eventually(creates, 60*time.Second, 250*time.Millisecond).Should(Equal(before + 1))
 			Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionRegistrationOK) }, 30*time.Second, 250*time.Millisecond).
-				Should(Equal(planner.ReasonRegistrationProbing))
+				Should(Equal(afv1.ReasonRegistrationProbing))
 			Consistently(creates, 2*time.Second, 250*time.Millisecond).Should(Equal(before+1), "one probe at a time")
 		}
 		// The bound docs/pools.md states: min(demand, maxConcurrentProvisioning) + threshold − 1 for the first trip,

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -58,13 +57,13 @@ var _ = Describe("Host identity before approval", func() {
 			c := meta.FindStatusCondition(freshVA(ctx, &va).Status.Conditions, afv1.ConditionAgentRegistered)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(vsphereagent.ReasonHostIdentityUnproven))
+			g.Expect(c.Reason).To(Equal(afv1.ReasonHostIdentityUnproven))
 			g.Expect(c.Message).To(ContainSubstring("Agent " + noSerial.GetName() + " reports the VM's MAC " + mac + " but no serial number yet"))
 			g.Expect(c.Message).To(ContainSubstring("Agent " + otherSerial.GetName() + " reports the VM's MAC " + mac + " but serial number"))
 			g.Expect(c.Message).To(ContainSubstring("another machine's"))
 		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
 		Eventually(func() []string { return objectEventReasons(ctx, va.Namespace, "VsphereAgent", va.Name) }, 10*time.Second, 250*time.Millisecond).
-			Should(ContainElement(vsphereagent.ReasonHostIdentityUnproven))
+			Should(ContainElement(afv1.ReasonHostIdentityUnproven))
 		Expect(freshVA(ctx, &va).Status.VM.AgentName).To(BeEmpty(), "no Agent recorded as the VM's")
 
 		By("passes that find nothing new announce nothing again")
@@ -103,7 +102,7 @@ func unprovenEvents(ctx context.Context, va *afv1.VsphereAgent) int32 {
 	Expect(k8s.List(ctx, &list, client.InNamespace(va.Namespace))).To(Succeed())
 	var n int32
 	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "VsphereAgent" && e.InvolvedObject.Name == va.Name && e.Reason == vsphereagent.ReasonHostIdentityUnproven {
+		if e.InvolvedObject.Kind == "VsphereAgent" && e.InvolvedObject.Name == va.Name && e.Reason == afv1.ReasonHostIdentityUnproven {
 			n += eventOccurrences(e)
 		}
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/pool"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/liveness"
-	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -168,7 +167,7 @@ var _ = Describe("A hung vCenter", func() {
 				if _, ok := seen[p.Namespace]; ok {
 					continue
 				}
-				if c := vSphereReachable(p); c != nil && c.Status == metav1.ConditionFalse && c.Reason == vsphere.ReasonTimeout {
+				if c := vSphereReachable(p); c != nil && c.Status == metav1.ConditionFalse && c.Reason == afv1.ReasonVCenterTimeout {
 					seen[p.Namespace] = time.Since(created[p.Namespace]).Round(10 * time.Millisecond)
 					g.Expect(c.Message).To(ContainSubstring("pool pass timeout"))
 				}
@@ -177,7 +176,7 @@ var _ = Describe("A hung vCenter", func() {
 		}, 2*passTimeout, 50*time.Millisecond).Should(Succeed(), "the first pass is cut at %s; its status is written right after", passTimeout)
 		for _, p := range hungPools {
 			Expect(seen[p.Namespace]).To(BeNumerically("<", 2*passTimeout), "reported before the watchdog would call the pass stuck")
-			Eventually(func() int32 { return eventCount(ctx, p, vsphere.ReasonTimeout) }, 10*time.Second, 200*time.Millisecond).Should(BeNumerically(">=", 1))
+			Eventually(func() int32 { return eventCount(ctx, p, afv1.ReasonVCenterTimeout) }, 10*time.Second, 200*time.Millisecond).Should(BeNumerically(">=", 1))
 			Expect(vsphereAgents(p)).To(BeEmpty())
 		}
 		GinkgoWriter.Printf("hung pools: VCenterTimeout written after %v (pass timeout %s)\n", seen, passTimeout)

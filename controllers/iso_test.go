@@ -38,7 +38,7 @@ var _ = Describe("Discovery ISO cache through the pool controller", func() {
 		Expect(st.SHA256).To(Equal(srv.SHA256()))
 		Expect(st.SizeBytes).To(Equal(srv.Size()))
 		Expect(st.URL).To(Equal(srv.BaseURL()), "the URL is recorded without its query")
-		Expect(conditionReason(getPool(pool), afv1.ConditionISOReady)).To(Equal(afv1.ReasonISOCached))
+		Expect(conditionReason(getPool(pool), afv1.ConditionISOReady)).To(Equal(afv1.ReasonCached))
 		Eventually(func() []string { return poolEventReasons(ctx, pool) }, 10*time.Second).Should(ContainElement("ISOUploaded"))
 
 		By("reusing identical bytes served under a new URL")
@@ -52,7 +52,7 @@ var _ = Describe("Discovery ISO cache through the pool controller", func() {
 		By("failing a forced refresh: the condition says so and the cached ISO stays in use")
 		srv.SetMode(sim.ISONotFound)
 		forceRefresh(pool, "one")
-		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionISOReady) }, 90*time.Second, 200*time.Millisecond).Should(Equal(afv1.ReasonISODownloadFailed))
+		Eventually(func() string { return conditionReason(getPool(pool), afv1.ConditionISOReady) }, 90*time.Second, 200*time.Millisecond).Should(Equal(afv1.ReasonDownloadFailed))
 		Expect(isoPath(getPool(pool))).To(Equal(want))
 
 		By("recovering on the next forced refresh, the token recorded")
@@ -61,7 +61,7 @@ var _ = Describe("Discovery ISO cache through the pool controller", func() {
 		forceRefresh(pool, "two")
 		Eventually(func() string { return getPool(pool).Status.ISO.ForceRefreshToken }, 90*time.Second, 200*time.Millisecond).Should(Equal("two"))
 		Expect(isoPath(getPool(pool))).To(Equal(iso.CachedISOPath(vcsim.Datastore, prefix, srv.SHA256())))
-		Expect(conditionReason(getPool(pool), afv1.ConditionISOReady)).To(Equal(afv1.ReasonISOCached))
+		Expect(conditionReason(getPool(pool), afv1.ConditionISOReady)).To(Equal(afv1.ReasonCached))
 
 		By("never writing a token to status or events")
 		raw, err := json.Marshal(getPool(pool).Status)

@@ -54,7 +54,7 @@ var _ = Describe("Discovery ISO token renewal through the pool", func() {
 			g.Expect(p.Status.ISO.UploadedAt.Equal(first.UploadedAt)).To(BeTrue())
 			g.Expect(p.Status.ISO.History).To(HaveLen(1))
 			g.Expect(conditionReason(p, afv1.ConditionReady)).To(Equal("Ready"))
-			g.Expect(conditionReason(p, afv1.ConditionISOReady)).To(Equal(afv1.ReasonISOCached))
+			g.Expect(conditionReason(p, afv1.ConditionISOReady)).To(Equal(afv1.ReasonCached))
 		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 		Expect(poolEventReasons(ctx, pool)[events:]).NotTo(ContainElements("ISOUploaded", "ISOReused"))
 		Expect(listFiles(ctx, "["+vcsim.Datastore+"] "+prefix)).To(ConsistOf(srv.SHA256() + ".iso"))

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/test/sim"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
@@ -46,7 +45,7 @@ var _ = Describe("The pool's image host CA and ISO size limit (spec.iso.caBundle
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: "image-ca"}, Data: map[string]string{"ca.crt": string(other.PEM())}}
 		Expect(k8s.Create(ctx, cm)).To(Succeed())
 		Eventually(func() string { return conditionOf(getPool(pool).Status.Conditions, afv1.ConditionISOReady) }, 60*time.Second, 200*time.Millisecond).
-			Should(Equal("False/" + iso.ReasonCertificateUntrusted))
+			Should(Equal("False/" + afv1.ReasonCertificateUntrusted))
 		Expect(isoPath(getPool(pool))).To(BeEmpty())
 		Expect(vsphereAgents(pool)).To(BeEmpty())
 
@@ -57,7 +56,7 @@ var _ = Describe("The pool's image host CA and ISO size limit (spec.iso.caBundle
 			p := getPool(pool)
 			g.Expect(p.Status.ISO).NotTo(BeNil())
 			g.Expect(p.Status.ISO.SHA256).To(Equal(srv.SHA256()))
-			g.Expect(conditionOf(p.Status.Conditions, afv1.ConditionISOReady)).To(Equal("True/" + afv1.ReasonISOCached))
+			g.Expect(conditionOf(p.Status.Conditions, afv1.ConditionISOReady)).To(Equal("True/" + afv1.ReasonCached))
 			g.Expect(poolVMs(pool)).To(HaveLen(1))
 		}, 90*time.Second, 200*time.Millisecond).Should(Succeed())
 		for _, msg := range poolEventMessages(ctx, pool) {

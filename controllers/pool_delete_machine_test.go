@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
@@ -55,7 +54,7 @@ var _ = Describe("A pool deleted under Delete while one of its Machines is being
 				return c.Reason
 			}
 			return ""
-		}, 90*time.Second, 250*time.Millisecond).Should(Equal(vsphereagent.ReasonWaitingForMachineDeletion))
+		}, 90*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonWaitingForMachineDeletion))
 		Consistently(func() bool { return vc.VMByInstanceUUID(uuid) != nil }, 2*time.Second, 250*time.Millisecond).Should(BeTrue(),
 			"the VM backing a Machine is never destroyed while the Machine exists")
 

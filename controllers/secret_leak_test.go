@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
@@ -71,8 +70,8 @@ var _ = Describe("No secret anywhere", func() {
 		cases := []struct {
 			server, reason string
 		}{
-			{"https://" + vcsim.Username + ":" + secret + "@" + vc.URL.Host, shared.ReasonCredentialsInvalid},
-			{"https://" + vcsim.Username + ":" + secret + "@[::1", shared.ReasonCredentialsInvalid},
+			{"https://" + vcsim.Username + ":" + secret + "@" + vc.URL.Host, afv1.ReasonCredentialsInvalid},
+			{"https://" + vcsim.Username + ":" + secret + "@[::1", afv1.ReasonCredentialsInvalid},
 			{"https://" + vc.URL.Host + "/sdk", "AuthenticationFailed"},
 		}
 		var pools []*afv1.VsphereAgentPool

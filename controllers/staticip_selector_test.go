@@ -118,7 +118,7 @@ var _ = Describe("Static IPs when the InfraEnv's nmStateConfigLabelSelector chan
 		var created time.Time
 		Eventually(func(g Gomega) {
 			va := sc.theVA(g)
-			g.Expect(conditionOf(va.Status.Conditions, afv1.ConditionVMCreated)).To(Equal("False/" + afv1.ReasonWaitingForImageLease))
+			g.Expect(conditionOf(va.Status.Conditions, afv1.ConditionVMCreated)).To(Equal("False/" + afv1.ReasonWaitingForImageWithLease))
 			g.Expect(conditionOf(getPool(sc.pool).Status.Conditions, afv1.ConditionStaticIPsReady)).To(Equal("False/" + afv1.ReasonLeasesPending))
 			held = sc.heldLease(va.Name)
 			g.Expect(held).NotTo(BeEmpty())
@@ -151,7 +151,7 @@ var _ = Describe("Static IPs when the InfraEnv's nmStateConfigLabelSelector chan
 			for _, c := range sc.list(ipamClaimGVK) {
 				g.Expect(c.GetLabels()).NotTo(HaveKey(afv1.LabelVsphereAgent), "claim %s still held", c.GetName())
 			}
-			g.Expect(conditionOf(getPool(sc.pool).Status.Conditions, afv1.ConditionStaticIPsReady)).To(Equal("False/" + afv1.ReasonNoNMStateSelector))
+			g.Expect(conditionOf(getPool(sc.pool).Status.Conditions, afv1.ConditionStaticIPsReady)).To(Equal("False/" + afv1.ReasonInfraEnvSelectsNoNMStateConfig))
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(poolVMs(sc.pool)).To(BeEmpty())
 

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
@@ -72,11 +71,11 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 			got := &afv1.VsphereAgent{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&va), got)).To(Succeed())
 			g.Expect(got.Status.VM.Phase).To(Equal(afv1.VMPhaseReleased))
-			g.Expect(got.Status.VM.Reason).To(Equal(shared.ReasonUnbindingPendingUserAction))
-			g.Expect(conditionOf(got.Status.Conditions, afv1.ConditionReady)).To(Equal("False/" + shared.ReasonUnbindingPendingUserAction))
+			g.Expect(got.Status.VM.Reason).To(Equal(afv1.ReasonUnbindingPendingUserAction))
+			g.Expect(conditionOf(got.Status.Conditions, afv1.ConditionReady)).To(Equal("False/" + afv1.ReasonUnbindingPendingUserAction))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, afv1.ConditionReady).Message).To(ContainSubstring("reboot"))
 		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
-		Eventually(func() int32 { return vaEventCount(ctx, &va, shared.ReasonUnbindingPendingUserAction) }, 10*time.Second, 250*time.Millisecond).
+		Eventually(func() int32 { return vaEventCount(ctx, &va, afv1.ReasonUnbindingPendingUserAction) }, 10*time.Second, 250*time.Millisecond).
 			Should(Equal(int32(1)))
 
 		By("while the Machine still exists, nothing destroys the VM: the pool tries and keeps it")
@@ -104,7 +103,7 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: agentName}, agents.New(agents.AgentGVK)))
 		}, 90*time.Second, 250*time.Millisecond).Should(BeTrue())
-		Expect(vaEventCount(ctx, &va, shared.ReasonUnbindingPendingUserAction)).To(Equal(int32(1)), "one Warning Event in all")
+		Expect(vaEventCount(ctx, &va, afv1.ReasonUnbindingPendingUserAction)).To(Equal(int32(1)), "one Warning Event in all")
 		Expect(vaEventCount(ctx, &va, "VMDestroyed")).To(BeNumerically(">=", 1))
 	})
 })

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -38,7 +37,7 @@ var _ = Describe("A VM not found in vCenter", func() {
 		op.clock.Step(3 * time.Minute) // past the VM check interval
 		pokeVsphereAgents(pool)
 		Eventually(func() string { return vmHealthyReason(ctx, &va) }, 30*time.Second, 250*time.Millisecond).
-			Should(Equal(vsphereagent.ReasonVMNotFoundUnconfirmed))
+			Should(Equal(afv1.ReasonVMNotFoundUnconfirmed))
 		Expect(vmHealthyMessage(ctx, &va)).To(ContainSubstring("looked up again by instance UUID and BIOS UUID"))
 		Consistently(noReplacement(0), 2*time.Second, 250*time.Millisecond).Should(Succeed())
 
@@ -61,7 +60,7 @@ var _ = Describe("A VM not found in vCenter", func() {
 		op.clock.Step(3 * time.Minute)
 		pokeVsphereAgents(pool)
 		Eventually(func() string { return vmHealthyReason(ctx, &va) }, 30*time.Second, 250*time.Millisecond).
-			Should(Equal(vsphereagent.ReasonVMNotFoundUnconfirmed))
+			Should(Equal(afv1.ReasonVMNotFoundUnconfirmed))
 		Consistently(func(g Gomega) {
 			g.Expect(vsphereAgents(pool)).To(HaveLen(1), "no replacement before the confirmation")
 		}, 2*time.Second, 250*time.Millisecond).Should(Succeed())

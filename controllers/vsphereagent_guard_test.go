@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -46,7 +45,7 @@ var _ = Describe("A VsphereAgent applied by hand", func() {
 				return c.Reason
 			}
 			return ""
-		}, 90*time.Second, 200*time.Millisecond).Should(Equal(vsphereagent.ReasonNotCreatedByPool))
+		}, 90*time.Second, 200*time.Millisecond).Should(Equal(afv1.ReasonNotCreatedByPool))
 		Consistently(func() []string {
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(va), va)).To(Succeed())
 			return append(va.Finalizers, va.Status.VM.InstanceUUID)
@@ -57,7 +56,7 @@ var _ = Describe("A VsphereAgent applied by hand", func() {
 		Expect(k8s.List(ctx, &events, client.InNamespace(s.Namespace), client.MatchingFields{"involvedObject.name": va.Name})).To(Succeed())
 		n := 0
 		for _, e := range events.Items {
-			if e.Reason == vsphereagent.ReasonNotCreatedByPool {
+			if e.Reason == afv1.ReasonNotCreatedByPool {
 				n += int(eventOccurrences(e))
 			}
 		}

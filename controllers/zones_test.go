@@ -180,7 +180,7 @@ var _ = Describe("Failure domains", Ordered, func() {
 			}
 		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 		st, reason, _ := poolCondition(pool, afv1.ConditionFailureDomainsAvailable)
-		Expect([]string{st, reason}).To(Equal([]string{"True", afv1.ReasonFailureDomainsAvailable}))
+		Expect([]string{st, reason}).To(Equal([]string{"True", afv1.ReasonAllAvailable}))
 	})
 
 	It("runs the placement preflight per failure domain and names the domain", func(_ context.Context) {

@@ -25,8 +25,10 @@ const (
 
 // Reasons for OtherManagerActive (ReasonOtherManagerRunning also on Ready, of pools and VsphereAgents).
 const (
+	// ReasonOtherManagerRunning: another agent-forge manager holds a live leader-election Lease; this one stands down.
 	ReasonOtherManagerRunning = "OtherManagerRunning"
-	ReasonNoOtherManager      = "NoOtherManager"
+	// ReasonNoOtherManager: the other manager is gone; this manager acts again.
+	ReasonNoOtherManager = "NoOtherManager"
 	// ReasonManagerLeasesUnreadable (OtherManagerActive=Unknown, Ready=False): the other managers' Leases
 	// could not be read yet, or for longer than the grace period; this manager fails closed.
 	ReasonManagerLeasesUnreadable = "ManagerLeasesUnreadable"
@@ -34,8 +36,10 @@ const (
 
 // Reasons for VCenterTLSVerified.
 const (
+	// ReasonCertificateVerified: vCenter's certificate is verified (caBundle, thumbprint, or the system and cluster trust).
 	ReasonCertificateVerified = "CertificateVerified"
-	ReasonInsecureSkipVerify  = "InsecureSkipVerify"
+	// ReasonInsecureSkipVerify: the credentials Secret sets insecure: "true"; vCenter's certificate is not checked.
+	ReasonInsecureSkipVerify = "InsecureSkipVerify"
 )
 
 // Condition types of VsphereAgent.
@@ -51,31 +55,45 @@ const (
 
 // Reasons for ISOEjected.
 const (
-	ReasonEjectionDisabled       = "Disabled"
+	// ReasonDisabled: no ejection for the VM (spec.iso.ejectAfterInstall is false, or it is scaled down).
+	ReasonDisabled = "Disabled"
+	// ReasonWaitingForInstallation: the Agent is not Installed=True yet; the ISO is ejected after installation.
 	ReasonWaitingForInstallation = "WaitingForInstallation"
-	ReasonEjectionInProgress     = "EjectionInProgress"
-	ReasonEjected                = "Ejected"
-	// ReasonISONotAttached: no CD-ROM holds the pool's ISO although this operator ejected nothing (the
+	// ReasonEjectionInProgress: a CD-ROM holding the pool's ISO is being ejected (status.isoEjection records it).
+	ReasonEjectionInProgress = "EjectionInProgress"
+	// ReasonEjected: the pool's ISO was ejected from every CD-ROM of the VM.
+	ReasonEjected = "Ejected"
+	// ReasonNotAttached: no CD-ROM holds the pool's ISO although this operator ejected nothing (the
 	// drive was emptied outside it, or by an attempt interrupted before it recorded its task).
-	ReasonISONotAttached = "NotAttached"
+	ReasonNotAttached = "NotAttached"
+	// ReasonEjectionFailed: the ejection was refused or failed; retried with backoff.
 	ReasonEjectionFailed = "EjectionFailed"
 )
 
 // Reasons for CRDsCurrent.
 const (
-	ReasonCRDsCurrent   = "CRDsCurrent"
-	ReasonCRDsOutdated  = "CRDsOutdated"
+	// ReasonCRDsCurrent: the served VsphereAgent CRD keeps every status.isoEjection field.
+	ReasonCRDsCurrent = "CRDsCurrent"
+	// ReasonCRDsOutdated: the served VsphereAgent CRD would prune status.isoEjection fields; no ejection starts.
+	ReasonCRDsOutdated = "CRDsOutdated"
+	// ReasonCRDUnreadable: the served VsphereAgent CRD could not be read; no ejection starts.
 	ReasonCRDUnreadable = "CRDUnreadable"
 )
 
 // Reasons for ISOReady.
 const (
-	ReasonISOCached         = "Cached"
-	ReasonISODownloading    = "Downloading"
-	ReasonISODownloadFailed = "DownloadFailed"
-	ReasonISONotAnISO       = "NotAnISO"
-	ReasonISOUploadFailed   = "UploadFailed"
-	ReasonInfraEnvNotReady  = "InfraEnvNotReady"
+	// ReasonCached: the discovery ISO is cached on the ISO datastore.
+	ReasonCached = "Cached"
+	// ReasonDownloading: the discovery ISO is being streamed to the ISO datastore; VMs wait.
+	ReasonDownloading = "Downloading"
+	// ReasonDownloadFailed: downloading the discovery ISO failed.
+	ReasonDownloadFailed = "DownloadFailed"
+	// ReasonNotAnISO: the InfraEnv URL answered with something that is not an ISO image.
+	ReasonNotAnISO = "NotAnISO"
+	// ReasonUploadFailed: uploading the discovery ISO to the ISO datastore failed.
+	ReasonUploadFailed = "UploadFailed"
+	// ReasonInfraEnvNotReady: the InfraEnv has no status.isoDownloadURL yet.
+	ReasonInfraEnvNotReady = "InfraEnvNotReady"
 	// ReasonISOTooLarge: the image is larger than spec.iso.maxSize (announced or received); nothing of
 	// it is kept.
 	ReasonISOTooLarge = "ISOTooLarge"

@@ -7,6 +7,8 @@ const ConditionImageCurrent = "ImageCurrent"
 
 // Reasons for ImageCurrent.
 const (
+	// ReasonCurrentImageUnknown: the current or the booted discovery image is not known yet.
+	ReasonCurrentImageUnknown = "CurrentImageUnknown"
 	// ReasonCurrentImage: the VM booted the pool's current discovery image.
 	ReasonCurrentImage = "CurrentImage"
 	// ReasonOutdatedImage: the VM never bound and booted an older image; it is replaced (the pool

@@ -17,14 +17,22 @@ const (
 
 // Reasons for PlacementValid.
 const (
-	ReasonPlacementValid       = "PlacementValid"
-	ReasonDatacenterNotFound   = "DatacenterNotFound"
-	ReasonDatastoreNotFound    = "DatastoreNotFound"
+	// ReasonPlacementValid: every object named in spec.vsphere exists.
+	ReasonPlacementValid = "PlacementValid"
+	// ReasonDatacenterNotFound: spec.vsphere's datacenter does not exist.
+	ReasonDatacenterNotFound = "DatacenterNotFound"
+	// ReasonDatastoreNotFound: spec.vsphere's datastore does not exist.
+	ReasonDatastoreNotFound = "DatastoreNotFound"
+	// ReasonISODatastoreNotFound: spec.vsphere's ISO datastore does not exist.
 	ReasonISODatastoreNotFound = "ISODatastoreNotFound"
+	// ReasonResourcePoolNotFound: spec.vsphere's resource pool does not exist.
 	ReasonResourcePoolNotFound = "ResourcePoolNotFound"
-	ReasonFolderNotFound       = "FolderNotFound"
-	ReasonNetworkNotFound      = "NetworkNotFound"
-	ReasonTagNotFound          = "TagNotFound"
+	// ReasonFolderNotFound: spec.vsphere's folder does not exist.
+	ReasonFolderNotFound = "FolderNotFound"
+	// ReasonNetworkNotFound: a network of spec.vsphere does not exist.
+	ReasonNetworkNotFound = "NetworkNotFound"
+	// ReasonTagNotFound: a tag of spec.vsphere does not exist.
+	ReasonTagNotFound = "TagNotFound"
 	// ReasonStoragePolicyNotFound: spec.template.hardware.storagePolicyName names no vSphere storage policy.
 	ReasonStoragePolicyNotFound = "StoragePolicyNotFound"
 	// ReasonPlacementUnchecked: vCenter could not be asked (see VSphereReachable).
@@ -33,7 +41,9 @@ const (
 
 // Reasons for PrivilegesSufficient.
 const (
-	ReasonPrivilegesSufficient   = "PrivilegesSufficient"
+	// ReasonPrivilegesSufficient: the vCenter account holds every privilege the pool needs.
+	ReasonPrivilegesSufficient = "PrivilegesSufficient"
+	// ReasonInsufficientPrivileges: the vCenter account lacks privileges the pool needs (named in the message).
 	ReasonInsufficientPrivileges = "InsufficientPrivileges"
 	// ReasonPrivilegesUnchecked: vCenter could not be asked about the privileges (see VSphereReachable).
 	ReasonPrivilegesUnchecked = "PrivilegesUnchecked"
@@ -41,7 +51,9 @@ const (
 
 // Reasons for AgentLabelsMatch.
 const (
-	ReasonAgentLabelsMatch    = "AgentLabelsMatch"
+	// ReasonAgentLabelsMatch: the NodePool's agentLabelSelector is satisfied by the labels the operator sets.
+	ReasonAgentLabelsMatch = "AgentLabelsMatch"
+	// ReasonAgentLabelsMismatch: the NodePool's agentLabelSelector is not satisfied by the labels the operator sets.
 	ReasonAgentLabelsMismatch = "AgentLabelsMismatch"
 	// ReasonNodePoolNotFound: the NodePool named by spec.nodePoolRef does not exist (yet).
 	ReasonNodePoolNotFound = "NodePoolNotFound"

@@ -9,6 +9,7 @@ const ConditionSpecHonoured = "SpecHonoured"
 
 // Reasons for SpecHonoured.
 const (
+	// ReasonSpecHonoured: every value of the pool's spec is honoured as written.
 	ReasonSpecHonoured = "SpecHonoured"
 	// ReasonNamePrefixCut: spec.template.namePrefix is longer than the 40 characters VM names use (True).
 	ReasonNamePrefixCut = "NamePrefixCut"

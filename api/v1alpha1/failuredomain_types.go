@@ -112,8 +112,12 @@ const ConditionFailureDomainsAvailable = "FailureDomainsAvailable"
 
 // Reasons of FailureDomainsAvailable and of a FailureDomainStatus.
 const (
-	ReasonFailureDomainsAvailable = "AllAvailable"
-	ReasonInsufficientCapacity    = "InsufficientCapacity"
-	ReasonCreationsFailing        = "CreationsFailing"
-	ReasonCapacityUnchecked       = "CapacityUnchecked"
+	// ReasonAllAvailable: every failure domain takes new VMs.
+	ReasonAllAvailable = "AllAvailable"
+	// ReasonInsufficientCapacity: a failure domain's cluster lacks the CPU or memory for a VM.
+	ReasonInsufficientCapacity = "InsufficientCapacity"
+	// ReasonCreationsFailing: creations failed in a failure domain; it is skipped for a backoff.
+	ReasonCreationsFailing = "CreationsFailing"
+	// ReasonCapacityUnchecked: vCenter did not answer a failure domain's capacity read; creation is not held back.
+	ReasonCapacityUnchecked = "CapacityUnchecked"
 )

@@ -128,22 +128,6 @@ type LeaseSummary struct {
 	Retained int32 `json:"retained,omitempty"`
 }
 
-// Condition type and reasons of static addressing.
-const (
-	// ConditionStaticIPsReady reports the pool's address leases (only for pools with spec.network).
-	ConditionStaticIPsReady = "StaticIPsReady"
-
-	ReasonLeasesReady          = "LeasesReady"
-	ReasonLeasesPending        = "LeasesPending"
-	ReasonIPPoolExhausted      = "IPPoolExhausted"
-	ReasonNoNMStateSelector    = "InfraEnvSelectsNoNMStateConfig"
-	ReasonIPAMUnavailable      = "IPAMUnavailable"
-	ReasonWaitingForLease      = "WaitingForLease"
-	ReasonWaitingForImageLease = "WaitingForImageWithLease"
-	// ReasonInvalidIPAddress: the IPAM provider handed out an address whose prefix or gateway cannot work
-	// (or an IPv6 one); no NMStateConfig and no VM is made with it.
-	ReasonInvalidIPAddress = "InvalidIPAddress"
-	// ReasonLeaseNotInImage: a VM waits for a lease whose NMStateConfig no discovery image carries (the
-	// InfraEnv cannot select it, or no image carried it in time); its VM is not created.
-	ReasonLeaseNotInImage = "LeaseNotInImage"
-)
+// ConditionStaticIPsReady reports the pool's address leases (only for pools with spec.network); its
+// reasons are in reasons_leases.go.
+const ConditionStaticIPsReady = "StaticIPsReady"

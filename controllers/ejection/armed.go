@@ -111,11 +111,11 @@ func (e *Ejector) stepArmed(ctx context.Context, p *Pass) error {
 // vmGone reports whether this pass's look-up (observeVM, before the ejection) found the VM gone.
 func vmGone(va *afv1.VsphereAgent) bool {
 	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
-	return c != nil && c.Reason == shared.ReasonVMNotFound
+	return c != nil && c.Reason == afv1.ReasonVMNotFound
 }
 
 func (e *Ejector) dropArmed(p *Pass, msg string) {
 	va := p.VA
 	va.Status.ISOEjection = nil
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, msg, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled, msg, va.Generation)
 }

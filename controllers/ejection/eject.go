@@ -59,8 +59,8 @@ func (e *Ejector) Step(ctx context.Context, p *Pass) error {
 	}
 	if !p.Pool.Spec.ISO.EjectAfterInstall {
 		// A Disabled condition already says why (e.g. an armed record dropped): kept.
-		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || (!finished(c) && c.Reason != afv1.ReasonEjectionDisabled) {
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
+		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || (!finished(c) && c.Reason != afv1.ReasonDisabled) {
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
 		}
 		return nil
 	}
@@ -83,7 +83,7 @@ func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
 	if m, deleting, err := e.machineDeleting(ctx, p); err != nil {
 		return err
 	} else if deleting {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled,
 			"not started: Machine "+m+" is being deleted (scale-down); no new ejection for it", va.Generation)
 		return nil
 	}
@@ -127,7 +127,7 @@ func ejectionTrigger(p *Pass) (string, string) {
 	va, a := p.VA, p.Agent
 	switch {
 	case va.Status.VM.Phase == afv1.VMPhaseReleased:
-		return afv1.ReasonEjectionDisabled, "not started: the VM is released (scale-down); its cleanup follows"
+		return afv1.ReasonDisabled, "not started: the VM is released (scale-down); its cleanup follows"
 	case a == nil:
 		return afv1.ReasonWaitingForInstallation, "waiting for the VM's Agent to register and report Installed=True"
 	case !a.IsInstalled():
@@ -178,7 +178,7 @@ func (e *Ejector) markEjected(p *Pass, msg string, unrelated []string) {
 	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected)
 	first := c == nil || c.Reason != afv1.ReasonEjected
 	if first && len(unrelated) > 0 {
-		e.Recorder.Eventf(va, nil, "Warning", "UnrelatedMediaAttached", shared.ActionEjectISO, "VM %s keeps media this pool does not own attached: %s",
+		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonUnrelatedMediaAttached, shared.ActionEjectISO, "VM %s keeps media this pool does not own attached: %s",
 			va.Status.VM.Name, strings.Join(unrelated, ", "))
 	}
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
@@ -188,10 +188,10 @@ func (e *Ejector) markEjected(p *Pass, msg string, unrelated []string) {
 // operator ejected nothing. Users read Ejected as "the operator ejected it", so this says what was seen.
 func (e *Ejector) markNotAttached(p *Pass, msg string, unrelated []string) {
 	va := p.VA
-	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonISONotAttached {
-		e.Recorder.Eventf(va, nil, "Normal", "ISONotAttached", shared.ActionEjectISO, "VM %s: %s", va.Status.VM.Name, msg)
+	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonNotAttached {
+		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonISONotAttached, shared.ActionEjectISO, "VM %s: %s", va.Status.VM.Name, msg)
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonISONotAttached, msg+unrelatedNote(unrelated), va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonNotAttached, msg+unrelatedNote(unrelated), va.Generation)
 }
 
 // foundEmpty closes a recorded ejection whose CD-ROM was already empty with no task of ours known: no
@@ -216,7 +216,7 @@ func (e *Ejector) foundEmpty(ctx context.Context, p *Pass, vs vsphere.Client, re
 
 // finished reports whether an ISOEjected condition is final: ejected by us, or found not attached.
 func finished(c *metav1.Condition) bool {
-	return c.Reason == afv1.ReasonEjected || c.Reason == afv1.ReasonISONotAttached
+	return c.Reason == afv1.ReasonEjected || c.Reason == afv1.ReasonNotAttached
 }
 
 // stepEjection advances a recorded ejection by one step.
@@ -277,13 +277,13 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 	}
 	if res.Answered {
 		metrics.ObserveISOOperation(metrics.ISOOpAnswer, metrics.ResultSuccess)
-		e.Recorder.Eventf(va, nil, "Normal", "CDROMLockAnswered", shared.ActionEjectISO, "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
+		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonCDROMLockAnswered, shared.ActionEjectISO, "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
 		if err := crashpoint.Hit(ctx, CrashAfterAnswer); err != nil {
 			return err
 		}
 	}
 	if res.Adopted {
-		e.Recorder.Eventf(va, nil, "Normal", "EjectionResumed", shared.ActionEjectISO, "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
+		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonEjectionResumed, shared.ActionEjectISO, "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
 	}
 	if rec.LastError != "" {
 		rec.Attempts = 0 // progress again: a later failure starts its backoff afresh
@@ -299,7 +299,7 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 		if rec.QuestionID != res.QuestionID {
 			// Checkpoint the question ID first; the next pass answers exactly this question.
 			rec.QuestionID = res.QuestionID
-			e.Recorder.Eventf(va, nil, "Normal", "CDROMLockQuestion", shared.ActionEjectISO, "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
+			e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonCDROMLockQuestion, shared.ActionEjectISO, "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
 		}
 		rec.TaskRef = res.TaskRef
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
@@ -340,10 +340,10 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, 
 	p.afterWrite(func() {
 		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultSuccess)
 		if p.Pool == nil { // the pool is gone: the VsphereAgent is all there is to tell
-			e.Recorder.Eventf(va, nil, "Normal", "ISOEjected", shared.ActionEjectISO, "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
+			e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonISOEjected, shared.ActionEjectISO, "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
 			return
 		}
-		e.Recorder.Batch(p.Pool, "ISOEjected", shared.ActionEjectISO, shared.SummaryISOEjected(rec.ISOPath),
+		e.Recorder.Batch(p.Pool, afv1.ReasonISOEjected, shared.ActionEjectISO, shared.SummaryISOEjected(rec.ISOPath),
 			fmt.Sprintf("%s (VsphereAgent %s, CD-ROM %d)", va.Status.VM.Name, va.Name, rec.DeviceKey))
 	})
 	va.Status.ISOEjection = nil
@@ -363,7 +363,7 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, 
 			fmt.Sprintf("%s; %d more CD-ROM(s) with this pool's ISO follow", done, len(ours))+unrelatedNote(unrelated), va.Generation)
 		p.requeueAfter(time.Millisecond)
 	default:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionDisabled,
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled,
 			fmt.Sprintf("%s; spec.iso.ejectAfterInstall is false, so %s stays attached", done, ours[0].ISOPath), va.Generation)
 	}
 	return nil
@@ -381,7 +381,7 @@ func vmAfterEject(ctx context.Context, vs vsphere.Client, rec *afv1.ISOEjectionR
 func (e *Ejector) ejectStepFailed(p *Pass, err error) error {
 	va, rec := p.VA, p.VA.Status.ISOEjection
 	if vsphere.IsNotFound(err) {
-		e.Recorder.Eventf(va, nil, "Warning", "ISOEjectionClosed", shared.ActionEjectISO, "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
+		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionClosed, shared.ActionEjectISO, "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "the VM is gone; nothing left to eject", va.Generation)
 		va.Status.ISOEjection = nil
 		return nil
@@ -411,7 +411,7 @@ func (e *Ejector) ejectionFailed(p *Pass, err error, op string) {
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed,
 		fmt.Sprintf("%s of %s failed (attempt %d): %v; retrying in %s", op, rec.ISOPath, rec.Attempts, err, delay), va.Generation)
 	if changed {
-		e.Recorder.Eventf(va, nil, "Warning", "ISOEjectionFailed", shared.ActionEjectISO, "%s of %s: %v", op, rec.ISOPath, err)
+		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionFailed, shared.ActionEjectISO, "%s of %s: %v", op, rec.ISOPath, err)
 	}
 	p.requeueAfter(delay)
 }

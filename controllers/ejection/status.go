@@ -28,7 +28,7 @@ func Summary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
 		switch c.Reason {
 		case afv1.ReasonEjected:
 			sum.Ejected++
-		case afv1.ReasonISONotAttached:
+		case afv1.ReasonNotAttached:
 			sum.NotAttached++
 		case afv1.ReasonEjectionInProgress:
 			sum.InProgress++
@@ -83,7 +83,7 @@ func (e *Ejector) FinishOrClose(ctx context.Context, p *Pass) (bool, error) {
 		}
 		why = "it failed: " + rec.LastError
 	}
-	e.Recorder.Eventf(va, nil, "Warning", "ISOEjectionClosed", shared.ActionEjectISO, "VsphereAgent is being deleted; the ejection of %s from VM %s was closed unfinished because %s",
+	e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionClosed, shared.ActionEjectISO, "VsphereAgent is being deleted; the ejection of %s from VM %s was closed unfinished because %s",
 		rec.ISOPath, va.Status.VM.Name, why)
 	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "closed on deletion: "+why, va.Generation)
 	va.Status.ISOEjection = nil

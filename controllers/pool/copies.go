@@ -10,11 +10,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// ReasonCopyFound is the Event of a VM that carries the pool's marker but is not the VM the marker's owner
-// made (a clone, template, restored backup or DR replica: vsphere.IdentityCopy). Copies are reported
-// once, counted in status.copies, and never destroyed, ejected or counted as VMs or supply.
-const ReasonCopyFound = "CopyFound"
-
 // copyMemory holds, per pool UID, the copies the last scan found (by instance UUID): a copy is reported
 // once per manager process, and the count feeds status.copies. Pools never scanned have no entry.
 type copyMemory struct {
@@ -76,7 +71,7 @@ const SummaryCopyFound = "%d VM(s) carry this pool's marker but are copies of it
 // and action within six minutes into the first one's series, so every copy after the first was lost.
 func (r *Reconciler) reportCopies(s *poolScope, copies []vsphere.VMInfo) {
 	for _, vm := range r.copies.observe(string(s.pool.UID), copies) {
-		r.Recorder.Batch(s.pool, ReasonCopyFound, shared.ActionCleanUpOrphan, SummaryCopyFound,
+		r.Recorder.Batch(s.pool, afv1.ReasonCopyFound, shared.ActionCleanUpOrphan, SummaryCopyFound,
 			fmt.Sprintf("VM %s (instance UUID %s, %s) copy of %s", vm.Name, vm.InstanceUUID, copyKind(vm), vm.Ownership.OwnerName))
 	}
 }

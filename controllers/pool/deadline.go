@@ -1,6 +1,8 @@
 package pool
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"fmt"
 	"time"
 
@@ -37,8 +39,8 @@ func (r *Reconciler) passCut(s *poolScope, phase string) error {
 	err := &passTimeoutError{timeout: r.Opts.PoolPassTimeout, phase: phase}
 	announced := s.vsErr != nil
 	s.vsErr = err
-	if !announced && r.refusalEvents.Allow(client.ObjectKeyFromObject(s.pool).String()+"/pass-timeout", vsphere.ReasonTimeout, r.Opts.Clock.Now()) {
-		r.Recorder.Eventf(s.pool, nil, "Warning", vsphere.ReasonTimeout, shared.ActionPreflight, "%s", err)
+	if !announced && r.refusalEvents.Allow(client.ObjectKeyFromObject(s.pool).String()+"/pass-timeout", afv1.ReasonVCenterTimeout, r.Opts.Clock.Now()) {
+		r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonVCenterTimeout, shared.ActionPreflight, "%s", err)
 	}
 	return err
 }

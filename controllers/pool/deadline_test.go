@@ -1,6 +1,8 @@
 package pool
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -19,8 +21,8 @@ func TestPassTimeoutReason(t *testing.T) {
 		if !errors.Is(e, vsphere.ErrTimeout) {
 			t.Errorf("errors.Is(%v, ErrTimeout) = false", e)
 		}
-		if got := shared.VSphereReason(e); got != vsphere.ReasonTimeout {
-			t.Errorf("VSphereReason(%v) = %q, want %q", e, got, vsphere.ReasonTimeout)
+		if got := shared.VSphereReason(e); got != afv1.ReasonVCenterTimeout {
+			t.Errorf("VSphereReason(%v) = %q, want %q", e, got, afv1.ReasonVCenterTimeout)
 		}
 	}
 	for _, want := range []string{"2m0s deadline", "pool pass timeout", "while logging in to vCenter"} {

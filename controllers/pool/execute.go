@@ -119,7 +119,7 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 				r.expectations.expectCreate(poolKey, va.Name)
 				r.domains.created(poolKey, va.Name, domain)
 			}
-			r.Recorder.Eventf(s.pool, nil, "Warning", "CreateFailed", shared.ActionRequestVM, "creating VsphereAgent: %v", err)
+			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonCreateFailed, shared.ActionRequestVM, "creating VsphereAgent: %v", err)
 			return err
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {

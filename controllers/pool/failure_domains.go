@@ -302,7 +302,7 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 		p.Status.FailureDomains = nil
 	}
 	if len(problems) == 0 {
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, true, afv1.ReasonFailureDomainsAvailable,
+		shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, true, afv1.ReasonAllAvailable,
 			"every failure domain takes new VMs", p.Generation)
 		return nil
 	}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 )
@@ -22,12 +21,12 @@ func TestCreationFailedCountsDomainFaults(t *testing.T) {
 		want   bool
 	}{
 		{afv1.VMPhasePending, afv1.ReasonVMCreateFailed, true},
-		{afv1.VMPhasePending, shared.ReasonWaitingForISO, false},
-		{afv1.VMPhasePending, shared.ReasonWaitingForCredentials, false},
+		{afv1.VMPhasePending, afv1.ReasonWaitingForISO, false},
+		{afv1.VMPhasePending, afv1.ReasonWaitingForVSphere, false},
 		{afv1.VMPhaseFailed, afv1.ReasonInvalidPlacement, true},
-		{afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout, true},
+		{afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout, true},
 		{afv1.VMPhaseFailed, afv1.ReasonDuplicateName, false},
-		{afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration, false},
+		{afv1.VMPhaseProvisioning, afv1.ReasonAwaitingRegistration, false},
 	}
 	for _, tc := range cases {
 		va := &afv1.VsphereAgent{}
@@ -100,7 +99,7 @@ func TestDomainCounts(t *testing.T) {
 	}{
 		{"in flight and available", []*afv1.VsphereAgent{va(afv1.VMPhaseProvisioning, "", false), va(afv1.VMPhaseAvailable, "", false)}, 2, 1},
 		{"a VM being destroyed (destroy held) still counts, not in flight", []*afv1.VsphereAgent{va(afv1.VMPhaseDeleting, "Deleting", true), va(afv1.VMPhasePending, "", true)}, 2, 0},
-		{"a failed VM recorded destroyed does not count", []*afv1.VsphereAgent{va(afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout, false)}, 0, 0},
+		{"a failed VM recorded destroyed does not count", []*afv1.VsphereAgent{va(afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout, false)}, 0, 0},
 		{"a failed VM not recorded gone counts", []*afv1.VsphereAgent{va(afv1.VMPhaseFailed, "Other", false)}, 1, 0},
 	}
 	for _, tt := range tests {

@@ -107,9 +107,9 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 		cond = &wc
 		upd.RequeueAfter = 10 * time.Second // fallback poll; the job's completion also requeues the pool
 	case cond == nil && status.Path != "":
-		cond = &metav1.Condition{Status: metav1.ConditionTrue, Reason: afv1.ReasonISOCached, Message: "discovery ISO cached at " + status.Path}
+		cond = &metav1.Condition{Status: metav1.ConditionTrue, Reason: afv1.ReasonCached, Message: "discovery ISO cached at " + status.Path}
 	case cond == nil:
-		cond = &metav1.Condition{Status: metav1.ConditionFalse, Reason: afv1.ReasonISODownloading, Message: "waiting to download the discovery ISO"}
+		cond = &metav1.Condition{Status: metav1.ConditionFalse, Reason: afv1.ReasonDownloading, Message: "waiting to download the discovery ISO"}
 	}
 	upd.Ready, upd.Reason, upd.Message = cond.Status == metav1.ConditionTrue, cond.Reason, cond.Message
 	if upd.RequeueAfter == 0 {

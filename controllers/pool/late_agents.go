@@ -1,6 +1,8 @@
 package pool
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -70,13 +72,10 @@ func (r *Reconciler) deleteLateAgent(ctx context.Context, s *poolScope, key clie
 	}
 	r.Opts.DestroyedHosts.Forget(key, host)
 	log.Info("deleted the Agent of a VM destroyed before it registered")
-	r.Recorder.Eventf(s.pool, nil, "Normal", ReasonOrphanAgentDeleted, shared.ActionCleanUpOrphan,
+	r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanAgentDeleted, shared.ActionCleanUpOrphan,
 		"deleted Agent %s: it registered from VM %s (VsphereAgent %s) after the VM was destroyed", agent.Name, host.VM, host.VsphereAgent)
 	return nil
 }
-
-// ReasonOrphanAgentDeleted is the Event of a late Agent deleted (deleteLateAgents).
-const ReasonOrphanAgentDeleted = "OrphanAgentDeleted"
 
 // destroyedHostOf is the destroyed VM an Agent registered from: its MAC and its serial both match (a
 // MAC alone is not proof: a static-IP lease hands the same MAC to the VM that replaces it).

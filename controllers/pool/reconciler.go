@@ -359,7 +359,7 @@ func progressReasons(condition, a, b string) bool {
 	if condition != afv1.ConditionCapacitySatisfied {
 		return false
 	}
-	progress := func(r string) bool { return r == ReasonDeficit || r == shared.ReasonProvisioning }
+	progress := func(r string) bool { return r == afv1.ReasonDeficit || r == afv1.ReasonProvisioningInProgress }
 	return progress(a) && progress(b)
 }
 
@@ -379,7 +379,7 @@ func (r *Reconciler) checkClaim(ctx context.Context, s *poolScope) error {
 		}
 		if olderThan(other, s.pool) {
 			s.claimErr = fmt.Sprintf("NodePool %s is already served by VsphereAgentPool %s; this pool takes no action", s.pool.Spec.NodePoolRef.Name, other.Name)
-			r.Recorder.Eventf(s.pool, nil, "Warning", "NodePoolAlreadyClaimed", shared.ActionClaimNodePool, "%s", s.claimErr)
+			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonNodePoolAlreadyClaimed, shared.ActionClaimNodePool, "%s", s.claimErr)
 			return errStop
 		}
 	}

@@ -33,7 +33,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 	}
 	if agent != nil {
 		if agent.IsBound() {
-			r.Recorder.Eventf(s.pool, va, "Normal", "SurplusKept", shared.ActionReleaseVM, "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
+			r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, shared.ActionReleaseVM, "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
 			return false, nil
 		}
 		inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineName)
@@ -41,7 +41,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 			return false, err
 		}
 		if inUse {
-			r.Recorder.Eventf(s.pool, va, "Normal", "SurplusKept", shared.ActionReleaseVM, "VM %s kept: Machine %s references its Agent", va.Name, machine)
+			r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, shared.ActionReleaseVM, "VM %s kept: Machine %s references its Agent", va.Name, machine)
 			return false, nil
 		}
 		if r.Opts.BeforeUnapprove != nil {
@@ -49,7 +49,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 		}
 		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
 			if errors.Is(err, shared.ErrReservationWon) {
-				r.Recorder.Eventf(s.pool, va, "Normal", "SurplusKept", shared.ActionReleaseVM, "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
+				r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, shared.ActionReleaseVM, "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
 				s.requeueAfter(time.Second)
 				return false, nil
 			}
@@ -62,7 +62,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 	}
 	r.expectations.expectDelete(poolKey, va.Name)
 	metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "release").Inc()
-	r.Recorder.Eventf(s.pool, va, "Normal", "VMReleased", shared.ActionReleaseVM, "releasing VM %s: %s", va.Name, why)
+	r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonVMReleased, shared.ActionReleaseVM, "releasing VM %s: %s", va.Name, why)
 	return true, nil
 }
 
@@ -97,7 +97,7 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 			continue
 		}
 		if err := r.cleanOrphan(ctx, s, vm); err != nil {
-			r.Recorder.Eventf(s.pool, nil, "Warning", "OrphanCleanupFailed", shared.ActionCleanUpOrphan, "orphan VM %s: %v", vm.Name, err)
+			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonOrphanCleanupFailed, shared.ActionCleanUpOrphan, "orphan VM %s: %v", vm.Name, err)
 		}
 	}
 	return nil
@@ -105,7 +105,7 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 
 func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.VMInfo) error {
 	if s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
-		r.Recorder.Eventf(s.pool, nil, "Warning", "OrphanFound", shared.ActionCleanUpOrphan, "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
+		r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonOrphanFound, shared.ActionCleanUpOrphan, "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
 		return nil
 	}
 	// Any Agent that may be the VM's host keeps the VM while it is bound or backs a Machine; only the
@@ -123,7 +123,7 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 			return err
 		}
 		if a.IsBound() || inUse {
-			r.Recorder.Eventf(s.pool, nil, "Normal", "OrphanKept", shared.ActionCleanUpOrphan, "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, a.Name)
+			r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanKept, shared.ActionCleanUpOrphan, "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, a.Name)
 			return nil
 		}
 		if agent == nil && a.IsHostOf(vm.MACAddress, vm.BIOSUUID) {
@@ -143,7 +143,7 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 			return err
 		}
 	}
-	r.Recorder.Eventf(s.pool, nil, "Normal", "OrphanDestroyed", shared.ActionCleanUpOrphan, "destroyed orphan VM %s (no VsphereAgent)", vm.Name)
+	r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanDestroyed, shared.ActionCleanUpOrphan, "destroyed orphan VM %s (no VsphereAgent)", vm.Name)
 	return nil
 }
 
@@ -152,7 +152,7 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Result, error) {
 	pool := s.pool
 	if pool.Spec.Paused {
-		r.Recorder.Eventf(pool, nil, "Warning", "DeletionPaused", shared.ActionDeletePool, "pool is paused: its VMs are not cleaned up until spec.paused is false")
+		r.Recorder.Eventf(pool, nil, "Warning", afv1.ReasonDeletionPaused, shared.ActionDeletePool, "pool is paused: its VMs are not cleaned up until spec.paused is false")
 		return ctrl.Result{}, nil
 	}
 	var vas afv1.VsphereAgentList
@@ -189,7 +189,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	kept := r.copiesAtDeletion(ctx, s)
-	r.Recorder.Eventf(pool, nil, "Normal", "PoolDeleted", shared.ActionDeletePool, "cleanupPolicy %s applied to %d VM(s)%s", policyOf(pool), len(vas.Items), kept)
+	r.Recorder.Eventf(pool, nil, "Normal", afv1.ReasonPoolDeleted, shared.ActionDeletePool, "cleanupPolicy %s applied to %d VM(s)%s", policyOf(pool), len(vas.Items), kept)
 	r.expectations.forget(client.ObjectKeyFromObject(pool).String())
 	r.copies.forget(string(pool.UID))
 	_, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, false)

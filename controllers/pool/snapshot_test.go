@@ -72,10 +72,6 @@ func TestSnapshotCopiesFacts(t *testing.T) {
 		t.Errorf("foreign Agents %d", snap.ForeignAvailable)
 	}
 
-	// The planner's block reasons are the VsphereAgent controller's Pending reasons.
-	if planner.ReasonWaitingForISO != shared.ReasonWaitingForISO || planner.ReasonWaitingForVSphere != shared.ReasonWaitingForCredentials {
-		t.Errorf("block reasons differ: %s/%s vs %s/%s", planner.ReasonWaitingForISO, planner.ReasonWaitingForVSphere, shared.ReasonWaitingForISO, shared.ReasonWaitingForCredentials)
-	}
 }
 
 func listedVA(name string, phase afv1.VMPhase) afv1.VsphereAgent {

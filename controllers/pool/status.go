@@ -14,9 +14,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
 
-// ReasonDeficit is CapacitySatisfied=False's reason while more VMs are needed than exist or are on their way.
-const ReasonDeficit = "Deficit"
-
 // setStatus writes every counter and every owned condition from what the pass observed.
 func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	p := s.pool
@@ -28,11 +25,11 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	r.noOtherManager(p)
 
 	if s.claimErr != "" {
-		shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, shared.ReasonNodePoolClaimed, s.claimErr, gen)
-		shared.SetCondition(&st.Conditions, afv1.ConditionReady, false, shared.ReasonNodePoolClaimed, s.claimErr, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, afv1.ReasonNodePoolAlreadyClaimed, s.claimErr, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionReady, false, afv1.ReasonNodePoolAlreadyClaimed, s.claimErr, gen)
 		return
 	}
-	shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, true, shared.ReasonClaimed, "this pool serves NodePool "+p.Spec.NodePoolRef.Name, gen)
+	shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, true, afv1.ReasonClaimed, "this pool serves NodePool "+p.Spec.NodePoolRef.Name, gen)
 	if r.setRefsStatus(s) {
 		return
 	}
@@ -56,7 +53,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 			st.DesiredReplicas++
 		}
 	}
-	shared.SetCondition(&st.Conditions, afv1.ConditionDemandObserved, true, shared.ReasonDemandObserved,
+	shared.SetCondition(&st.Conditions, afv1.ConditionDemandObserved, true, afv1.ReasonDemandObserved,
 		fmt.Sprintf("%d of %d AgentMachine(s) wait for an Agent", s.waiting, len(s.agentMachines)), gen)
 
 	// Agent counters.
@@ -94,21 +91,21 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 
 	// InfraEnv.
 	prevInfraEnv := meta.FindStatusCondition(st.Conditions, afv1.ConditionInfraEnvAvailable)
-	wasMissing := prevInfraEnv != nil && prevInfraEnv.Reason == shared.ReasonInfraEnvMissing
+	wasMissing := prevInfraEnv != nil && prevInfraEnv.Reason == afv1.ReasonInfraEnvNotFound
 	if wasMissing && s.infraEnv != nil {
-		r.Recorder.Eventf(p, nil, "Normal", "InfraEnvFound", shared.ActionRefreshISO, "InfraEnv %s exists again; the pool resumes once it publishes a discovery ISO URL", s.infraEnv.Name)
+		r.Recorder.Eventf(p, nil, "Normal", afv1.ReasonInfraEnvFound, shared.ActionRefreshISO, "InfraEnv %s exists again; the pool resumes once it publishes a discovery ISO URL", s.infraEnv.Name)
 	}
 	switch {
 	case s.infraEnv == nil && s.infraEnvErr != "":
 		if !wasMissing {
 			// Deleted (or never there): bound VMs are kept, no VM is created until it is back.
-			r.Recorder.Eventf(p, nil, "Warning", shared.ReasonInfraEnvMissing, shared.ActionRefreshISO, "%s: no VM is created until it exists; existing VMs are kept", s.infraEnvErr)
+			r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInfraEnvNotFound, shared.ActionRefreshISO, "%s: no VM is created until it exists; existing VMs are kept", s.infraEnvErr)
 		}
-		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, shared.ReasonInfraEnvMissing, s.infraEnvErr, gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotFound, s.infraEnvErr, gen)
 	case s.infraEnvErr != "":
 		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr, gen)
 	default:
-		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, true, shared.ReasonInfraEnvReady, "the InfraEnv publishes a discovery ISO URL", gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, true, afv1.ReasonISOURLAvailable, "the InfraEnv publishes a discovery ISO URL", gen)
 	}
 
 	// vSphere.
@@ -125,14 +122,14 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	// Capacity.
 	switch {
 	case p.Spec.Paused:
-		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, shared.ReasonPaused, "spec.paused is true", gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, afv1.ReasonPaused, "spec.paused is true", gen)
 	case s.plan.Deficit == 0 && s.plan.InFlight == 0 && s.waiting == 0:
-		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, true, shared.ReasonCapacitySatisfied, "no AgentMachine waits for an Agent", gen)
+		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, true, afv1.ReasonCapacitySatisfied, "no AgentMachine waits for an Agent", gen)
 	case s.plan.Deficit == 0:
-		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, shared.ReasonProvisioning,
+		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, afv1.ReasonProvisioningInProgress,
 			fmt.Sprintf("%d AgentMachine(s) wait; %d VM(s) in flight", s.waiting, s.plan.InFlight), gen)
 	default:
-		reason, msg := ReasonDeficit, fmt.Sprintf("%d more VM(s) needed", s.plan.Deficit)
+		reason, msg := afv1.ReasonDeficit, fmt.Sprintf("%d more VM(s) needed", s.plan.Deficit)
 		for _, a := range s.plan.Actions {
 			if a.Kind == planner.ActionWait || a.Kind == planner.ActionRefuse {
 				reason, msg = a.Reason, a.Message
@@ -142,7 +139,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	}
 
 	// Ready rolls up what the pool needs to act.
-	ready, reason, msg := true, shared.ReasonReady, "the pool can serve its NodePool"
+	ready, reason, msg := true, afv1.ReasonReady, "the pool can serve its NodePool"
 	for _, t := range []string{afv1.ConditionInfraEnvAvailable, afv1.ConditionVSphereReachable, afv1.ConditionAgentLabelsMatch,
 		afv1.ConditionSpecHonoured, afv1.ConditionPlacementValid, afv1.ConditionPrivilegesSufficient, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
 		if c := shared.FindCondition(st.Conditions, t); c != nil && c.Status != "True" {
@@ -154,7 +151,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 		ready, reason, msg = false, s.staticIP.Block(), s.staticIP.BlockMessage()
 	}
 	if p.Spec.Paused {
-		ready, reason, msg = false, shared.ReasonPaused, "spec.paused is true: no action is taken"
+		ready, reason, msg = false, afv1.ReasonPaused, "spec.paused is true: no action is taken"
 	}
 	shared.SetCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
 
@@ -226,5 +223,5 @@ func setVSphereReachable(conds *[]metav1.Condition, vsErr error, server string, 
 		shared.SetCondition(conds, afv1.ConditionVSphereReachable, false, shared.VSphereReason(vsErr), vsErr.Error(), gen)
 		return
 	}
-	shared.SetCondition(conds, afv1.ConditionVSphereReachable, true, shared.ReasonConnected, "logged in to "+server, gen)
+	shared.SetCondition(conds, afv1.ConditionVSphereReachable, true, afv1.ReasonConnected, "logged in to "+server, gen)
 }

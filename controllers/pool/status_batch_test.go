@@ -30,9 +30,9 @@ func TestStatusBatchWritesConditionChangesAtOnceAndBatchesCounters(t *testing.T)
 		{"a condition's status changes: written at once", ready(metav1.ConditionFalse, "Ready", "2 VMs", 2), false},
 		{"only a counter and a message move: batched", ready(metav1.ConditionTrue, "Ready", "3 VMs", 3), true},
 		{"CapacitySatisfied=False moves between Deficit and ProvisioningInProgress: batched",
-			capacity(metav1.ConditionFalse, shared.ReasonProvisioning), true},
+			capacity(metav1.ConditionFalse, afv1.ReasonProvisioningInProgress), true},
 		{"CapacitySatisfied=False turns to a refusal: written at once", capacity(metav1.ConditionFalse, "InsufficientCapacity"), false},
-		{"CapacitySatisfied turns True: written at once", capacity(metav1.ConditionTrue, shared.ReasonCapacitySatisfied), false},
+		{"CapacitySatisfied turns True: written at once", capacity(metav1.ConditionTrue, afv1.ReasonCapacitySatisfied), false},
 		{"only the ejection summary moves: batched", &afv1.VsphereAgentPoolStatus{VMs: 2, ISOEjections: &afv1.ISOEjectionSummary{Ejected: 1},
 			Conditions: before.Conditions}, true},
 	}
@@ -40,7 +40,7 @@ func TestStatusBatchWritesConditionChangesAtOnceAndBatchesCounters(t *testing.T)
 		r := &Reconciler{statusWrites: newDebouncer(clock.RealClock{}, time.Minute, time.Hour)}
 		from := before
 		if shared.FindCondition(tc.after.Conditions, afv1.ConditionCapacitySatisfied) != nil {
-			from = capacity(metav1.ConditionFalse, ReasonDeficit)
+			from = capacity(metav1.ConditionFalse, afv1.ReasonDeficit)
 		}
 		if got := r.statusBatch("ns/pool", from, tc.after); (got > 0) != tc.wantBatch {
 			t.Errorf("%s: wait %s, batched want %t", tc.name, got, tc.wantBatch)

@@ -60,11 +60,11 @@ func TestVCenterByIPWithAnotherNamesCertificate(t *testing.T) {
 	wrong := tlstrusttest.Front(t, "127.0.0.1:0", ca.Server(t, []string{"vcenter.example.com"}), env.URL, env.Credentials.CABundle)
 	c, evs := preflight(t, wrong.URL)
 	t.Logf("condition %s %s: %s; events %q", c.Status, c.Reason, c.Message, evs)
-	if c.Status != metav1.ConditionFalse || c.Reason != vsphere.ReasonCertificate || !strings.Contains(c.Message, "127.0.0.1") {
-		t.Fatalf("VSphereReachable %s/%s %q, want False/%s naming 127.0.0.1", c.Status, c.Reason, c.Message, vsphere.ReasonCertificate)
+	if c.Status != metav1.ConditionFalse || c.Reason != afv1.ReasonVCenterCertificateRejected || !strings.Contains(c.Message, "127.0.0.1") {
+		t.Fatalf("VSphereReachable %s/%s %q, want False/%s naming 127.0.0.1", c.Status, c.Reason, c.Message, afv1.ReasonVCenterCertificateRejected)
 	}
-	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+vsphere.ReasonCertificate+" ") {
-		t.Fatalf("events %q, want one Warning %s", evs, vsphere.ReasonCertificate)
+	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+afv1.ReasonVCenterCertificateRejected+" ") {
+		t.Fatalf("events %q, want one Warning %s", evs, afv1.ReasonVCenterCertificateRejected)
 	}
 
 	right := tlstrusttest.Front(t, "127.0.0.1:0", ca.Server(t, []string{"vcenter.example.com"}, net.IPv4(127, 0, 0, 1)), env.URL, env.Credentials.CABundle)

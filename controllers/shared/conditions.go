@@ -5,49 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/containeroo/agent-forge-operator/internal/planner"
-)
-
-// Reasons shared by the controllers.
-const (
-	ReasonReady                 = "Ready"
-	ReasonPaused                = "Paused"
-	ReasonClaimed               = "Claimed"
-	ReasonNodePoolClaimed       = "NodePoolAlreadyClaimed"
-	ReasonDemandObserved        = "DemandObserved"
-	ReasonInfraEnvReady         = "ISOURLAvailable"
-	ReasonInfraEnvMissing       = "InfraEnvNotFound"
-	ReasonRegistrationHealthy   = "RegistrationHealthy"
-	ReasonRegistrationFailing   = planner.ReasonRegistrationFailing
-	ReasonRegistrationTimeout   = planner.ReasonRegistrationTimeout
-	ReasonProvisioning          = "ProvisioningInProgress"
-	ReasonCapacitySatisfied     = "CapacitySatisfied"
-	ReasonWaitingForISO         = "WaitingForISO"
-	ReasonWaitingForCredentials = "WaitingForVSphere"
-	ReasonVMCreated             = "VMCreated"
-	ReasonAgentRegistered       = "AgentRegistered"
-	ReasonAwaitingRegistration  = "AwaitingRegistration"
-	ReasonAgentPrepared         = "AgentPrepared"
-	ReasonAgentBound            = "AgentBound"
-	ReasonAgentUnbound          = "AgentUnbound"
-	ReasonAgentMissing          = "AgentMissing"
-	// VMHealthy reasons: what vCenter shows of a created VM (it is looked up by instance UUID).
-	ReasonVMRunning         = "VMRunning"
-	ReasonVMRenamed         = "VMRenamed"
-	ReasonVMMoved           = "VMMoved"
-	ReasonVMPoweredOff      = "VMPoweredOff"
-	ReasonVMPoweredOn       = "VMPoweredOn"
-	ReasonVMNotFound        = planner.ReasonVMNotFound
-	ReasonVMIdentityChanged = "VMIdentityChanged"
-	// ReasonUnbindingPendingUserAction: the VM's Agent was unbound after installation and awaits a
-	// reboot of its host into discovery (assisted-service unbinding-pending-user-action); the VM is
-	// Released, destroyed once no Machine references it, and replaced only if demand needs one.
-	ReasonUnbindingPendingUserAction = "UnbindingPendingUserAction" // = agents.ReasonUnbindingPendingUserAction
-	ReasonPoolNotFound               = "PoolNotFound"
-	// ReasonFailureDomainNotFound says a VsphereAgent's failure domain was removed from the pool before
-	// its VM was created (the pool releases it).
-	ReasonFailureDomainNotFound = planner.ReasonFailureDomainNotFound
 )
 
 // SetCondition sets a condition; LastTransitionTime only moves when the status changes, so a

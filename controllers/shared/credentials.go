@@ -16,14 +16,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// Reasons for VSphereReachable.
-const (
-	ReasonCredentialsNotFound  = "CredentialsNotFound"
-	ReasonCredentialsInvalid   = "CredentialsInvalid"
-	ReasonCrossNamespaceSecret = "CrossNamespaceSecretRefused"
-	ReasonConnected            = "Connected"
-)
-
 // CredentialsError carries a condition reason; its message never includes Secret values.
 type CredentialsError struct {
 	reason, msg string
@@ -56,7 +48,7 @@ func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 	var s corev1.Secret
 	if err := reader.Get(SecretReadContext(ctx), key, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsNotFound, fmt.Sprintf("credentials Secret %s/%s not found", ns, name)}
+			return vsphere.Credentials{}, &CredentialsError{afv1.ReasonCredentialsNotFound, fmt.Sprintf("credentials Secret %s/%s not found", ns, name)}
 		}
 		return vsphere.Credentials{}, err
 	}
@@ -66,7 +58,7 @@ func LoadCredentials(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 // CrossNamespaceRefusal is the one error of a credentials Secret in another namespace that cannot be
 // used, whatever the cause: its text never depends on whether the Secret exists.
 func CrossNamespaceRefusal(poolNamespace, ns, name string) error {
-	return &CredentialsError{ReasonCrossNamespaceSecret, fmt.Sprintf(
+	return &CredentialsError{afv1.ReasonCrossNamespaceSecretRefused, fmt.Sprintf(
 		"credentials Secret %s/%s cannot be used by a pool in namespace %s: a Secret outside the pool's namespace must be in a namespace the operator allows (--credentials-secret-namespaces or AGENT_FORGE_CREDENTIALS_SECRET_NAMESPACES; default none), exist, be readable by the operator and hold server, username and password; this message is the same whichever of these fails",
 		ns, name, poolNamespace)}
 }
@@ -115,11 +107,11 @@ func CredentialsFromSecret(ns, name string, data map[string][]byte) (vsphere.Cre
 		}
 	}
 	if len(missing) > 0 {
-		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s lacks keys %v", ns, name, missing)}
+		return vsphere.Credentials{}, &CredentialsError{afv1.ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s lacks keys %v", ns, name, missing)}
 	}
 	if err := vsphere.ValidateServer(creds.Server); err != nil {
 		// the message never quotes the value: it may carry a password in its userinfo
-		return vsphere.Credentials{}, &CredentialsError{ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s: %v", ns, name, err)}
+		return vsphere.Credentials{}, &CredentialsError{afv1.ReasonCredentialsInvalid, fmt.Sprintf("credentials Secret %s/%s: %v", ns, name, err)}
 	}
 	return creds, nil
 }

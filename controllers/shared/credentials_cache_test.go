@@ -106,19 +106,19 @@ func TestCredentialsCacheServesVMPassesWhatThePoolPassRead(t *testing.T) {
 	step("credentials vCenter refused are read again", vmPass(pool, nil), "second", 1)
 
 	step("a cross-namespace pool pass, allowed", poolPass(crossPool), "other", 1)
-	if _, err := cache.Recent(ctx, reader, crossPool, []string{"elsewhere"}); VSphereReason(err) != ReasonCrossNamespaceSecret {
-		t.Errorf("cross-namespace Secret cached, its namespace no longer allowed: %v, want %s", err, ReasonCrossNamespaceSecret)
+	if _, err := cache.Recent(ctx, reader, crossPool, []string{"elsewhere"}); VSphereReason(err) != afv1.ReasonCrossNamespaceSecretRefused {
+		t.Errorf("cross-namespace Secret cached, its namespace no longer allowed: %v, want %s", err, afv1.ReasonCrossNamespaceSecretRefused)
 	}
 
 	if err := c.Delete(ctx, rotated); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cache.Read(ctx, reader, pool, nil); VSphereReason(err) != ReasonCredentialsNotFound {
-		t.Fatalf("pool pass after the Secret's deletion: %v, want %s", err, ReasonCredentialsNotFound)
+	if _, err := cache.Read(ctx, reader, pool, nil); VSphereReason(err) != afv1.ReasonCredentialsNotFound {
+		t.Fatalf("pool pass after the Secret's deletion: %v, want %s", err, afv1.ReasonCredentialsNotFound)
 	}
 	before := reader.gets.Load()
-	if _, err := cache.Recent(ctx, reader, pool, nil); VSphereReason(err) != ReasonCredentialsNotFound {
-		t.Errorf("VM pass after the Secret's deletion: %v, want %s", err, ReasonCredentialsNotFound)
+	if _, err := cache.Recent(ctx, reader, pool, nil); VSphereReason(err) != afv1.ReasonCredentialsNotFound {
+		t.Errorf("VM pass after the Secret's deletion: %v, want %s", err, afv1.ReasonCredentialsNotFound)
 	}
 	if reader.gets.Load()-before != 1 {
 		t.Errorf("VM pass after the Secret's deletion served from the cache")

@@ -81,8 +81,8 @@ func TestCrossNamespaceSecretRefusalRevealsNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := load(tc.ns, tc.secret)
-			if VSphereReason(err) != ReasonCrossNamespaceSecret {
-				t.Fatalf("reason %q (%v), want %s", VSphereReason(err), err, ReasonCrossNamespaceSecret)
+			if VSphereReason(err) != afv1.ReasonCrossNamespaceSecretRefused {
+				t.Fatalf("reason %q (%v), want %s", VSphereReason(err), err, afv1.ReasonCrossNamespaceSecretRefused)
 			}
 			if want := CrossNamespaceRefusal("pools", tc.ns, tc.secret).Error(); err.Error() != want {
 				t.Fatalf("error %q\nwant the one refusal text %q", err, want)
@@ -106,7 +106,7 @@ func TestCrossNamespaceSecretRefusalRevealsNothing(t *testing.T) {
 	}
 
 	// The pool's own namespace: a missing Secret is named as such (its author can see their namespace).
-	if err := load("pools", "missing"); VSphereReason(err) != ReasonCredentialsNotFound {
-		t.Fatalf("own namespace, no such Secret: %v, want %s", err, ReasonCredentialsNotFound)
+	if err := load("pools", "missing"); VSphereReason(err) != afv1.ReasonCredentialsNotFound {
+		t.Fatalf("own namespace, no such Secret: %v, want %s", err, afv1.ReasonCredentialsNotFound)
 	}
 }

@@ -21,21 +21,22 @@ type EventLimiter struct {
 }
 
 type limitedEvent struct {
-	reason string
-	at     time.Time
+	key string
+	at  time.Time
 }
 
-// Allow reports whether an Event with reason may be emitted now for topic ("<pool>/credentials").
-func (l *EventLimiter) Allow(topic, reason string, now time.Time) bool {
+// Allow reports whether an Event may be emitted now for topic ("<pool>/credentials"); key is what the
+// Event says (its reason, or reason and message): a new key is announced at once.
+func (l *EventLimiter) Allow(topic, key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.last == nil {
 		l.last = map[string]limitedEvent{}
 	}
-	if prev, ok := l.last[topic]; ok && prev.reason == reason && now.Sub(prev.at) < refusalEventInterval {
+	if prev, ok := l.last[topic]; ok && prev.key == key && now.Sub(prev.at) < refusalEventInterval {
 		return false
 	}
-	l.last[topic] = limitedEvent{reason: reason, at: now}
+	l.last[topic] = limitedEvent{key: key, at: now}
 	return true
 }
 

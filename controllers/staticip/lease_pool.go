@@ -114,7 +114,7 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 		return err
 	}
 	if msg != "" {
-		st.block, st.blockMsg = afv1.ReasonNoNMStateSelector, msg
+		st.block, st.blockMsg = afv1.ReasonInfraEnvSelectsNoNMStateConfig, msg
 		ls.staticIPRefused(s)
 		return nil
 	}
@@ -262,7 +262,7 @@ func nmStateMACs(c *unstructured.Unstructured) []string {
 // and released leases removed together.
 func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 	st := s.staticIP
-	if st == nil || s.pool.Spec.Paused || st.block == afv1.ReasonIPAMUnavailable || st.block == afv1.ReasonNoNMStateSelector {
+	if st == nil || s.pool.Spec.Paused || st.block == afv1.ReasonIPAMUnavailable || st.block == afv1.ReasonInfraEnvSelectsNoNMStateConfig {
 		return nil
 	}
 	live := 0
@@ -308,7 +308,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 		if _, err := ls.removeLeases(ctx, s.pool, st, plan.Release, false); err != nil {
 			return err
 		}
-		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesReleased", shared.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, shared.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
 	} else if trim := leases.Surplus(st.leases, live, pendingCreates, spare, ls.Clock.Now(), releaseQuiet); plan.Create == 0 && len(trim) > 0 {
 		// A spare beyond the target (an overshoot: a retried create, a lagging cache) goes back to the
 		// IPAM pool once demand has settled, or it would hold an address for good.
@@ -317,7 +317,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 			return err
 		}
 		if len(removed) > 0 {
-			ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesTrimmed", shared.ActionLeaseAddresses, "removed %d spare static address lease(s) beyond spareLeases %d: %s", len(removed), spare, strings.Join(removed, ", "))
+			ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesTrimmed, shared.ActionLeaseAddresses, "removed %d spare static address lease(s) beyond spareLeases %d: %s", len(removed), spare, strings.Join(removed, ", "))
 			s.requeueAfter(leasePoll)
 		}
 	}
@@ -372,7 +372,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 				created++
 				continue
 			}
-			ls.Recorder.Eventf(s.pool, nil, "Warning", "LeaseClaimFailed", shared.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
+			ls.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonLeaseClaimFailed, shared.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
 		}
 		st.usedMACs.Insert(mac)
@@ -382,7 +382,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		}
 	}
 	if created > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesClaimed", shared.ActionLeaseAddresses, "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesClaimed, shared.ActionLeaseAddresses, "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
 	}
 	return nil
 }
@@ -430,7 +430,7 @@ func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 		}
 	}
 	if written > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesPrepared", shared.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", written, s.pool.Spec.InfraEnvRef.Name)
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesPrepared, shared.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", written, s.pool.Spec.InfraEnvRef.Name)
 	}
 	return nil
 }
@@ -558,7 +558,7 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 	if len(release) == 0 {
 		return nil
 	}
-	ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesReleased", shared.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
+	ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, shared.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
 	_, err := ls.removeLeases(ctx, s.pool, st, release, false)
 	return err
 }

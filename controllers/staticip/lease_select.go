@@ -98,7 +98,7 @@ func (ls *Leases) followSelector(ctx context.Context, s *pass) error {
 		rewritten = append(rewritten, l.Name)
 	}
 	if len(rewritten) > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", "LeasesFollowSelector", shared.ActionLeaseAddresses,
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesFollowSelector, shared.ActionLeaseAddresses,
 			"wrote NMStateConfig(s) %s again with InfraEnv %s's nmStateConfigLabelSelector %s: VMs wait for the image generated with them",
 			strings.Join(rewritten, ", "), s.pool.Spec.InfraEnvRef.Name, selectorString(st.selector))
 		s.requeueAfter(leasePoll)

@@ -114,7 +114,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseAssigned); err != nil {
 			return Held{}, err
 		}
-		ls.Recorder.Eventf(va, nil, "Normal", "LeaseHeld", shared.ActionLeaseAddresses, "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
+		ls.Recorder.Eventf(va, nil, "Normal", afv1.ReasonLeaseHeld, shared.ActionLeaseAddresses, "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
 	}
 	l := leaseOf(held, configOf[held.GetName()], sel)
 	switch {
@@ -132,7 +132,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		ls.Recorder.Eventf(va, nil, "Warning", afv1.ReasonLeaseNotInImage, shared.ActionLeaseAddresses, "%s", msg)
 		return wait(afv1.ReasonLeaseNotInImage, msg)
 	case !leases.ImageCarries(image, l.ConfigCreated):
-		return wait(afv1.ReasonWaitingForImageLease, fmt.Sprintf("the cached discovery ISO (image created %s) predates NMStateConfig %s (created %s): waiting for the regenerated image, else the VM would boot without its address",
+		return wait(afv1.ReasonWaitingForImageWithLease, fmt.Sprintf("the cached discovery ISO (image created %s) predates NMStateConfig %s (created %s): waiting for the regenerated image, else the VM would boot without its address",
 			formatTime(image), l.Name, l.ConfigCreated.UTC().Format(time.RFC3339)))
 	}
 	addr, err := readIPAddress(ctx, ls.APIReader, va.Namespace, l.AddressName)

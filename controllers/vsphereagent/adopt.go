@@ -37,14 +37,14 @@ func (r *Reconciler) reconcileUpstream(ctx context.Context, s *vmScope) (done bo
 	case !va.DeletionTimestamp.IsZero():
 		return report(afv1.ReasonUpstreamNotAdopted, fmt.Sprintf("upstream VsphereAgent deleted before its VM %s was adopted: ownership not proven, no VM destroyed, no Agent unapproved or deleted; remove finalizer %s by hand once the VM is dealt with", vmName, afv1.FinalizerUpstreamVsphereAgent), "Warning")
 	case pool == nil:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
 		return true, nil
 	case va.Labels[afv1.LabelUpstreamCreatedFor] == afv1.UpstreamCreatedForAdopted || va.Status.VM.Source == afv1.UpstreamSourceDiscovered:
 		return report(afv1.ReasonUpstreamDiscoveredAgent, fmt.Sprintf("the upstream operator discovered this Agent (VM %s) rather than creating its VM: reported, never adopted or destroyed", vmName), "Warning")
 	case pool.Spec.Adoption != afv1.AdoptionEnabled:
 		return report(afv1.ReasonAdoptionDisabled, fmt.Sprintf("VM %s was made by the upstream operator; set spec.adoption: Enabled on pool %s to take it over", vmName, pool.Name), "Normal")
 	case pool.Spec.Paused:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPaused, "the pool is paused", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused", va.Generation)
 		return true, nil
 	}
 	vs, err := r.client(ctx, s)
@@ -115,7 +115,7 @@ func (r *Reconciler) recordAdoption(s *vmScope, dc string, cand *vsphere.Adoptio
 		vm.AgentName, agentMsg = agent.Name, "Agent "+agent.Name
 	}
 	if vm.Phase == "" || vm.Phase == afv1.VMPhaseOrphaned {
-		r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
+		r.setPhase(va, afv1.VMPhaseProvisioning, afv1.ReasonAwaitingRegistration)
 	}
 	marker := "1.0.x VM without Notes marker, this pool's ISO in its drive"
 	if len(notesMarkerUIDs(cand.Notes)) > 0 {

@@ -18,10 +18,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
-// ReasonHostIdentityUnproven means an Agent reports the VM's MAC (or its serial) but not both; it is never
-// labelled, prepared or approved for the VM (AgentRegistered condition and Event).
-const ReasonHostIdentityUnproven = "HostIdentityUnproven"
-
 // matchAgent finds the Agent the VM's host registered: one reporting both the NIC MAC we gave the VM and
 // the VMware serial of its BIOS UUID (agents.ProvenHost), the newest if several. An Agent that reports
 // only one of them proves nothing (anyone who can read the discovery ISO can boot it with a pool VM's
@@ -68,11 +64,11 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 		case len(unproven) > 0:
 			msg := "no Agent proves it was registered by VM " + va.Status.VM.Name + ": " + describeUnproven(unproven, mac, bios) +
 				"; such an Agent is never labelled or approved for this VM"
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, ReasonHostIdentityUnproven, msg, va.Generation)
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonHostIdentityUnproven, msg, va.Generation)
 		case va.Status.VM.AgentName != "":
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAgentMissing, "Agent "+va.Status.VM.AgentName+" no longer exists", va.Generation)
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonAgentMissing, "Agent "+va.Status.VM.AgentName+" no longer exists", va.Generation)
 		default:
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
 		}
 		r.announceUnproven(s, unproven, prevMsg, mac, bios)
 		return true, nil
@@ -87,7 +83,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 	if len(unproven) > 0 {
 		msg += "; ignored: " + describeUnproven(unproven, mac, bios)
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, shared.ReasonAgentRegistered, msg, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, afv1.ReasonAgentRegistered, msg, va.Generation)
 	r.announceUnproven(s, unproven, prevMsg, mac, bios)
 	return true, nil
 }
@@ -110,7 +106,7 @@ func (r *Reconciler) announceUnproven(s *vmScope, unproven []agents.Agent, prevM
 	}
 	msg := c.Message
 	s.afterWrite = append(s.afterWrite, func() {
-		r.Recorder.Eventf(va, nil, eventType, ReasonHostIdentityUnproven, shared.ActionAwaitAgent, "%s", msg)
+		r.Recorder.Eventf(va, nil, eventType, afv1.ReasonHostIdentityUnproven, shared.ActionAwaitAgent, "%s", msg)
 	})
 }
 
@@ -216,7 +212,7 @@ func (r *Reconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error)
 		// No Event: the AgentPrepared condition says it, and an Event per VM is an API write per VM
 		// (Events are for creations, deletions, ejections and refusals).
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, shared.ReasonAgentPrepared,
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, afv1.ReasonAgentPrepared,
 		fmt.Sprintf("Agent %s carries the pool's labels, hostname %s and role %s (approved: %t)", a.Name, va.Status.VM.Name, role, approve || a.Approved), va.Generation)
 	return true, nil
 }

@@ -128,18 +128,18 @@ func TestArmedRecordOfAGoneVMIsDropped(t *testing.T) {
 	}
 	row.clock.Step(row.r.Opts.VMCheckInterval)
 	got := pass()
-	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != ReasonVMNotFoundUnconfirmed {
-		t.Fatalf("VMHealthy %+v after one NotFound, want %s", c, ReasonVMNotFoundUnconfirmed)
+	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFoundUnconfirmed {
+		t.Fatalf("VMHealthy %+v after one NotFound, want %s", c, afv1.ReasonVMNotFoundUnconfirmed)
 	}
 	row.clock.Step(vmGoneConfirmDelay)
 	got = pass()
-	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != shared.ReasonVMNotFound {
+	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFound {
 		t.Fatalf("VMHealthy %+v, want VMNotFound", c)
 	}
 	if got.Status.ISOEjection != nil {
 		t.Errorf("armed record %+v kept for a VM that is gone", got.Status.ISOEjection)
 	}
-	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjectionDisabled {
+	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonDisabled {
 		t.Errorf("ISOEjected %+v, want EjectionDisabled (dropped)", c)
 	}
 	if n := row.fake.Calls(vspherefake.EjectISO); n != 0 {

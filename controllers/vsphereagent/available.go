@@ -64,7 +64,7 @@ func recordPreparedBeforeBinding(va *afv1.VsphereAgent, a *agents.Agent) {
 	if shared.FindCondition(va.Status.Conditions, afv1.ConditionAgentPrepared) != nil || a.Labels[afv1.LabelVsphereAgent] != va.Name {
 		return
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, shared.ReasonAgentPrepared,
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, afv1.ReasonAgentPrepared,
 		fmt.Sprintf("Agent %s carries the pool's labels, hostname %s and role %s (approved: %t)", a.Name, a.Hostname, a.Role, a.Approved), va.Generation)
 }
 

@@ -19,7 +19,7 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 	va, a := s.va, s.agent
 	if a == nil {
 		if va.Status.VM.AgentName == "" {
-			r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
+			r.setPhase(va, afv1.VMPhaseProvisioning, afv1.ReasonAwaitingRegistration)
 			return true, nil
 		}
 		// The Agent vanished: never destroy a VM whose Machine still exists.
@@ -27,7 +27,7 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 			m := agents.New(agents.MachineGVK())
 			err := r.Get(ctx, types.NamespacedName{Namespace: s.pool.Spec.ControlPlaneNamespace, Name: va.Status.VM.MachineName}, m)
 			if err == nil {
-				r.setPhase(va, afv1.VMPhaseBound, shared.ReasonAgentMissing)
+				r.setPhase(va, afv1.VMPhaseBound, afv1.ReasonAgentMissing)
 				s.requeueAfter(time.Minute)
 				return true, nil
 			}
@@ -39,10 +39,10 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 			// Deleted by hand before any Machine used it: the host registers again when it reboots
 			// (assisted-service deregisters it; its agent stops asking until then). Wait for that under
 			// the registration timeout (checkLiveness) instead of destroying a sound VM at once.
-			r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAgentMissing)
+			r.setPhase(va, afv1.VMPhaseProvisioning, afv1.ReasonAgentMissing)
 			return true, nil
 		}
-		r.setPhase(va, afv1.VMPhaseReleased, shared.ReasonAgentMissing)
+		r.setPhase(va, afv1.VMPhaseReleased, afv1.ReasonAgentMissing)
 		return true, nil
 	}
 	phase, reason := bindingPhase(va.Status.VM.Phase, *a)
@@ -64,12 +64,12 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 			va.Status.VM.MachineName = machine
 		}
 	}
-	if reason == shared.ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
+	if reason == afv1.ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
 		// Once, when the status saying so is written (a conflicting write is retried by a pass that
 		// sees the old reason again).
 		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineName
 		s.afterWrite = append(s.afterWrite, func() {
-			r.Recorder.Eventf(va, nil, "Warning", shared.ReasonUnbindingPendingUserAction, shared.ActionUnbindAgent, "%s", unbindingPendingUserActionMessage(name, agent, machine))
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonUnbindingPendingUserAction, shared.ActionUnbindAgent, "%s", unbindingPendingUserActionMessage(name, agent, machine))
 		})
 	}
 	r.setPhase(va, phase, reason)
@@ -91,13 +91,13 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 func bindingPhase(prev afv1.VMPhase, a agents.Agent) (afv1.VMPhase, string) {
 	switch {
 	case a.IsBound():
-		return afv1.VMPhaseBound, shared.ReasonAgentBound
+		return afv1.VMPhaseBound, afv1.ReasonAgentBound
 	case a.AwaitsRebootIntoDiscovery():
-		return afv1.VMPhaseReleased, shared.ReasonUnbindingPendingUserAction
+		return afv1.VMPhaseReleased, afv1.ReasonUnbindingPendingUserAction
 	case a.IsUnbinding() || prev == afv1.VMPhaseBound || prev == afv1.VMPhaseReleased:
-		return afv1.VMPhaseReleased, shared.ReasonAgentUnbound
+		return afv1.VMPhaseReleased, afv1.ReasonAgentUnbound
 	}
-	return afv1.VMPhaseAvailable, shared.ReasonAgentPrepared
+	return afv1.VMPhaseAvailable, afv1.ReasonAgentPrepared
 }
 
 // unbindingPendingUserActionMessage explains the VM's state once its Agent awaits a reboot into discovery.

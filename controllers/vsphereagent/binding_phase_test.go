@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
@@ -40,23 +39,23 @@ func TestBindingPhase(t *testing.T) {
 		wantPhase  afv1.VMPhase
 		wantReason string
 	}{
-		{"prepared, free: Available", afv1.VMPhaseProvisioning, agent("known-unbound", free, nil), afv1.VMPhaseAvailable, shared.ReasonAgentPrepared},
-		{"reserved (label only): Bound", afv1.VMPhaseAvailable, agent("known-unbound", free, reserved), afv1.VMPhaseBound, shared.ReasonAgentBound},
-		{"bound and installed: Bound", afv1.VMPhaseBound, agent("added-to-existing-cluster", bound, reserved), afv1.VMPhaseBound, shared.ReasonAgentBound},
-		{"unbound after use, back to known-unbound: Released", afv1.VMPhaseBound, agent("known-unbound", free, nil), afv1.VMPhaseReleased, shared.ReasonAgentUnbound},
-		{"stays Released once released", afv1.VMPhaseReleased, agent("known-unbound", free, nil), afv1.VMPhaseReleased, shared.ReasonAgentUnbound},
-		{"UnbindingPendingUserAction after Bound", afv1.VMPhaseBound, agent("unbinding-pending-user-action", pending, nil), afv1.VMPhaseReleased, shared.ReasonUnbindingPendingUserAction},
-		{"UnbindingPendingUserAction by the Bound condition alone (no debugInfo)", afv1.VMPhaseBound, agent("", pending, nil), afv1.VMPhaseReleased, shared.ReasonUnbindingPendingUserAction},
-		{"UnbindingPendingUserAction by the state alone", afv1.VMPhaseBound, agent("unbinding-pending-user-action", []agents.Condition{cond("Bound", "False", "Unbinding")}, nil), afv1.VMPhaseReleased, shared.ReasonUnbindingPendingUserAction},
-		{"UnbindingPendingUserAction after AgentUnbound: the reason moves on", afv1.VMPhaseReleased, agent("unbinding-pending-user-action", pending, nil), afv1.VMPhaseReleased, shared.ReasonUnbindingPendingUserAction},
-		{"UnbindingPendingUserAction while the status still says Available: never Available", afv1.VMPhaseAvailable, agent("unbinding-pending-user-action", pending, nil), afv1.VMPhaseReleased, shared.ReasonUnbindingPendingUserAction},
-		{"UnbindingPendingUserAction but the label is back (a new reservation): Bound wins", afv1.VMPhaseReleased, agent("unbinding-pending-user-action", pending, reserved), afv1.VMPhaseBound, shared.ReasonAgentBound},
-		{"unbinding after Bound: Released", afv1.VMPhaseBound, agent("unbinding", unbinding, nil), afv1.VMPhaseReleased, shared.ReasonAgentUnbound},
-		{"reclaiming (Bound=False/Unbinding) after Bound: Released", afv1.VMPhaseBound, agent("reclaiming", unbinding, nil), afv1.VMPhaseReleased, shared.ReasonAgentUnbound},
-		{"reclaiming-rebooting after Bound: Released", afv1.VMPhaseBound, agent("reclaiming-rebooting", unbinding, nil), afv1.VMPhaseReleased, shared.ReasonAgentUnbound},
-		{"reclaiming while the status still says Available: never Available", afv1.VMPhaseAvailable, agent("reclaiming", unbinding, nil), afv1.VMPhaseReleased, shared.ReasonAgentUnbound},
-		{"reclaiming with Validated=True still reported: never Available", afv1.VMPhaseAvailable, agent("reclaiming-rebooting", append([]agents.Condition{cond("Bound", "False", "Unbinding")}, ready...), nil), afv1.VMPhaseReleased, shared.ReasonAgentUnbound},
-		{"reclaiming reported as Bound=True: Bound (kept)", afv1.VMPhaseBound, agent("reclaiming", bound, nil), afv1.VMPhaseBound, shared.ReasonAgentBound},
+		{"prepared, free: Available", afv1.VMPhaseProvisioning, agent("known-unbound", free, nil), afv1.VMPhaseAvailable, afv1.ReasonAgentPrepared},
+		{"reserved (label only): Bound", afv1.VMPhaseAvailable, agent("known-unbound", free, reserved), afv1.VMPhaseBound, afv1.ReasonAgentBound},
+		{"bound and installed: Bound", afv1.VMPhaseBound, agent("added-to-existing-cluster", bound, reserved), afv1.VMPhaseBound, afv1.ReasonAgentBound},
+		{"unbound after use, back to known-unbound: Released", afv1.VMPhaseBound, agent("known-unbound", free, nil), afv1.VMPhaseReleased, afv1.ReasonAgentUnbound},
+		{"stays Released once released", afv1.VMPhaseReleased, agent("known-unbound", free, nil), afv1.VMPhaseReleased, afv1.ReasonAgentUnbound},
+		{"UnbindingPendingUserAction after Bound", afv1.VMPhaseBound, agent("unbinding-pending-user-action", pending, nil), afv1.VMPhaseReleased, afv1.ReasonUnbindingPendingUserAction},
+		{"UnbindingPendingUserAction by the Bound condition alone (no debugInfo)", afv1.VMPhaseBound, agent("", pending, nil), afv1.VMPhaseReleased, afv1.ReasonUnbindingPendingUserAction},
+		{"UnbindingPendingUserAction by the state alone", afv1.VMPhaseBound, agent("unbinding-pending-user-action", []agents.Condition{cond("Bound", "False", "Unbinding")}, nil), afv1.VMPhaseReleased, afv1.ReasonUnbindingPendingUserAction},
+		{"UnbindingPendingUserAction after AgentUnbound: the reason moves on", afv1.VMPhaseReleased, agent("unbinding-pending-user-action", pending, nil), afv1.VMPhaseReleased, afv1.ReasonUnbindingPendingUserAction},
+		{"UnbindingPendingUserAction while the status still says Available: never Available", afv1.VMPhaseAvailable, agent("unbinding-pending-user-action", pending, nil), afv1.VMPhaseReleased, afv1.ReasonUnbindingPendingUserAction},
+		{"UnbindingPendingUserAction but the label is back (a new reservation): Bound wins", afv1.VMPhaseReleased, agent("unbinding-pending-user-action", pending, reserved), afv1.VMPhaseBound, afv1.ReasonAgentBound},
+		{"unbinding after Bound: Released", afv1.VMPhaseBound, agent("unbinding", unbinding, nil), afv1.VMPhaseReleased, afv1.ReasonAgentUnbound},
+		{"reclaiming (Bound=False/Unbinding) after Bound: Released", afv1.VMPhaseBound, agent("reclaiming", unbinding, nil), afv1.VMPhaseReleased, afv1.ReasonAgentUnbound},
+		{"reclaiming-rebooting after Bound: Released", afv1.VMPhaseBound, agent("reclaiming-rebooting", unbinding, nil), afv1.VMPhaseReleased, afv1.ReasonAgentUnbound},
+		{"reclaiming while the status still says Available: never Available", afv1.VMPhaseAvailable, agent("reclaiming", unbinding, nil), afv1.VMPhaseReleased, afv1.ReasonAgentUnbound},
+		{"reclaiming with Validated=True still reported: never Available", afv1.VMPhaseAvailable, agent("reclaiming-rebooting", append([]agents.Condition{cond("Bound", "False", "Unbinding")}, ready...), nil), afv1.VMPhaseReleased, afv1.ReasonAgentUnbound},
+		{"reclaiming reported as Bound=True: Bound (kept)", afv1.VMPhaseBound, agent("reclaiming", bound, nil), afv1.VMPhaseBound, afv1.ReasonAgentBound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

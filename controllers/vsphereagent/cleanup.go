@@ -39,7 +39,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	}
 	s.pool = pool
 	if pool != nil && pool.Spec.Paused {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	// A recorded ejection is finished first; one that fails, drags on or cannot be reached is closed
@@ -49,9 +49,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	}
 	r.checks.forget(va.UID)
 	r.Opts.NoVMYet.Forget(va.UID)
-	r.setPhase(va, afv1.VMPhaseDeleting, "Deleting")
+	r.setPhase(va, afv1.VMPhaseDeleting, afv1.ReasonDeleting)
 	done := func(reason, msg string) (ctrl.Result, error) {
-		if err := r.leases().Settle(ctx, va, pool, reason == "CleanedUp"); err != nil {
+		if err := r.leases().Settle(ctx, va, pool, reason == afv1.ReasonCleanedUp); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(va, nil, "Normal", reason, shared.ActionDestroyVM, "%s", msg)
@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{}, r.Update(ctx, va)
 	}
 	if pool == nil || pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
-		return done("VMRetained", "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
+		return done(afv1.ReasonVMRetained, "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
 	}
 
 	agent, err := shared.FreshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentName)
@@ -90,14 +90,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if deleting, err := machineDeleting(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, machine); err != nil {
 			return ctrl.Result{}, err
 		} else if deleting {
-			if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonWaitingForMachineDeletion {
-				r.Recorder.Eventf(va, nil, "Normal", ReasonWaitingForMachineDeletion, shared.ActionDestroyVM, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
+			if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != afv1.ReasonWaitingForMachineDeletion {
+				r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonWaitingForMachineDeletion, shared.ActionDestroyVM, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
 			}
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonWaitingForMachineDeletion,
+			shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonWaitingForMachineDeletion,
 				"VM "+va.Status.VM.Name+" backs Machine "+machine+", which is being deleted; the VM is destroyed once it is gone", va.Generation)
 			return ctrl.Result{RequeueAfter: machineDeletionPoll}, nil
 		}
-		return done("VMRetainedInUse", "VM "+va.Status.VM.Name+" still backs Machine "+machine+"; kept running")
+		return done(afv1.ReasonVMRetainedInUse, "VM "+va.Status.VM.Name+" still backs Machine "+machine+"; kept running")
 	}
 	if agent != nil {
 		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
@@ -116,10 +116,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	// Destroy by instance UUID = our UID: also finds a VM whose status was never persisted.
 	if err := vs.DestroyVM(ctx, dc, string(va.UID), poolspec.Ownership(va, pool)); err != nil {
 		if vsphere.ClassOf(err) == vsphere.ClassOwnership {
-			r.Recorder.Eventf(va, nil, "Warning", "DestroyRefused", shared.ActionDestroyVM, "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
-			return done("VMNotOwned", "the VM is not ours; nothing destroyed")
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonDestroyRefused, shared.ActionDestroyVM, "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
+			return done(afv1.ReasonVMNotOwned, "the VM is not ours; nothing destroyed")
 		}
-		r.Recorder.Eventf(va, nil, "Warning", "VMDestroyFailed", shared.ActionDestroyVM, "destroying VM %s: %v", va.Status.VM.Name, err)
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMDestroyFailed, shared.ActionDestroyVM, "destroying VM %s: %v", va.Status.VM.Name, err)
 		return ctrl.Result{}, err
 	}
 	if _, err := vs.FindVM(ctx, dc, string(va.UID), ""); err == nil {
@@ -131,7 +131,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	vmName := cmp.Or(va.Status.VM.Name, va.Name) // a VM's name is its VsphereAgent's; the status may lack it
-	r.Recorder.Eventf(va, nil, "Normal", "VMDestroyed", shared.ActionDestroyVM, "destroyed VM %s", vmName)
+	r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonVMDestroyed, shared.ActionDestroyVM, "destroyed VM %s", vmName)
 	if agent == nil {
 		// The VM's discovery agent may have registered between the look-up above and the destroy (a VM
 		// released right after its creation): with the VM gone, an unbound Agent of its identity would be
@@ -160,9 +160,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if err := crashpoint.Hit(ctx, crashpoint.AgentDeleted); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(va, nil, "Normal", "AgentDeleted", shared.ActionDeleteAgent, "deleted Agent %s", agent.Name)
+		r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonAgentDeleted, shared.ActionDeleteAgent, "deleted Agent %s", agent.Name)
 	}
-	return done("CleanedUp", "VM and Agent removed")
+	return done(afv1.ReasonCleanedUp, "VM and Agent removed")
 }
 
 // vmIdentity is the VM's MAC and BIOS UUID to find its Agent by: from the status, or, when the status
@@ -206,10 +206,6 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
-
-// ReasonWaitingForMachineDeletion marks a VsphereAgent being deleted that waits for the Machine its VM
-// backs, which is being deleted, before destroying the VM.
-const ReasonWaitingForMachineDeletion = "WaitingForMachineDeletion"
 
 // machineDeletionPoll is how often a deletion waiting for a Machine checks again (Machine events do not
 // reach a VsphereAgent that no longer tracks a binding).

@@ -15,10 +15,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
 
-// ReasonMaxVMsReached holds a VsphereAgent without a VM in phase Pending (condition VMCreated) while
-// its pool's limits.maxVMs leaves no room for it: the same word the pool's plan uses.
-const ReasonMaxVMsReached = planner.ReasonMaxVMs
-
 // limitPoll is how often a VsphereAgent held by maxVMs looks for room again: the destroy or failure of
 // another VsphereAgent's VM, which makes room, does not start its pass.
 const limitPoll = 10 * time.Second
@@ -67,12 +63,12 @@ func (r *Reconciler) admitVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	msg := fmt.Sprintf("limits.maxVMs is %d and %d of the pool's VMs exist or are being created (whatever their phase, until destroyed); "+
 		"%d VsphereAgent(s) created before this one wait too: no VM is created until there is room", limit, slot.holders, slot.rank)
-	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMCreated); c == nil || c.Reason != ReasonMaxVMsReached {
-		r.Recorder.Eventf(va, nil, "Warning", ReasonMaxVMsReached, shared.ActionCreateVM, "%s", msg)
+	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMCreated); c == nil || c.Reason != afv1.ReasonMaxVMsReached {
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonMaxVMsReached, shared.ActionCreateVM, "%s", msg)
 		s.log.Info("VM creation held by the pool's maxVMs", "maxVMs", limit, "holders", slot.holders)
 	}
-	r.setPhase(va, afv1.VMPhasePending, ReasonMaxVMsReached)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, ReasonMaxVMsReached, msg, va.Generation)
+	r.setPhase(va, afv1.VMPhasePending, afv1.ReasonMaxVMsReached)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonMaxVMsReached, msg, va.Generation)
 	s.requeueAfter(limitPoll)
 	return false, nil
 }

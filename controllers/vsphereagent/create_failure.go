@@ -12,7 +12,6 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
-	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -25,7 +24,7 @@ func createFailureReason(err error) string {
 	case vsphere.ClassInvalid:
 		return afv1.ReasonInvalidPlacement
 	case vsphere.ClassOwnership:
-		return planner.ReasonOwnershipMismatch
+		return afv1.ReasonOwnershipMismatch
 	}
 	return afv1.ReasonVMCreateFailed
 }
@@ -51,7 +50,7 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 	}
 	timeout := poolspec.RegistrationTimeout(s.pool)
 	if deadline := va.CreationTimestamp.Add(timeout); r.Opts.Clock.Now().Before(deadline) {
-		if va.Status.VM.Phase == "" || va.Status.VM.Reason != shared.ReasonWaitingForCredentials {
+		if va.Status.VM.Phase == "" || va.Status.VM.Reason != afv1.ReasonWaitingForVSphere {
 			r.setPhase(va, afv1.VMPhasePending, afv1.ReasonVMCreateFailed)
 		}
 		if permanentAllowed {
@@ -70,11 +69,11 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 		}
 	}
 	msg := fmt.Sprintf("VM %s could not be created within %s of this VsphereAgent's creation (last error: %v); the pool replaces it", vmName, timeout, err)
-	r.setPhase(va, afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonRegistrationTimeout, msg, va.Generation)
-	r.Recorder.Eventf(va, nil, "Warning", shared.ReasonRegistrationTimeout, shared.ActionAwaitAgent, "%s", msg)
+	r.setPhase(va, afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
+	r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonRegistrationTimeout, shared.ActionAwaitAgent, "%s", msg)
 	return false, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 )
 
 func TestSlotFor(t *testing.T) {
@@ -26,7 +25,7 @@ func TestSlotFor(t *testing.T) {
 			o.DeletionTimestamp = &now
 			o.Status.VM.Phase = afv1.VMPhaseDeleting
 		case "failed":
-			o.Status.VM.InstanceUUID, o.Status.VM.Phase, o.Status.VM.Reason = string(o.UID), afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout
+			o.Status.VM.InstanceUUID, o.Status.VM.Phase, o.Status.VM.Reason = string(o.UID), afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout
 		case "pending":
 			o.Status.VM.Phase = afv1.VMPhasePending
 		}

@@ -7,11 +7,6 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 )
 
-// ReasonNotCreatedByPool marks a VsphereAgent that its pool did not create (applied by hand, or copied
-// from the CSV's example); such a VsphereAgent is never acted on: VMs are created only for demand the
-// pool's planner counted.
-const ReasonNotCreatedByPool = "NotCreatedByPool"
-
 // createdByPool reports whether pool created va: the pool sets itself as va's controller owner when it
 // creates it, with its UID, so a hand-applied object (or one left from a deleted pool of the same name)
 // does not pass.
@@ -24,10 +19,10 @@ func createdByPool(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) bool {
 // refuseForeignVsphereAgent records, once per refusal, why a VsphereAgent not created by its pool is
 // ignored. No finalizer is added, no VM created; deleting the object is all it takes to clear it.
 func (r *Reconciler) refuseForeignVsphereAgent(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) {
-	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != ReasonNotCreatedByPool {
-		r.Recorder.Eventf(va, nil, "Warning", ReasonNotCreatedByPool, shared.ActionCreateVM,
+	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != afv1.ReasonNotCreatedByPool {
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonNotCreatedByPool, shared.ActionCreateVM,
 			"ignored: VsphereAgents are created by their pool (controller owner %s); apply a VsphereAgentPool instead", pool.Name)
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, ReasonNotCreatedByPool,
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonNotCreatedByPool,
 		"ignored: not created by VsphereAgentPool "+pool.Name+" (no controller owner reference to it); no VM is created for it", va.Generation)
 }

@@ -21,7 +21,7 @@ func (r *Reconciler) reportImage(_ context.Context, s *vmScope) (bool, error) {
 		Enabled: poolspec.ReplaceOutdated(s.pool), Current: poolspec.Image(s.pool), Booted: poolspec.BootedImage(va), State: state,
 		StaticIPLease: poolspec.HoldsLease(va),
 	})
-	if v.Reason != planner.ImageReasonUnknown {
+	if v.Reason != afv1.ReasonCurrentImageUnknown {
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionImageCurrent, v.Current, v.Reason, v.Message, va.Generation)
 	}
 	return true, nil

@@ -21,7 +21,6 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
-	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
@@ -83,77 +82,77 @@ type lcHarness struct {
 
 func TestVsphereAgentLifecycleSteps(t *testing.T) {
 	h := startLifecycleHarness(t)
-	vmCreated := "True/" + shared.ReasonVMCreated
+	vmCreated := "True/" + afv1.ReasonVMCreated
 	rows := []lcRow{
 		{
 			name: "create, register, bind",
 			steps: []lcStep{
 				{name: "VM created and powered on: Provisioning", advance: time.Minute,
-					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + shared.ReasonAwaitingRegistration,
-						afv1.ConditionReady: "False/" + shared.ReasonAwaitingRegistration,
+						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + afv1.ReasonAwaitingRegistration,
+						afv1.ConditionReady: "False/" + afv1.ReasonAwaitingRegistration,
 						// What the first look-up would find, written with the creation (no write of its own).
-						afv1.ConditionVMHealthy: "True/" + shared.ReasonVMRunning,
+						afv1.ConditionVMHealthy: "True/" + afv1.ReasonVMRunning,
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated, afv1.ConditionAgentRegistered, afv1.ConditionReady, afv1.ConditionVMHealthy},
 					wantEvents:       []string{"Normal VMCreated"},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0},
 					wantRequeueAfter: lifecycleRegistrationTimeout},
 				{name: "Agent registers: prepared, the Available write held for the status batch interval", advance: 3 * time.Minute, world: registerAgent,
-					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + shared.ReasonAwaitingRegistration,
-						afv1.ConditionReady: "False/" + shared.ReasonAwaitingRegistration,
+						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + afv1.ReasonAwaitingRegistration,
+						afv1.ConditionReady: "False/" + afv1.ReasonAwaitingRegistration,
 					},
 					wantRequeueAfter: 2 * time.Second},
 				{name: "one second later: still held", advance: time.Second,
-					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration, wantRequeueAfter: time.Second},
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration, wantRequeueAfter: time.Second},
 				{name: "it stood for the interval unbound (a standby VM): Available", advance: time.Second,
-					wantPhase: afv1.VMPhaseAvailable, wantReason: shared.ReasonAgentPrepared,
+					wantPhase: afv1.VMPhaseAvailable, wantReason: afv1.ReasonAgentPrepared,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered,
-						afv1.ConditionAgentPrepared: "True/" + shared.ReasonAgentPrepared, afv1.ConditionReady: "True/" + string(afv1.VMPhaseAvailable),
+						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "True/" + afv1.ReasonAgentRegistered,
+						afv1.ConditionAgentPrepared: "True/" + afv1.ReasonAgentPrepared, afv1.ConditionReady: "True/" + string(afv1.VMPhaseAvailable),
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionAgentRegistered, afv1.ConditionAgentPrepared, afv1.ConditionReady},
 					wantEvents:       nil, // registration and preparation are conditions, not Events (one API write per VM each)
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1}},
 				{name: "the provider reserves the Agent: Bound", advance: time.Minute, world: bindAgent,
-					wantPhase: afv1.VMPhaseBound, wantReason: shared.ReasonAgentBound,
+					wantPhase: afv1.VMPhaseBound, wantReason: afv1.ReasonAgentBound,
 					wantConditions: map[string]string{
-						afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered, afv1.ConditionReady: "True/" + string(afv1.VMPhaseBound),
+						afv1.ConditionAgentRegistered: "True/" + afv1.ReasonAgentRegistered, afv1.ConditionReady: "True/" + string(afv1.VMPhaseBound),
 					},
 					wantTransitioned: []string{"Phase"},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 				{name: "registration timeout no longer applies once registered", advance: 2 * lifecycleRegistrationTimeout,
-					wantPhase: afv1.VMPhaseBound, wantReason: shared.ReasonAgentBound,
+					wantPhase: afv1.VMPhaseBound, wantReason: afv1.ReasonAgentBound,
 					wantCalls: map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 			},
 		},
 		{
 			name: "bound, then unbound after installation and not reclaimed: Released, UnbindingPendingUserAction",
 			steps: []lcStep{
-				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
+				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration,
 					wantEvents: []string{"Normal VMCreated"}, wantRequeueAfter: lifecycleRegistrationTimeout},
-				{name: "Agent registers: Available held", advance: time.Minute, world: registerAgent, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration},
+				{name: "Agent registers: Available held", advance: time.Minute, world: registerAgent, wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration},
 				{name: "the provider reserves the Agent within the interval: Provisioning -> Bound in one write", advance: time.Second, world: bindAgent,
-					wantPhase: afv1.VMPhaseBound, wantReason: shared.ReasonAgentBound,
+					wantPhase: afv1.VMPhaseBound, wantReason: afv1.ReasonAgentBound,
 					wantConditions: map[string]string{
-						afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered, afv1.ConditionAgentPrepared: "True/" + shared.ReasonAgentPrepared,
+						afv1.ConditionAgentRegistered: "True/" + afv1.ReasonAgentRegistered, afv1.ConditionAgentPrepared: "True/" + afv1.ReasonAgentPrepared,
 						afv1.ConditionReady: "True/" + string(afv1.VMPhaseBound),
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionAgentRegistered, afv1.ConditionAgentPrepared, afv1.ConditionReady}},
 				{name: "unbound on scale-down, the host awaits a reboot into discovery: Released, one Warning Event", advance: time.Hour, world: unbindPendingUserAction,
-					wantPhase: afv1.VMPhaseReleased, wantReason: shared.ReasonUnbindingPendingUserAction,
+					wantPhase: afv1.VMPhaseReleased, wantReason: afv1.ReasonUnbindingPendingUserAction,
 					wantConditions: map[string]string{
-						afv1.ConditionAgentRegistered: "True/" + shared.ReasonAgentRegistered, afv1.ConditionReady: "False/" + shared.ReasonUnbindingPendingUserAction,
+						afv1.ConditionAgentRegistered: "True/" + afv1.ReasonAgentRegistered, afv1.ConditionReady: "False/" + afv1.ReasonUnbindingPendingUserAction,
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionReady},
-					wantEvents:       []string{"Warning " + shared.ReasonUnbindingPendingUserAction},
+					wantEvents:       []string{"Warning " + afv1.ReasonUnbindingPendingUserAction},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 				{name: "later passes: no second Event; the VsphereAgent never destroys it itself (the pool does, behind its Machine checks)", advance: time.Hour,
-					wantPhase: afv1.VMPhaseReleased, wantReason: shared.ReasonUnbindingPendingUserAction,
-					wantConditions: map[string]string{afv1.ConditionReady: "False/" + shared.ReasonUnbindingPendingUserAction},
+					wantPhase: afv1.VMPhaseReleased, wantReason: afv1.ReasonUnbindingPendingUserAction,
+					wantConditions: map[string]string{afv1.ConditionReady: "False/" + afv1.ReasonUnbindingPendingUserAction},
 					wantCalls:      map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 			},
 		},
@@ -167,37 +166,37 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 				h.waitForCache(t, row.pool)
 			},
 			steps: []lcStep{
-				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
+				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration,
 					wantEvents: []string{"Normal VMCreated"}, wantRequeueAfter: lifecycleRegistrationTimeout},
 				{name: "Agent registers: held for StatusBatchMax, the provider is about to bind", advance: time.Minute, world: registerAgent,
-					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration, wantRequeueAfter: 30 * time.Second},
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration, wantRequeueAfter: 30 * time.Second},
 				{name: "29 s later: still held", advance: 29 * time.Second,
-					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration, wantRequeueAfter: time.Second},
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration, wantRequeueAfter: time.Second},
 				{name: "nobody bound it within the maximum: Available", advance: time.Second,
-					wantPhase: afv1.VMPhaseAvailable, wantReason: shared.ReasonAgentPrepared,
-					wantConditions:   map[string]string{afv1.ConditionAgentPrepared: "True/" + shared.ReasonAgentPrepared},
+					wantPhase: afv1.VMPhaseAvailable, wantReason: afv1.ReasonAgentPrepared,
+					wantConditions:   map[string]string{afv1.ConditionAgentPrepared: "True/" + afv1.ReasonAgentPrepared},
 					wantTransitioned: []string{"Phase", afv1.ConditionAgentRegistered, afv1.ConditionAgentPrepared, afv1.ConditionReady}},
 			},
 		},
 		{
 			name: "no Agent registers: Failed at exactly registrationTimeout after the VM's creation",
 			steps: []lcStep{
-				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
+				{name: "VM created", advance: time.Minute, wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration,
 					wantEvents: []string{"Normal VMCreated"}, wantRequeueAfter: lifecycleRegistrationTimeout},
 				{name: "one second before the timeout: still waiting", advance: lifecycleRegistrationTimeout - time.Second,
-					wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration, wantRequeueAfter: time.Second,
+					wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration, wantRequeueAfter: time.Second,
 					wantCalls: map[vspherefake.Method]int{vspherefake.DestroyVM: 0}},
 				{name: "at the timeout: VM destroyed, Failed", advance: time.Second,
-					wantPhase: afv1.VMPhaseFailed, wantReason: shared.ReasonRegistrationTimeout,
+					wantPhase: afv1.VMPhaseFailed, wantReason: afv1.ReasonRegistrationTimeout,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + shared.ReasonRegistrationTimeout,
-						afv1.ConditionReady: "False/" + shared.ReasonRegistrationTimeout,
+						afv1.ConditionVMCreated: vmCreated, afv1.ConditionAgentRegistered: "False/" + afv1.ReasonRegistrationTimeout,
+						afv1.ConditionReady: "False/" + afv1.ReasonRegistrationTimeout,
 					},
 					wantTransitioned: []string{"Phase"},
-					wantEvents:       []string{"Warning " + shared.ReasonRegistrationTimeout},
+					wantEvents:       []string{"Warning " + afv1.ReasonRegistrationTimeout},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 1}},
 				{name: "Failed is final: nothing more is done", advance: time.Hour,
-					wantPhase: afv1.VMPhaseFailed, wantReason: shared.ReasonRegistrationTimeout,
+					wantPhase: afv1.VMPhaseFailed, wantReason: afv1.ReasonRegistrationTimeout,
 					wantCalls: map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 1}},
 			},
 		},
@@ -220,13 +219,13 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 					wantEvents: []string{"Warning " + afv1.ReasonVMCreateFailed},
 					wantCalls:  map[vspherefake.Method]int{vspherefake.CreateVM: 2, vspherefake.DestroyVM: 0}},
 				{name: "at the timeout: a VM a timed-out task may have left is destroyed, Failed", advance: time.Second,
-					wantPhase: afv1.VMPhaseFailed, wantReason: shared.ReasonRegistrationTimeout,
+					wantPhase: afv1.VMPhaseFailed, wantReason: afv1.ReasonRegistrationTimeout,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: "False/" + shared.ReasonRegistrationTimeout, afv1.ConditionAgentRegistered: "False/" + shared.ReasonRegistrationTimeout,
-						afv1.ConditionReady: "False/" + shared.ReasonRegistrationTimeout,
+						afv1.ConditionVMCreated: "False/" + afv1.ReasonRegistrationTimeout, afv1.ConditionAgentRegistered: "False/" + afv1.ReasonRegistrationTimeout,
+						afv1.ConditionReady: "False/" + afv1.ReasonRegistrationTimeout,
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionAgentRegistered},
-					wantEvents:       []string{"Warning " + shared.ReasonRegistrationTimeout},
+					wantEvents:       []string{"Warning " + afv1.ReasonRegistrationTimeout},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 3, vspherefake.DestroyVM: 1}},
 			},
 		},
@@ -238,7 +237,7 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 			steps: []lcStep{
 				{name: "fails: Pending", advance: time.Minute, wantErr: true, wantPhase: afv1.VMPhasePending, wantReason: afv1.ReasonVMCreateFailed,
 					wantEvents: []string{"Warning " + afv1.ReasonVMCreateFailed}, wantCalls: map[vspherefake.Method]int{vspherefake.CreateVM: 1}},
-				{name: "retried: Provisioning", advance: 30 * time.Second, wantPhase: afv1.VMPhaseProvisioning, wantReason: shared.ReasonAwaitingRegistration,
+				{name: "retried: Provisioning", advance: 30 * time.Second, wantPhase: afv1.VMPhaseProvisioning, wantReason: afv1.ReasonAwaitingRegistration,
 					wantConditions:   map[string]string{afv1.ConditionVMCreated: vmCreated},
 					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated},
 					wantEvents:       []string{"Normal VMCreated"}, wantCalls: map[vspherefake.Method]int{vspherefake.CreateVM: 2}},
@@ -267,12 +266,12 @@ func TestVsphereAgentLifecycleSteps(t *testing.T) {
 				row.fake.AddVM(vspherefake.VM{Name: "someone-elses", Datacenter: row.pool.Spec.VSphere.Datacenter, InstanceUUID: string(row.va.UID)})
 			},
 			steps: []lcStep{
-				{name: "refused: Failed", advance: time.Minute, wantPhase: afv1.VMPhaseFailed, wantReason: planner.ReasonOwnershipMismatch,
+				{name: "refused: Failed", advance: time.Minute, wantPhase: afv1.VMPhaseFailed, wantReason: afv1.ReasonOwnershipMismatch,
 					wantConditions: map[string]string{
-						afv1.ConditionVMCreated: "False/" + planner.ReasonOwnershipMismatch, afv1.ConditionReady: "False/" + planner.ReasonOwnershipMismatch,
+						afv1.ConditionVMCreated: "False/" + afv1.ReasonOwnershipMismatch, afv1.ConditionReady: "False/" + afv1.ReasonOwnershipMismatch,
 					},
 					wantTransitioned: []string{"Phase", afv1.ConditionVMCreated, afv1.ConditionReady},
-					wantEvents:       []string{"Warning " + planner.ReasonOwnershipMismatch},
+					wantEvents:       []string{"Warning " + afv1.ReasonOwnershipMismatch},
 					wantCalls:        map[vspherefake.Method]int{vspherefake.CreateVM: 1, vspherefake.DestroyVM: 0}},
 			},
 		},

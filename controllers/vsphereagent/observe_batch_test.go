@@ -84,8 +84,8 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 	if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: gone.Namespace, Name: gone.Name}, gone); err != nil {
 		t.Fatal(err)
 	}
-	if c := shared.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != ReasonVMNotFoundUnconfirmed {
-		t.Fatalf("after one NotFound the gone VM's VMHealthy is %+v, want reason %s", c, ReasonVMNotFoundUnconfirmed)
+	if c := shared.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFoundUnconfirmed {
+		t.Fatalf("after one NotFound the gone VM's VMHealthy is %+v, want reason %s", c, afv1.ReasonVMNotFoundUnconfirmed)
 	}
 	// The confirming look-up, by instance UUID and BIOS UUID, vmGoneConfirmDelay later.
 	row.clock.Step(vmGoneConfirmDelay)
@@ -97,16 +97,16 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 	if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: gone.Namespace, Name: gone.Name}, gone); err != nil {
 		t.Fatal(err)
 	}
-	if c := shared.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != shared.ReasonVMNotFound {
-		t.Errorf("the gone VM's VMHealthy is %+v, want reason %s", c, shared.ReasonVMNotFound)
+	if c := shared.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFound {
+		t.Errorf("the gone VM's VMHealthy is %+v, want reason %s", c, afv1.ReasonVMNotFound)
 	}
 	for _, va := range vas[:2] {
 		got := &afv1.VsphereAgent{}
 		if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Name}, got); err != nil {
 			t.Fatal(err)
 		}
-		if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != shared.ReasonVMRunning {
-			t.Errorf("VM of %s: VMHealthy %+v, want reason %s", va.Name, c, shared.ReasonVMRunning)
+		if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMRunning {
+			t.Errorf("VM of %s: VMHealthy %+v, want reason %s", va.Name, c, afv1.ReasonVMRunning)
 		}
 	}
 }

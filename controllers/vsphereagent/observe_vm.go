@@ -71,10 +71,6 @@ func (c *vmChecks) missingSince(uid types.UID) (time.Time, bool) {
 // backup product's restore in place), and a NotFound that makes a discovery VM Failed costs a replacement.
 const vmGoneConfirmDelay = time.Minute
 
-// ReasonVMNotFoundUnconfirmed is VMHealthy's reason between a look-up that found no VM and the look-up
-// that confirms it (or finds the VM again).
-const ReasonVMNotFoundUnconfirmed = "VMNotFoundUnconfirmed"
-
 // goneStepKind is what observeVM does about a VM a look-up did not find.
 type goneStepKind int
 
@@ -153,12 +149,12 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 func (r *Reconciler) vmNotFound(s *vmScope, now time.Time) bool {
 	va := s.va
 	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
-	step, wait := goneStep(c != nil && c.Reason == shared.ReasonVMNotFound, time.Time{}, false, now)
+	step, wait := goneStep(c != nil && c.Reason == afv1.ReasonVMNotFound, time.Time{}, false, now)
 	if step == goneDeclared {
 		return r.vmGone(s)
 	}
 	r.checks.missing.Store(va.UID, now)
-	r.reportVM(s, false, ReasonVMNotFoundUnconfirmed, "Normal", fmt.Sprintf("VM %s (instance UUID %s) was not found in vCenter; it is looked up again by instance UUID and BIOS UUID in %s "+
+	r.reportVM(s, false, afv1.ReasonVMNotFoundUnconfirmed, "Normal", fmt.Sprintf("VM %s (instance UUID %s) was not found in vCenter; it is looked up again by instance UUID and BIOS UUID in %s "+
 		"and declared gone only if it is still not found", va.Status.VM.Name, va.Status.VM.InstanceUUID, wait))
 	s.requeueAfter(wait)
 	return true
@@ -211,13 +207,13 @@ func (r *Reconciler) observeFound(ctx context.Context, s *vmScope, vs vsphere.Cl
 	if info.InstanceUUID != "" && !strings.EqualFold(info.InstanceUUID, va.Status.VM.InstanceUUID) {
 		// Found by BIOS UUID only: a VM carrying this one's BIOS UUID under another instance UUID (a copy,
 		// or this VM registered again): not declared gone, and nothing is done to it.
-		r.reportVM(s, false, shared.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("no VM has instance UUID %s any more, but VM %s (instance UUID %s) carries its BIOS UUID %s; "+
+		r.reportVM(s, false, afv1.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("no VM has instance UUID %s any more, but VM %s (instance UUID %s) carries its BIOS UUID %s; "+
 			"nothing is done to it, and no replacement is created for it", va.Status.VM.InstanceUUID, info.Name, info.InstanceUUID, va.Status.VM.BIOSUUID))
 		return nil
 	}
 	r.ejector().SawVM(va.UID, s.pool, info) // arms the ejection at Bound without a look-up of its own
 	if info.Ownership.OwnerUID != string(va.UID) || !strings.EqualFold(info.BIOSUUID, va.Status.VM.BIOSUUID) {
-		r.reportVM(s, false, shared.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer carries this VsphereAgent's ownership marker or recorded BIOS UUID; "+
+		r.reportVM(s, false, afv1.ReasonVMIdentityChanged, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer carries this VsphereAgent's ownership marker or recorded BIOS UUID; "+
 			"nothing is done to it until that is restored", info.Name, va.Status.VM.InstanceUUID))
 		return nil
 	}
@@ -230,13 +226,13 @@ func (r *Reconciler) observeFound(ctx context.Context, s *vmScope, vs vsphere.Cl
 	}
 	switch {
 	case wantFolder != "" && info.Folder != wantFolder:
-		r.reportVM(s, true, shared.ReasonVMMoved, "Normal", fmt.Sprintf("VM %s (created as %s) was moved to folder %q (the pool's folder is %q); it is still tracked, and destroyed when released, by its instance UUID %s",
+		r.reportVM(s, true, afv1.ReasonVMMoved, "Normal", fmt.Sprintf("VM %s (created as %s) was moved to folder %q (the pool's folder is %q); it is still tracked, and destroyed when released, by its instance UUID %s",
 			info.Name, va.Status.VM.Name, info.Folder, wantFolder, va.Status.VM.InstanceUUID))
 	case info.Name != va.Status.VM.Name:
-		r.reportVM(s, true, shared.ReasonVMRenamed, "Normal", fmt.Sprintf("VM %s was renamed to %s in vCenter; it is still tracked, and destroyed when released, by its instance UUID %s",
+		r.reportVM(s, true, afv1.ReasonVMRenamed, "Normal", fmt.Sprintf("VM %s was renamed to %s in vCenter; it is still tracked, and destroyed when released, by its instance UUID %s",
 			va.Status.VM.Name, info.Name, va.Status.VM.InstanceUUID))
 	default:
-		r.reportVM(s, true, shared.ReasonVMRunning, "", runningMessage(info.Name, info.Folder))
+		r.reportVM(s, true, afv1.ReasonVMRunning, "", runningMessage(info.Name, info.Folder))
 	}
 	return nil
 }
@@ -323,13 +319,13 @@ func neverJoined(s *vmScope) bool {
 func (r *Reconciler) vmGone(s *vmScope) bool {
 	va := s.va
 	if !neverJoined(s) {
-		r.reportVM(s, false, shared.ReasonVMNotFound, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer exists in vCenter; it backs (or backed) Machine %q with Agent %s: "+
+		r.reportVM(s, false, afv1.ReasonVMNotFound, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer exists in vCenter; it backs (or backed) Machine %q with Agent %s: "+
 			"no replacement is created while a Machine references the Agent, the Machine's health check decides", va.Status.VM.Name, va.Status.VM.InstanceUUID, va.Status.VM.MachineName, va.Status.VM.AgentName))
 		return true
 	}
-	r.reportVM(s, false, shared.ReasonVMNotFound, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer exists in vCenter; it had not joined a cluster: the pool replaces it",
+	r.reportVM(s, false, afv1.ReasonVMNotFound, "Warning", fmt.Sprintf("VM %s (instance UUID %s) no longer exists in vCenter; it had not joined a cluster: the pool replaces it",
 		va.Status.VM.Name, va.Status.VM.InstanceUUID))
-	r.setPhase(va, afv1.VMPhaseFailed, shared.ReasonVMNotFound)
+	r.setPhase(va, afv1.VMPhaseFailed, afv1.ReasonVMNotFound)
 	return false
 }
 
@@ -337,15 +333,15 @@ func (r *Reconciler) vmGone(s *vmScope) bool {
 func (r *Reconciler) vmPoweredOff(ctx context.Context, s *vmScope, vs vsphere.Client, info *vsphere.VMInfo) error {
 	va := s.va
 	if !neverJoined(s) {
-		r.reportVM(s, false, shared.ReasonVMPoweredOff, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; it backs (or backed) Machine %q, so it is left off: power it on in vCenter, or let the Machine's health check replace it",
+		r.reportVM(s, false, afv1.ReasonVMPoweredOff, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; it backs (or backed) Machine %q, so it is left off: power it on in vCenter, or let the Machine's health check replace it",
 			info.Name, va.Status.VM.MachineName))
 		return nil
 	}
 	if err := vs.PowerOnVM(ctx, poolspec.DatacenterOf(va, s.pool), va.Status.VM.InstanceUUID, poolspec.Ownership(va, s.pool)); err != nil {
-		r.reportVM(s, false, shared.ReasonVMPoweredOff, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; powering it on again failed: %v", info.Name, err))
+		r.reportVM(s, false, afv1.ReasonVMPoweredOff, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; powering it on again failed: %v", info.Name, err))
 		return err
 	}
-	r.reportVM(s, true, shared.ReasonVMPoweredOn, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; it had not joined a cluster, so it was powered on again", info.Name))
+	r.reportVM(s, true, afv1.ReasonVMPoweredOn, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; it had not joined a cluster, so it was powered on again", info.Name))
 	return nil
 }
 

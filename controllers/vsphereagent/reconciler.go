@@ -163,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.reconcileDelete(work, s)
 	}
 	if pool == nil {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	if !createdByPool(va, pool) {
@@ -178,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.own.Wrote(replaced, va)
 	}
 	if pool.Spec.Paused {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.ReasonPaused, "the pool is paused", va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	if va.Status.VM.Phase == afv1.VMPhaseFailed {
@@ -293,8 +293,8 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 		return false, nil
 	}
 	if pool.Status.ISO == nil || pool.Status.ISO.Path == "" {
-		r.setPhase(va, afv1.VMPhasePending, shared.ReasonWaitingForISO)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
+		r.setPhase(va, afv1.VMPhasePending, afv1.ReasonWaitingForISO)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
 		return false, nil
 	}
 	if ok, err := r.admitVM(ctx, s); err != nil || !ok {
@@ -306,14 +306,14 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	vs, err := r.client(ctx, s)
 	if err != nil {
-		r.setPhase(va, afv1.VMPhasePending, shared.ReasonWaitingForCredentials)
+		r.setPhase(va, afv1.VMPhasePending, afv1.ReasonWaitingForVSphere)
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.VSphereReason(err), err.Error(), va.Generation)
 		return r.createFailed(ctx, s, nil, va.Name, err, false)
 	}
 	if _, ok := poolspec.DomainOf(pool, va.Spec.FailureDomain); !ok {
 		// The domain was removed from the pool before the VM was created: the pool releases this one.
-		r.setPhase(va, afv1.VMPhasePending, shared.ReasonFailureDomainNotFound)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.ReasonFailureDomainNotFound,
+		r.setPhase(va, afv1.VMPhasePending, afv1.ReasonFailureDomainNotFound)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonFailureDomainNotFound,
 			"failure domain "+va.Spec.FailureDomain+" is no longer in the pool's spec.vsphere.failureDomains; no VM is created", va.Generation)
 		return false, nil
 	}
@@ -340,15 +340,15 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	r.checks.done(va.UID, now.Time) // just created: the next look-up is one VMCheckInterval away
 	r.ejector().SawVM(va.UID, pool, info)
-	r.setPhase(va, afv1.VMPhaseProvisioning, shared.ReasonAwaitingRegistration)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, shared.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
+	r.setPhase(va, afv1.VMPhaseProvisioning, afv1.ReasonAwaitingRegistration)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, afv1.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
 	if !info.Adopted { // just created and powered on in the pool's folder: what the first look-up would say
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, true, shared.ReasonVMRunning, runningMessage(info.Name, strings.Trim(spec.Folder, "/")), va.Generation)
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, true, afv1.ReasonVMRunning, runningMessage(info.Name, strings.Trim(spec.Folder, "/")), va.Generation)
 	}
 	if info.Adopted {
-		r.Recorder.Eventf(va, nil, "Normal", "VMAdopted", shared.ActionCreateVM, "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
+		r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonVMAdopted, shared.ActionCreateVM, "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
 	} else {
-		r.Recorder.Batch(pool, "VMCreated", shared.ActionCreateVM, shared.SummaryVMCreated,
+		r.Recorder.Batch(pool, afv1.ReasonVMCreated, shared.ActionCreateVM, shared.SummaryVMCreated,
 			fmt.Sprintf("%s (VsphereAgent %s, instance UUID %s)", info.Name, va.Name, info.InstanceUUID))
 	}
 	return true, nil
@@ -396,12 +396,12 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 		return false, err
 	}
 	if err := vs.DestroyVM(ctx, poolspec.DatacenterOf(va, s.pool), string(va.UID), poolspec.Ownership(va, s.pool)); err != nil {
-		r.Recorder.Eventf(va, nil, "Warning", "VMDestroyFailed", shared.ActionDestroyVM, "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMDestroyFailed, shared.ActionDestroyVM, "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
 		return false, err
 	}
-	r.Recorder.Eventf(va, nil, "Warning", shared.ReasonRegistrationTimeout, shared.ActionAwaitAgent, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
-	r.setPhase(va, afv1.VMPhaseFailed, shared.ReasonRegistrationTimeout)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, shared.ReasonRegistrationTimeout,
+	r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonRegistrationTimeout, shared.ActionAwaitAgent, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
+	r.setPhase(va, afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout)
+	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonRegistrationTimeout,
 		fmt.Sprintf("no Agent registered within %s", timeout), va.Generation)
 	return false, nil
 }
@@ -418,7 +418,7 @@ func registrationWaitStart(va *afv1.VsphereAgent) (time.Time, bool) {
 	if vm.AgentName == "" {
 		return vm.CreatedAt.Time, true
 	}
-	if vm.Phase != afv1.VMPhaseProvisioning || vm.Reason != shared.ReasonAgentMissing {
+	if vm.Phase != afv1.VMPhaseProvisioning || vm.Reason != afv1.ReasonAgentMissing {
 		return time.Time{}, false
 	}
 	// The latest of: creation, the move back to Provisioning (stamped with the injected clock in the
@@ -427,7 +427,7 @@ func registrationWaitStart(va *afv1.VsphereAgent) (time.Time, bool) {
 	if t := vm.LastTransitionTime; t != nil && t.After(since) {
 		since = t.Time
 	}
-	if c := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Reason == shared.ReasonAgentMissing && c.LastTransitionTime.After(since) {
+	if c := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Reason == afv1.ReasonAgentMissing && c.LastTransitionTime.After(since) {
 		since = c.LastTransitionTime.Time
 	}
 	return since, true
@@ -438,10 +438,14 @@ func (r *Reconciler) setReady(s *vmScope) {
 	va := s.va
 	switch va.Status.VM.Phase {
 	case afv1.VMPhaseAvailable, afv1.VMPhaseBound:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, string(va.Status.VM.Phase), "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
+		reason := afv1.ReasonAvailable // the phase's name
+		if va.Status.VM.Phase == afv1.VMPhaseBound {
+			reason = afv1.ReasonBound
+		}
+		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, reason, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	default:
 		msg := "VM phase " + string(va.Status.VM.Phase)
-		if va.Status.VM.Reason == shared.ReasonUnbindingPendingUserAction {
+		if va.Status.VM.Reason == afv1.ReasonUnbindingPendingUserAction {
 			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentName, va.Status.VM.MachineName)
 		}
 		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)

@@ -143,10 +143,13 @@ const (
 	StateReclaiming          = "reclaiming"
 	StateReclaimingRebooting = "reclaiming-rebooting"
 
-	// ReasonBoundUnbinding is the Bound (and Validated) condition's reason while unbinding.
-	ReasonBoundUnbinding = "Unbinding"
-	// ReasonUnbindingPendingUserAction is the Bound condition's reason at unbinding-pending-user-action.
-	ReasonUnbindingPendingUserAction = "UnbindingPendingUserAction"
+	// Reasons of assisted-service's Agent conditions, read (foreign values, never written by this operator;
+	// the VsphereAgent's own reason at unbinding-pending-user-action is afv1.ReasonUnbindingPendingUserAction).
+
+	// BoundReasonUnbinding is the Bound (and Validated) condition's reason while unbinding.
+	BoundReasonUnbinding = "Unbinding"
+	// BoundReasonUnbindingPendingUserAction is the Bound condition's reason at unbinding-pending-user-action.
+	BoundReasonUnbindingPendingUserAction = "UnbindingPendingUserAction"
 )
 
 // AwaitsRebootIntoDiscovery reports an Agent at unbinding-pending-user-action: the provider unbound it
@@ -158,7 +161,7 @@ func (a Agent) AwaitsRebootIntoDiscovery() bool {
 		return true
 	}
 	c, ok := FindCondition(a.Conditions, "Bound")
-	return ok && c.Status == "False" && c.Reason == ReasonUnbindingPendingUserAction
+	return ok && c.Status == "False" && c.Reason == BoundReasonUnbindingPendingUserAction
 }
 
 // IsUnbinding reports an Agent between an unbind and its next discovery: unbinding, reclaiming,
@@ -171,7 +174,7 @@ func (a Agent) IsUnbinding() bool {
 		return true
 	}
 	c, ok := FindCondition(a.Conditions, "Bound")
-	return ok && c.Status == "False" && (c.Reason == ReasonBoundUnbinding || c.Reason == ReasonUnbindingPendingUserAction)
+	return ok && c.Status == "False" && (c.Reason == BoundReasonUnbinding || c.Reason == BoundReasonUnbindingPendingUserAction)
 }
 
 // HasMAC reports whether the Agent reported the MAC.

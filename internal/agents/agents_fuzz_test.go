@@ -418,7 +418,7 @@ func checkReaders(t *testing.T, obj map[string]any) {
 	wantWait := false
 	if agentRef == "" && u.GetDeletionTimestamp() == nil {
 		for _, ty := range []string{"AgentReserved", "Ready"} {
-			if r, ok := rawFirst(raw, ty); ok && str(r, "status") == "False" && str(r, "reason") == ReasonNoSuitableAgents {
+			if r, ok := rawFirst(raw, ty); ok && str(r, "status") == "False" && str(r, "reason") == ProviderReasonNoSuitableAgents {
 				wantWait = true
 			}
 		}

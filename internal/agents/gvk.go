@@ -83,8 +83,10 @@ const (
 	AnnotationAgentMachineRefNamespace = "agentMachineRefNamespace"
 	// LabelInfraEnv names the InfraEnv an Agent registered through.
 	LabelInfraEnv = "infraenvs.agent-install.openshift.io"
-	// ReasonNoSuitableAgents is the provider's "nothing fits" reason: our demand signal.
-	ReasonNoSuitableAgents = "NoSuitableAgents"
+	// ProviderReasonNoSuitableAgents is the Agent CAPI provider's "nothing fits" reason on an AgentMachine:
+	// our demand signal. A foreign value read, not written (the pool's own planned-action reason with the
+	// same word is afv1.ReasonNoSuitableAgents).
+	ProviderReasonNoSuitableAgents = "NoSuitableAgents"
 )
 
 // New returns an empty unstructured object of the kind.

@@ -55,7 +55,7 @@ func (am AgentMachine) WaitsForAgent() bool {
 		return false
 	}
 	for _, t := range []string{"AgentReserved", "Ready"} {
-		if c, ok := FindCondition(am.Conditions, t); ok && c.Status == "False" && c.Reason == ReasonNoSuitableAgents {
+		if c, ok := FindCondition(am.Conditions, t); ok && c.Status == "False" && c.Reason == ProviderReasonNoSuitableAgents {
 			return true
 		}
 	}

@@ -38,8 +38,8 @@ type RefreshNeed struct {
 	// URL did; ask the server (HEAD) whether the image changed and record the new URL without a
 	// download when it did not. Conditional is set too.
 	Revalidate bool
-	// Reason is one of the Need* constants.
-	Reason string
+	// Why is one of the Need* constants: for logs and tests, never a condition or Event reason.
+	Why string
 	// RequeueAfter is when Decide will next say Needed if nothing else changes (0 when Needed or when
 	// waiting on the InfraEnv).
 	RequeueAfter time.Duration
@@ -60,11 +60,11 @@ func Decide(now time.Time, pool *afv1.VsphereAgentPool, src Source) RefreshNeed 
 	st := isoStatus(pool)
 	need := RefreshNeed{PrunePending: prunePending(st, retainVersions(pool))}
 	if src.URL == "" {
-		need.Reason = NeedInfraEnvNotReady
+		need.Why = NeedInfraEnvNotReady
 		return need
 	}
-	unconditional := func(reason string) RefreshNeed {
-		need.Needed, need.Reason = true, reason
+	unconditional := func(why string) RefreshNeed {
+		need.Needed, need.Why = true, why
 		return need
 	}
 	prefix, datastore := PathPrefix(pool), pool.Spec.VSphere.ISODatastore
@@ -82,15 +82,15 @@ func Decide(now time.Time, pool *afv1.VsphereAgentPool, src Source) RefreshNeed 
 	case force != "" && force != st.ForceRefreshToken:
 		return unconditional(NeedForceRefresh)
 	case urlChanged:
-		need.Needed, need.Conditional, need.Revalidate, need.Reason = true, true, true, NeedURLRenewed
+		need.Needed, need.Conditional, need.Revalidate, need.Why = true, true, true, NeedURLRenewed
 		return need
 	}
 	interval := checkInterval(pool)
 	if st.CheckedAt == nil || !now.Before(st.CheckedAt.Add(interval)) {
-		need.Needed, need.Conditional, need.Reason = true, true, NeedIntervalElapsed
+		need.Needed, need.Conditional, need.Why = true, true, NeedIntervalElapsed
 		return need
 	}
-	need.Reason = NeedUpToDate
+	need.Why = NeedUpToDate
 	need.RequeueAfter = st.CheckedAt.Add(interval).Sub(now)
 	return need
 }

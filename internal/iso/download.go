@@ -56,7 +56,7 @@ func (run *refreshRun) get(ctx context.Context, conditional bool) (*download, er
 	req, err := http.NewRequestWithContext(tctx, http.MethodGet, run.req.Source.URL, nil)
 	if err != nil {
 		dl.close()
-		return nil, fail(afv1.ReasonISODownloadFailed, run.red.wrap("GET "+redURL, err))
+		return nil, fail(afv1.ReasonDownloadFailed, run.red.wrap("GET "+redURL, err))
 	}
 	sentValidator := false
 	if conditional {
@@ -93,7 +93,7 @@ func (run *refreshRun) get(ctx context.Context, conditional bool) (*download, er
 	case resp.StatusCode == http.StatusNotModified:
 		dl.close()
 		metricsDownloadFailed()
-		return nil, fail(afv1.ReasonISODownloadFailed, run.red.errorf("GET "+redURL+": server answered 304 Not Modified to a request without validators"))
+		return nil, fail(afv1.ReasonDownloadFailed, run.red.errorf("GET "+redURL+": server answered 304 Not Modified to a request without validators"))
 	default:
 		dl.close()
 		metricsDownloadFailed()
@@ -121,10 +121,10 @@ func (run *refreshRun) requestFailed(prefix string, shown, raw error, trace *req
 
 // statusFailed is the failure of a request answered with an unexpected status; a 407 is the proxy's.
 func (run *refreshRun) statusFailed(prefix string, resp *http.Response) error {
-	reason := afv1.ReasonISODownloadFailed
+	reason := afv1.ReasonDownloadFailed
 	msg := fmt.Sprintf("%s: %s answered HTTP %s", prefix, resp.Request.Method, resp.Status)
 	if resp.StatusCode == http.StatusProxyAuthRequired {
-		reason = ReasonProxyRefused
+		reason = afv1.ReasonProxyRefused
 		msg += hint(reason)
 	}
 	return fail(reason, run.red.errorf(msg))

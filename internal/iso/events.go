@@ -10,15 +10,8 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
-// Event reasons emitted on the pool.
+// Limits of the status the cache writes.
 const (
-	EventISOUploaded       = "ISOUploaded"
-	EventISOReused         = "ISOReused"
-	EventISOPruned         = "ISOPruned"
-	EventISOPruneDeferred  = "ISOPruneDeferred"
-	EventISOPruneFailed    = "ISOPruneFailed"
-	EventISORefreshFailed  = "ISORefreshFailed"
-	EventISOTempCleanedUp  = "ISOTempCleanedUp"
 	maxLastErrorLength     = 1024
 	shortDigestLength      = 12
 	lastErrorTimeFormatUTC = time.RFC3339
@@ -62,7 +55,7 @@ func warning(reason, format string, args ...any) Event {
 
 func actionOf(reason string) string {
 	switch reason {
-	case EventISOPruned, EventISOPruneDeferred, EventISOPruneFailed:
+	case afv1.ReasonISOPruned, afv1.ReasonISOPruneDeferred, afv1.ReasonISOPruneFailed:
 		return ActionPruneISO
 	}
 	return ActionRefreshISO
@@ -77,16 +70,16 @@ func short(digest string) string {
 
 // failureReasons are the ISOReady reasons that mean the last refresh failed.
 var failureReasons = map[string]bool{
-	afv1.ReasonISODownloadFailed:  true,
-	afv1.ReasonISONotAnISO:        true,
-	afv1.ReasonISOUploadFailed:    true,
-	ReasonCertificateUntrusted:    true,
-	ReasonCertificateNameMismatch: true,
-	ReasonPlainHTTPRefused:        true,
-	ReasonInvalidCABundle:         true,
-	ReasonProxyRefused:            true,
-	ReasonProxyUnreachable:        true,
-	afv1.ReasonISOTooLarge:        true,
+	afv1.ReasonDownloadFailed:          true,
+	afv1.ReasonNotAnISO:                true,
+	afv1.ReasonUploadFailed:            true,
+	afv1.ReasonCertificateUntrusted:    true,
+	afv1.ReasonCertificateNameMismatch: true,
+	afv1.ReasonPlainHTTPRefused:        true,
+	afv1.ReasonInvalidCABundle:         true,
+	afv1.ReasonProxyRefused:            true,
+	afv1.ReasonProxyUnreachable:        true,
+	afv1.ReasonISOTooLarge:             true,
 }
 
 // IsFailureReason reports whether an ISOReady reason records a failed refresh.
@@ -96,10 +89,10 @@ func IsFailureReason(reason string) bool { return failureReasons[reason] }
 // when an ISO is cached (new VMs use it meanwhile), else False/Downloading.
 func ConditionWhileRefreshing(st *afv1.ISOStatus) metav1.Condition {
 	if st != nil && st.Path != "" {
-		return metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionTrue, Reason: afv1.ReasonISOCached,
+		return metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionTrue, Reason: afv1.ReasonCached,
 			Message: fmt.Sprintf("discovery ISO %s cached at %s; revalidating", short(st.SHA256), st.Path)}
 	}
-	return metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionFalse, Reason: afv1.ReasonISODownloading,
+	return metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionFalse, Reason: afv1.ReasonDownloading,
 		Message: "downloading the discovery ISO"}
 }
 

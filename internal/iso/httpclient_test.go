@@ -1,6 +1,8 @@
 package iso
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +26,7 @@ func TestHTTPClientVerifiesTLS(t *testing.T) {
 	cache, _ := NewCache(Options{HTTPClient: plain})
 	req := RefreshRequest{Datacenter: "DC0", Datastore: "ds", Prefix: "p", Source: Source{URL: url}}
 	res, err := cache.Refresh(t.Context(), b.client, req)
-	if err == nil || res.Condition.Reason != ReasonCertificateUntrusted || !strings.Contains(err.Error(), "certificate") {
+	if err == nil || res.Condition.Reason != afv1.ReasonCertificateUntrusted || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("untrusted server: %v %+v", err, res.Condition)
 	}
 	if strings.Contains(err.Error(), testToken) || strings.Contains(res.Condition.Message, testToken) {

@@ -33,7 +33,7 @@ func scenarioTooLarge(t *testing.T, b backend) {
 				t.Fatalf("%s: message %q does not say %q", what, h.cond.Message, s)
 			}
 		}
-		if last := h.events[len(h.events)-1]; last.Type != EventTypeWarning || last.Reason != EventISORefreshFailed || !strings.HasPrefix(last.Message, afv1.ReasonISOTooLarge) {
+		if last := h.events[len(h.events)-1]; last.Type != EventTypeWarning || last.Reason != afv1.ReasonISORefreshFailed || !strings.HasPrefix(last.Message, afv1.ReasonISOTooLarge) {
 			t.Fatalf("%s: event %+v", what, last)
 		}
 		if st := h.status(); st.Path != "" || !strings.Contains(st.LastError, afv1.ReasonISOTooLarge) {
@@ -122,22 +122,22 @@ func TestPerRequestCARotation(t *testing.T) {
 	b := memBackend(t)
 
 	rr, err := refreshOnce(t, cache, b, srv.url(), nil)
-	expectReason(t, rr, err, ReasonCertificateUntrusted, "unknown authority")
+	expectReason(t, rr, err, afv1.ReasonCertificateUntrusted, "unknown authority")
 	rr, err = refreshOnce(t, cache, b, srv.url(), oldCA.caPEM)
-	expectReason(t, rr, err, afv1.ReasonISOCached)
+	expectReason(t, rr, err, afv1.ReasonCached)
 
 	srv.rotate(newCA)
 	rr, err = refreshOnce(t, cache, b, srv.url(), oldCA.caPEM)
-	expectReason(t, rr, err, ReasonCertificateUntrusted)
+	expectReason(t, rr, err, afv1.ReasonCertificateUntrusted)
 	rr, err = refreshOnce(t, cache, b, srv.url(), newCA.caPEM)
-	expectReason(t, rr, err, afv1.ReasonISOCached)
+	expectReason(t, rr, err, afv1.ReasonCached)
 
 	junk := "-----BEGIN CERTIFICATE-----\nc2VjcmV0LWp1bms=\n-----END CERTIFICATE-----\n"
 	req := RefreshRequest{Datacenter: b.datacenter, Datastore: b.datastore, Prefix: "trust", Source: Source{URL: srv.url()},
 		CABundle: []byte(junk), CABundleSource: "ConfigMap ns/image-ca key ca.crt"}
 	rr, err = cache.Refresh(t.Context(), b.client, req)
 	expectNoToken(t, rr, err)
-	expectReason(t, rr, err, ReasonInvalidCABundle, "ConfigMap ns/image-ca key ca.crt", "no parsable certificate")
+	expectReason(t, rr, err, afv1.ReasonInvalidCABundle, "ConfigMap ns/image-ca key ca.crt", "no parsable certificate")
 	if strings.Contains(rr.Condition.Message, "c2VjcmV0LWp1bms") {
 		t.Fatalf("the bundle's content shows in the message: %s", rr.Condition.Message)
 	}

@@ -69,7 +69,7 @@ func TestManagerRunsPoolsIndependently(t *testing.T) {
 	}
 	waitDone(t, done, fastKey)
 	res, ok := m.Result(fastKey)
-	if !ok || res.Refresh == nil || res.Refresh.Outcome != OutcomeUploaded || res.Condition.Reason != afv1.ReasonISOCached || res.Seq != 1 {
+	if !ok || res.Refresh == nil || res.Refresh.Outcome != OutcomeUploaded || res.Condition.Reason != afv1.ReasonCached || res.Seq != 1 {
 		t.Fatalf("fast result %+v", res)
 	}
 	if !m.Running(slowKey) {
@@ -79,7 +79,7 @@ func TestManagerRunsPoolsIndependently(t *testing.T) {
 	slow.server.closeOnce.Do(func() { close(slow.server.release) }) // the server gives up mid-body
 	waitDone(t, done, slowKey)
 	res, _ = m.Result(slowKey)
-	if res.Refresh.Outcome != OutcomeFailed || res.Failures != 1 || res.Condition.Reason != afv1.ReasonISODownloadFailed {
+	if res.Refresh.Outcome != OutcomeFailed || res.Failures != 1 || res.Condition.Reason != afv1.ReasonDownloadFailed {
 		t.Fatalf("slow result %+v", res)
 	}
 	slow.server.set(nil, "")

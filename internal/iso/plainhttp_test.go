@@ -29,11 +29,11 @@ func refreshURL(t *testing.T, cache *Cache, rawURL string, allowPlain bool, ca [
 func expectRefusalEvent(t *testing.T, rr RefreshResult, reason string) {
 	t.Helper()
 	for _, e := range rr.Events {
-		if e.Type == EventTypeWarning && e.Reason == EventISORefreshFailed && strings.Contains(e.Message, reason) {
+		if e.Type == EventTypeWarning && e.Reason == afv1.ReasonISORefreshFailed && strings.Contains(e.Message, reason) {
 			return
 		}
 	}
-	t.Fatalf("no Warning %s Event naming %s in %+v", EventISORefreshFailed, reason, rr.Events)
+	t.Fatalf("no Warning %s Event naming %s in %+v", afv1.ReasonISORefreshFailed, reason, rr.Events)
 }
 
 // TestPlainHTTPNeedsTheOptIn: an http:// ISO URL is refused before any request unless the pool sets
@@ -46,8 +46,8 @@ func TestPlainHTTPNeedsTheOptIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	rr, err := refreshURL(t, cache, srv.url(testToken), false, nil)
-	expectReason(t, rr, err, ReasonPlainHTTPRefused, "http://", "spec.iso.allowPlainHTTP")
-	expectRefusalEvent(t, rr, ReasonPlainHTTPRefused)
+	expectReason(t, rr, err, afv1.ReasonPlainHTTPRefused, "http://", "spec.iso.allowPlainHTTP")
+	expectRefusalEvent(t, rr, afv1.ReasonPlainHTTPRefused)
 	srv.mu.Lock()
 	asked := srv.requests
 	srv.mu.Unlock()
@@ -56,7 +56,7 @@ func TestPlainHTTPNeedsTheOptIn(t *testing.T) {
 	}
 
 	rr, err = refreshURL(t, cache, srv.url(testToken), true, nil)
-	expectReason(t, rr, err, afv1.ReasonISOCached)
+	expectReason(t, rr, err, afv1.ReasonCached)
 }
 
 // TestRedirectToPlainHTTPIsRefused: an https download redirected to http:// fails with PlainHTTPRefused
@@ -76,8 +76,8 @@ func TestRedirectToPlainHTTPIsRefused(t *testing.T) {
 	httpsURL := redirector.URL + "/images/minimal.iso?api_key=" + testToken
 
 	rr, err := refreshURL(t, cache, httpsURL, false, ca)
-	expectReason(t, rr, err, ReasonPlainHTTPRefused, "redirected", "spec.iso.allowPlainHTTP")
-	expectRefusalEvent(t, rr, ReasonPlainHTTPRefused)
+	expectReason(t, rr, err, afv1.ReasonPlainHTTPRefused, "redirected", "spec.iso.allowPlainHTTP")
+	expectRefusalEvent(t, rr, afv1.ReasonPlainHTTPRefused)
 	plain.mu.Lock()
 	asked := plain.requests
 	plain.mu.Unlock()
@@ -86,7 +86,7 @@ func TestRedirectToPlainHTTPIsRefused(t *testing.T) {
 	}
 
 	rr, err = refreshURL(t, cache, httpsURL, true, ca)
-	expectReason(t, rr, err, afv1.ReasonISOCached)
+	expectReason(t, rr, err, afv1.ReasonCached)
 }
 
 // TestISOHostByIPLiteralIsVerifiedAgainstItsIP: an image host reached by https://127.0.0.1 whose
@@ -114,15 +114,15 @@ func TestISOHostByIPLiteralIsVerifiedAgainstItsIP(t *testing.T) {
 
 	wrongURL, wrongHits := serve(ca.Server(t, []string{"images.example.com"}))
 	rr, err := refreshURL(t, cache, wrongURL, false, ca.PEM)
-	expectReason(t, rr, err, ReasonCertificateNameMismatch, "127.0.0.1", "IP SANs")
-	expectRefusalEvent(t, rr, ReasonCertificateNameMismatch)
+	expectReason(t, rr, err, afv1.ReasonCertificateNameMismatch, "127.0.0.1", "IP SANs")
+	expectRefusalEvent(t, rr, afv1.ReasonCertificateNameMismatch)
 	if n := wrongHits.Load(); n != 0 {
 		t.Fatalf("the impostor served %d requests", n)
 	}
 
 	rightURL, rightHits := serve(ca.Server(t, []string{"images.example.com"}, net.IPv4(127, 0, 0, 1)))
 	rr, err = refreshURL(t, cache, rightURL, false, ca.PEM)
-	expectReason(t, rr, err, afv1.ReasonISOCached)
+	expectReason(t, rr, err, afv1.ReasonCached)
 	if rightHits.Load() == 0 {
 		t.Fatal("the image host was never asked")
 	}

@@ -121,7 +121,7 @@ func TestProxyCarriesISODownload(t *testing.T) {
 	for i, step := range steps {
 		setProxyEnv(t, proxy.url, step.noProxy)
 		rr, err := refreshOnce(t, cache, b, srv.url(), nil)
-		expectReason(t, rr, err, afv1.ReasonISOCached)
+		expectReason(t, rr, err, afv1.ReasonCached)
 		if srv.hits.Load() != int64(i+1) {
 			t.Fatalf("step %d: server hits %d", i, srv.hits.Load())
 		}
@@ -165,7 +165,7 @@ func TestProxyFailuresHaveTheirReasons(t *testing.T) {
 	forbid := startProxy(t, connectForbid)
 	setProxyEnv(t, forbid.url, "")
 	rr, err := refreshOnce(t, cache, b, srv.url(), pki.caPEM)
-	expectReason(t, rr, err, ReasonProxyRefused, "refused CONNECT", "403", "NO_PROXY")
+	expectReason(t, rr, err, afv1.ReasonProxyRefused, "refused CONNECT", "403", "NO_PROXY")
 	if len(forbid.connects()) != 1 || srv.hits.Load() != 0 {
 		t.Fatalf("proxy saw %v, server hits %d", forbid.connects(), srv.hits.Load())
 	}
@@ -173,7 +173,7 @@ func TestProxyFailuresHaveTheirReasons(t *testing.T) {
 	drop := startProxy(t, connectDropped)
 	setProxyEnv(t, drop.url, "")
 	rr, err = refreshOnce(t, cache, b, srv.url(), pki.caPEM)
-	expectReason(t, rr, err, ReasonProxyRefused, "without answering CONNECT")
+	expectReason(t, rr, err, afv1.ReasonProxyRefused, "without answering CONNECT")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -183,7 +183,7 @@ func TestProxyFailuresHaveTheirReasons(t *testing.T) {
 	_ = ln.Close()
 	setProxyEnv(t, closed, "")
 	rr, err = refreshOnce(t, cache, b, srv.url(), pki.caPEM)
-	expectReason(t, rr, err, ReasonProxyUnreachable, "proxyconnect", "cannot be reached")
+	expectReason(t, rr, err, afv1.ReasonProxyUnreachable, "proxyconnect", "cannot be reached")
 	if srv.hits.Load() != 0 {
 		t.Fatalf("server hits %d", srv.hits.Load())
 	}

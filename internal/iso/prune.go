@@ -74,7 +74,7 @@ func (c *Cache) Prune(ctx context.Context, client vsphere.Client, req PruneReque
 		if len(vms) > 0 {
 			metrics.ObserveISOOperation(metrics.ISOOpPrune, metrics.ResultDeferred)
 			res.Deferred = append(res.Deferred, v.Path)
-			res.Events = append(res.Events, normal(EventISOPruneDeferred, "keeping %s: attached to %d VM(s) (%s)",
+			res.Events = append(res.Events, normal(afv1.ReasonISOPruneDeferred, "keeping %s: attached to %d VM(s) (%s)",
 				v.Path, len(vms), strings.Join(firstN(vms, 5), ", ")))
 			continue
 		}
@@ -84,7 +84,7 @@ func (c *Cache) Prune(ctx context.Context, client vsphere.Client, req PruneReque
 		}
 		metrics.ObserveISOOperation(metrics.ISOOpPrune, metrics.ResultSuccess)
 		res.Pruned = append(res.Pruned, v.Path)
-		res.Events = append(res.Events, normal(EventISOPruned, "deleted cached ISO %s", v.Path))
+		res.Events = append(res.Events, normal(afv1.ReasonISOPruned, "deleted cached ISO %s", v.Path))
 		log.Info("pruned cached ISO", "path", v.Path)
 		drop[i] = true
 	}
@@ -104,7 +104,7 @@ func (c *Cache) pruneFailed(res *PruneResult, v *afv1.ISOVersion, err error) {
 	metrics.ObserveISOOperation(metrics.ISOOpPrune, metrics.ResultFailure)
 	v.PruneError = truncate(err.Error(), 512)
 	res.Failed = append(res.Failed, v.Path)
-	res.Events = append(res.Events, warning(EventISOPruneFailed, "could not delete %s (will retry): %s", v.Path, v.PruneError))
+	res.Events = append(res.Events, warning(afv1.ReasonISOPruneFailed, "could not delete %s (will retry): %s", v.Path, v.PruneError))
 	c.log.Error(err, "pruning cached ISO failed; will retry", "path", v.Path)
 }
 
@@ -143,7 +143,7 @@ func (c *Cache) cleanTemps(ctx context.Context, client vsphere.Client, req Prune
 			c.log.Error(err, "deleting a leftover temporary ISO upload failed", "path", p)
 			continue
 		}
-		events = append(events, normal(EventISOTempCleanedUp, "deleted leftover temporary upload %s", p))
+		events = append(events, normal(afv1.ReasonISOTempCleanedUp, "deleted leftover temporary upload %s", p))
 	}
 	return events
 }

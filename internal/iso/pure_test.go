@@ -182,60 +182,60 @@ func TestDecide(t *testing.T) {
 		mutate func(*afv1.VsphereAgentPool, *Source)
 		want   RefreshNeed
 	}{
-		{"infraenv without URL waits", func(_ *afv1.VsphereAgentPool, s *Source) { s.URL = "" }, RefreshNeed{Reason: NeedInfraEnvNotReady}},
-		{"nothing cached downloads unconditionally", func(p *afv1.VsphereAgentPool, _ *Source) { p.Status.ISO = nil }, RefreshNeed{Needed: true, Reason: NeedNothingCached}},
+		{"infraenv without URL waits", func(_ *afv1.VsphereAgentPool, s *Source) { s.URL = "" }, RefreshNeed{Why: NeedInfraEnvNotReady}},
+		{"nothing cached downloads unconditionally", func(p *afv1.VsphereAgentPool, _ *Source) { p.Status.ISO = nil }, RefreshNeed{Needed: true, Why: NeedNothingCached}},
 		{"URL change without a recorded redacted URL downloads unconditionally", func(p *afv1.VsphereAgentPool, s *Source) {
 			p.Status.ISO.URL = ""
 			s.URL += "x"
-		}, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		}, RefreshNeed{Needed: true, Why: NeedURLChanged}},
 		{"token-only change revalidates", func(_ *afv1.VsphereAgentPool, s *Source) { s.URL += "x" },
-			RefreshNeed{Needed: true, Conditional: true, Revalidate: true, Reason: NeedURLRenewed}},
+			RefreshNeed{Needed: true, Conditional: true, Revalidate: true, Why: NeedURLRenewed}},
 		{"token-only change in the path revalidates", func(p *afv1.VsphereAgentPool, s *Source) {
 			old := "https://img.example.com/byapikey/" + testToken + "/4.20/x86_64/minimal.iso"
 			p.Status.ISO.URLHash, p.Status.ISO.URL = URLHash(old), RedactURL(old)
 			s.URL = "https://img.example.com/byapikey/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJuZXcifQ.bmV3c2lnbmF0dXJl/4.20/x86_64/minimal.iso"
-		}, RefreshNeed{Needed: true, Conditional: true, Revalidate: true, Reason: NeedURLRenewed}},
+		}, RefreshNeed{Needed: true, Conditional: true, Revalidate: true, Why: NeedURLRenewed}},
 		{"another host or path downloads unconditionally", func(_ *afv1.VsphereAgentPool, s *Source) {
 			s.URL = "https://other.example.com/images/x/minimal.iso?api_key=" + testToken
-		}, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		}, RefreshNeed{Needed: true, Why: NeedURLChanged}},
 		{"URL and createdTime change download unconditionally", func(_ *afv1.VsphereAgentPool, s *Source) {
 			t := metav1.NewTime(now)
 			s.URL, s.CreatedTime = s.URL+"x", &t
-		}, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		}, RefreshNeed{Needed: true, Why: NeedURLChanged}},
 		{"URL change without any createdTime downloads unconditionally", func(p *afv1.VsphereAgentPool, s *Source) {
 			p.Status.ISO.SourceCreatedTime, s.CreatedTime = nil, nil
 			s.URL += "x"
-		}, RefreshNeed{Needed: true, Reason: NeedURLChanged}},
+		}, RefreshNeed{Needed: true, Why: NeedURLChanged}},
 		{"force token wins over a token renewal", func(p *afv1.VsphereAgentPool, s *Source) {
 			p.Annotations = map[string]string{afv1.AnnotationForceISORefresh: "3"}
 			s.URL += "x"
-		}, RefreshNeed{Needed: true, Reason: NeedForceRefresh}},
+		}, RefreshNeed{Needed: true, Why: NeedForceRefresh}},
 		{"createdTime change downloads unconditionally", func(_ *afv1.VsphereAgentPool, s *Source) {
 			t := metav1.NewTime(now)
 			s.CreatedTime = &t
-		}, RefreshNeed{Needed: true, Reason: NeedSourceRecreated}},
-		{"prefix change downloads unconditionally", func(p *afv1.VsphereAgentPool, _ *Source) { p.Spec.ISO.PathPrefix = "elsewhere" }, RefreshNeed{Needed: true, Reason: NeedLocationChanged}},
-		{"datastore change downloads unconditionally", func(p *afv1.VsphereAgentPool, _ *Source) { p.Spec.VSphere.ISODatastore = "other" }, RefreshNeed{Needed: true, Reason: NeedLocationChanged}},
+		}, RefreshNeed{Needed: true, Why: NeedSourceRecreated}},
+		{"prefix change downloads unconditionally", func(p *afv1.VsphereAgentPool, _ *Source) { p.Spec.ISO.PathPrefix = "elsewhere" }, RefreshNeed{Needed: true, Why: NeedLocationChanged}},
+		{"datastore change downloads unconditionally", func(p *afv1.VsphereAgentPool, _ *Source) { p.Spec.VSphere.ISODatastore = "other" }, RefreshNeed{Needed: true, Why: NeedLocationChanged}},
 		{"new force token downloads unconditionally", func(p *afv1.VsphereAgentPool, _ *Source) {
 			p.Annotations = map[string]string{afv1.AnnotationForceISORefresh: "2"}
-		}, RefreshNeed{Needed: true, Reason: NeedForceRefresh}},
+		}, RefreshNeed{Needed: true, Why: NeedForceRefresh}},
 		{"handled force token is ignored", func(p *afv1.VsphereAgentPool, _ *Source) {
 			p.Annotations = map[string]string{afv1.AnnotationForceISORefresh: "2"}
 			p.Status.ISO.ForceRefreshToken = "2"
-		}, RefreshNeed{Reason: NeedUpToDate, RequeueAfter: 40 * time.Minute}},
+		}, RefreshNeed{Why: NeedUpToDate, RequeueAfter: 40 * time.Minute}},
 		{"interval elapsed revalidates conditionally", func(p *afv1.VsphereAgentPool, _ *Source) {
 			t := metav1.NewTime(now.Add(-time.Hour))
 			p.Status.ISO.CheckedAt = &t
-		}, RefreshNeed{Needed: true, Conditional: true, Reason: NeedIntervalElapsed}},
-		{"never checked revalidates", func(p *afv1.VsphereAgentPool, _ *Source) { p.Status.ISO.CheckedAt = nil }, RefreshNeed{Needed: true, Conditional: true, Reason: NeedIntervalElapsed}},
-		{"default interval is one hour", func(p *afv1.VsphereAgentPool, _ *Source) { p.Spec.ISO.CheckInterval = nil }, RefreshNeed{Reason: NeedUpToDate, RequeueAfter: 40 * time.Minute}},
-		{"up to date requeues at the interval", func(*afv1.VsphereAgentPool, *Source) {}, RefreshNeed{Reason: NeedUpToDate, RequeueAfter: 40 * time.Minute}},
+		}, RefreshNeed{Needed: true, Conditional: true, Why: NeedIntervalElapsed}},
+		{"never checked revalidates", func(p *afv1.VsphereAgentPool, _ *Source) { p.Status.ISO.CheckedAt = nil }, RefreshNeed{Needed: true, Conditional: true, Why: NeedIntervalElapsed}},
+		{"default interval is one hour", func(p *afv1.VsphereAgentPool, _ *Source) { p.Spec.ISO.CheckInterval = nil }, RefreshNeed{Why: NeedUpToDate, RequeueAfter: 40 * time.Minute}},
+		{"up to date requeues at the interval", func(*afv1.VsphereAgentPool, *Source) {}, RefreshNeed{Why: NeedUpToDate, RequeueAfter: 40 * time.Minute}},
 		{"history beyond retention is prune-pending", func(p *afv1.VsphereAgentPool, _ *Source) {
 			p.Status.ISO.History = make([]afv1.ISOVersion, 3)
-		}, RefreshNeed{Reason: NeedUpToDate, RequeueAfter: 40 * time.Minute, PrunePending: true}},
+		}, RefreshNeed{Why: NeedUpToDate, RequeueAfter: 40 * time.Minute, PrunePending: true}},
 		{"failed prune is prune-pending", func(p *afv1.VsphereAgentPool, _ *Source) {
 			p.Status.ISO.History = []afv1.ISOVersion{{}, {PruneError: "busy"}}
-		}, RefreshNeed{Reason: NeedUpToDate, RequeueAfter: 40 * time.Minute, PrunePending: true}},
+		}, RefreshNeed{Why: NeedUpToDate, RequeueAfter: 40 * time.Minute, PrunePending: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -203,18 +203,18 @@ func (run *refreshRun) do(ctx context.Context) (Outcome, error) {
 		return OutcomeFailed, fail(afv1.ReasonInfraEnvNotReady, errors.New("the InfraEnv has no isoDownloadURL"))
 	}
 	if u, err := url.Parse(run.req.Source.URL); err == nil && !strings.EqualFold(u.Scheme, "https") && !run.req.AllowPlainHTTP {
-		return OutcomeFailed, fail(ReasonPlainHTTPRefused, run.red.errorf("GET "+RedactURL(run.req.Source.URL)+": "+(&PlainHTTPError{Scheme: strings.ToLower(u.Scheme)}).Error()))
+		return OutcomeFailed, fail(afv1.ReasonPlainHTTPRefused, run.red.errorf("GET "+RedactURL(run.req.Source.URL)+": "+(&PlainHTTPError{Scheme: strings.ToLower(u.Scheme)}).Error()))
 	}
 	hc, err := run.c.clientFor(run.req.CABundle, run.req.CABundleSource)
 	if err != nil {
-		return OutcomeFailed, fail(ReasonInvalidCABundle, err)
+		return OutcomeFailed, fail(afv1.ReasonInvalidCABundle, err)
 	}
 	run.http = hc
 	conditional := (run.req.Conditional || run.req.Revalidate) && st.Path != "" && st.SHA256 != ""
 	if conditional {
 		intact, err := run.cachedFileIntact(ctx)
 		if err != nil {
-			return OutcomeFailed, fail(afv1.ReasonISOUploadFailed, fmt.Errorf("checking cached ISO %s: %w", st.Path, err))
+			return OutcomeFailed, fail(afv1.ReasonUploadFailed, fmt.Errorf("checking cached ISO %s: %w", st.Path, err))
 		}
 		if !intact {
 			run.log.Info("cached ISO missing or wrong size on the datastore; downloading it again", "path", st.Path)
@@ -300,9 +300,9 @@ func (run *refreshRun) hashOnly(dl *download) (string, error) {
 			return "", run.tooLarge(src.n, false)
 		}
 		if src.notISO {
-			return "", fail(afv1.ReasonISONotAnISO, run.red.errorf("GET "+RedactURL(run.req.Source.URL)+": "+errNotAnISO.Error()))
+			return "", fail(afv1.ReasonNotAnISO, run.red.errorf("GET "+RedactURL(run.req.Source.URL)+": "+errNotAnISO.Error()))
 		}
-		return "", fail(afv1.ReasonISODownloadFailed, run.red.wrap("GET "+RedactURL(run.req.Source.URL), dl.explain(err)))
+		return "", fail(afv1.ReasonDownloadFailed, run.red.wrap("GET "+RedactURL(run.req.Source.URL), dl.explain(err)))
 	}
 	return src.digest(), nil
 }
@@ -312,7 +312,7 @@ func (run *refreshRun) hashOnly(dl *download) (string, error) {
 func (run *refreshRun) streamUpload(ctx context.Context, dl *download) (Outcome, error) {
 	tmp, err := newTempPath(run.req.Datastore, run.req.Prefix)
 	if err != nil {
-		return OutcomeFailed, fail(afv1.ReasonISOUploadFailed, err)
+		return OutcomeFailed, fail(afv1.ReasonUploadFailed, err)
 	}
 	src := newSourceReader(dl.resp.Body, dl.resp.ContentLength, dl.progress)
 	src.limit = run.req.maxSize()
@@ -328,13 +328,13 @@ func (run *refreshRun) streamUpload(ctx context.Context, dl *download) (Outcome,
 	case src.tooLarge:
 		failure = run.tooLarge(src.n, false)
 	case src.notISO:
-		failure = fail(afv1.ReasonISONotAnISO, run.red.errorf(fmt.Sprintf("GET %s: %s after %d bytes", redURL, errNotAnISO, src.n)))
+		failure = fail(afv1.ReasonNotAnISO, run.red.errorf(fmt.Sprintf("GET %s: %s after %d bytes", redURL, errNotAnISO, src.n)))
 	case src.srcErr != nil:
-		failure = fail(afv1.ReasonISODownloadFailed, run.red.wrap("GET "+redURL, dl.explain(src.srcErr)))
+		failure = fail(afv1.ReasonDownloadFailed, run.red.wrap("GET "+redURL, dl.explain(src.srcErr)))
 	case upErr != nil:
-		failure = fail(afv1.ReasonISOUploadFailed, run.red.wrap("uploading to "+tmp, upErr))
+		failure = fail(afv1.ReasonUploadFailed, run.red.wrap("uploading to "+tmp, upErr))
 	case finErr != nil:
-		failure = fail(afv1.ReasonISOUploadFailed, run.red.wrap("uploading to "+tmp, finErr))
+		failure = fail(afv1.ReasonUploadFailed, run.red.wrap("uploading to "+tmp, finErr))
 	}
 	if failure != nil {
 		result := metrics.ResultFailure
@@ -375,7 +375,7 @@ func (run *refreshRun) promote(ctx context.Context, tmp, digest string, size int
 		}
 		run.discardTemp(ctx, tmp)
 		metrics.ObserveISOOperation(metrics.ISOOpUpload, metrics.ResultFailure)
-		return OutcomeFailed, fail(afv1.ReasonISOUploadFailed, run.red.wrap(fmt.Sprintf("moving %s to %s", tmp, final), err))
+		return OutcomeFailed, fail(afv1.ReasonUploadFailed, run.red.wrap(fmt.Sprintf("moving %s to %s", tmp, final), err))
 	}
 	metrics.ObserveISOOperation(metrics.ISOOpUpload, metrics.ResultSuccess)
 	metrics.AddISOBytes(metrics.DirectionUpload, size)

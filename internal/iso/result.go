@@ -17,7 +17,7 @@ func (run *refreshRun) result(outcome Outcome, err error) RefreshResult {
 	st := *run.req.Status.DeepCopy()
 	res := RefreshResult{Outcome: outcome}
 	if err != nil {
-		reason := afv1.ReasonISODownloadFailed
+		reason := afv1.ReasonDownloadFailed
 		var f *refreshFailure
 		if errors.As(err, &f) {
 			reason = f.reason
@@ -30,7 +30,7 @@ func (run *refreshRun) result(outcome Outcome, err error) RefreshResult {
 			msg += "; new VMs keep using the cached ISO " + st.Path
 		}
 		res.Condition = metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(msg, 4096)}
-		res.Events = append(res.Events, warning(EventISORefreshFailed, "%s: %s", reason, truncate(err.Error(), 1024)))
+		res.Events = append(res.Events, warning(afv1.ReasonISORefreshFailed, "%s: %s", reason, truncate(err.Error(), 1024)))
 		res.Status = st
 		run.log.Error(err, "discovery ISO refresh failed", "reason", reason)
 		return res
@@ -58,12 +58,12 @@ func (run *refreshRun) result(outcome Outcome, err error) RefreshResult {
 	if st.LastError != "" {
 		msg += "; the previous refresh failed (status.iso.lastError)"
 	}
-	res.Condition = metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionTrue, Reason: afv1.ReasonISOCached, Message: msg}
+	res.Condition = metav1.Condition{Type: afv1.ConditionISOReady, Status: metav1.ConditionTrue, Reason: afv1.ReasonCached, Message: msg}
 	switch outcome {
 	case OutcomeUploaded:
-		res.Events = append(res.Events, normal(EventISOUploaded, "cached discovery ISO %s (%d bytes) at %s", short(entry.SHA256), entry.SizeBytes, entry.Path))
+		res.Events = append(res.Events, normal(afv1.ReasonISOUploaded, "cached discovery ISO %s (%d bytes) at %s", short(entry.SHA256), entry.SizeBytes, entry.Path))
 	case OutcomeReused:
-		res.Events = append(res.Events, normal(EventISOReused, "discovery ISO %s already cached at %s; reused it", short(entry.SHA256), entry.Path))
+		res.Events = append(res.Events, normal(afv1.ReasonISOReused, "discovery ISO %s already cached at %s; reused it", short(entry.SHA256), entry.Path))
 	}
 	res.Status = st
 	return res

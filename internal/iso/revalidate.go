@@ -57,7 +57,7 @@ func (run *refreshRun) probe(ctx context.Context) (changed bool, basis string, e
 	case http.StatusNotModified:
 		if st.ETag == "" && st.LastModified == "" {
 			metricsDownloadFailed()
-			return false, "", fail(afv1.ReasonISODownloadFailed, run.red.errorf("revalidating "+redURL+": server answered 304 Not Modified to a request without validators"))
+			return false, "", fail(afv1.ReasonDownloadFailed, run.red.errorf("revalidating "+redURL+": server answered 304 Not Modified to a request without validators"))
 		}
 		run.keepValidators(served)
 		return false, "not modified", nil

@@ -45,7 +45,7 @@ func scenarioFreshCache(t *testing.T, b backend) {
 	iso := makeISO(testISOSize, 1)
 	h := newHarness(t, b, iso)
 	need, rr := h.pass()
-	if need.Reason != NeedNothingCached {
+	if need.Why != NeedNothingCached {
 		t.Fatalf("need %+v", need)
 	}
 	h.expectOutcome(rr, OutcomeUploaded)
@@ -65,10 +65,10 @@ func scenarioFreshCache(t *testing.T, b backend) {
 		t.Fatal("cached bytes differ from the source")
 	}
 	h.expectOnly(digest + ".iso")
-	if h.cond.Status != "True" || h.cond.Reason != afv1.ReasonISOCached {
+	if h.cond.Status != "True" || h.cond.Reason != afv1.ReasonCached {
 		t.Fatalf("condition %+v", h.cond)
 	}
-	if !contains(h.eventReasons(), EventISOUploaded) {
+	if !contains(h.eventReasons(), afv1.ReasonISOUploaded) {
 		t.Fatalf("events %v", h.eventReasons())
 	}
 	// Nothing to do until the interval elapses.
@@ -88,7 +88,7 @@ func scenarioReuseNewURL(t *testing.T, b backend) {
 	h.created = metav1.NewTime(h.created.Add(time.Hour))
 	h.clock.Step(time.Minute)
 	need, rr := h.pass()
-	if need.Reason != NeedURLChanged || need.Conditional {
+	if need.Why != NeedURLChanged || need.Conditional {
 		t.Fatalf("need %+v", need)
 	}
 	h.expectOutcome(rr, OutcomeReused)
@@ -96,7 +96,7 @@ func scenarioReuseNewURL(t *testing.T, b backend) {
 	if st.Path != first.Path || st.URLHash == first.URLHash || len(st.History) != 1 || !st.UploadedAt.Equal(first.UploadedAt) {
 		t.Fatalf("status %+v", st)
 	}
-	if !contains(h.eventReasons(), EventISOReused) {
+	if !contains(h.eventReasons(), afv1.ReasonISOReused) {
 		t.Fatalf("events %v", h.eventReasons())
 	}
 	h.expectOnly(sha(iso) + ".iso")
@@ -128,7 +128,7 @@ func scenarioIntervalRevalidation(t *testing.T, b backend) {
 		t.Fatalf("status %+v", st)
 	}
 	h.expectOnly(sha(v2) + ".iso")
-	if !contains(h.eventReasons(), EventISOPruned) {
+	if !contains(h.eventReasons(), afv1.ReasonISOPruned) {
 		t.Fatalf("events %v", h.eventReasons())
 	}
 
@@ -181,7 +181,7 @@ func scenarioBogus304(t *testing.T, b backend) {
 	h.clock.Step(2 * time.Hour)
 	_, rr = h.pass()
 	h.expectOutcome(rr, OutcomeFailed)
-	if h.cond.Reason != afv1.ReasonISODownloadFailed || !strings.Contains(rr.Err.Error(), "304") {
+	if h.cond.Reason != afv1.ReasonDownloadFailed || !strings.Contains(rr.Err.Error(), "304") {
 		t.Fatalf("condition %+v err %v", h.cond, rr.Err)
 	}
 }
@@ -209,7 +209,7 @@ func scenarioForceRefresh(t *testing.T, b backend) {
 	h.pass()
 	h.pool.Annotations = map[string]string{afv1.AnnotationForceISORefresh: "now-please"}
 	need, rr := h.pass()
-	if need.Reason != NeedForceRefresh || need.Conditional {
+	if need.Why != NeedForceRefresh || need.Conditional {
 		t.Fatalf("need %+v", need)
 	}
 	h.expectOutcome(rr, OutcomeReused)
@@ -237,7 +237,7 @@ func scenarioFailedDownloads(t *testing.T, b backend) {
 		}
 		_, rr := h.pass()
 		h.expectOutcome(rr, OutcomeFailed)
-		if h.cond.Status != "False" || h.cond.Reason != afv1.ReasonISODownloadFailed {
+		if h.cond.Status != "False" || h.cond.Reason != afv1.ReasonDownloadFailed {
 			t.Fatalf("%s: condition %+v", mode, h.cond)
 		}
 		st := h.status()
@@ -250,7 +250,7 @@ func scenarioFailedDownloads(t *testing.T, b backend) {
 		// Nothing promoted. The simulator may finish writing an aborted upload's temporary file after
 		// the client deleted it; Prune removes such leftovers once stale (checked below).
 		h.expectCached(sha(v1) + ".iso")
-		if h.events[len(h.events)-1].Reason != EventISORefreshFailed || h.events[len(h.events)-1].Type != "Warning" {
+		if h.events[len(h.events)-1].Reason != afv1.ReasonISORefreshFailed || h.events[len(h.events)-1].Type != "Warning" {
 			t.Fatalf("%s: events %v", mode, h.eventReasons())
 		}
 	}
@@ -261,7 +261,7 @@ func scenarioFailedDownloads(t *testing.T, b backend) {
 	h.server.set(v2, "")
 	_, rr := h.pass()
 	h.expectOutcome(rr, OutcomeUploaded)
-	if h.cond.Reason != afv1.ReasonISOCached || h.status().LastError == "" || !strings.Contains(h.cond.Message, "previous refresh failed") {
+	if h.cond.Reason != afv1.ReasonCached || h.status().LastError == "" || !strings.Contains(h.cond.Message, "previous refresh failed") {
 		t.Fatalf("after recovery: %+v %+v", h.cond, h.status().LastError)
 	}
 	h.clock.Step(2 * time.Hour)
@@ -280,7 +280,7 @@ func scenarioNotAnISO(t *testing.T, b backend) {
 	h := newHarness(t, b, html)
 	_, rr := h.pass()
 	h.expectOutcome(rr, OutcomeFailed)
-	if h.cond.Reason != afv1.ReasonISONotAnISO || h.status().Path != "" {
+	if h.cond.Reason != afv1.ReasonNotAnISO || h.status().Path != "" {
 		t.Fatalf("condition %+v status %+v", h.cond, h.status())
 	}
 	// Nothing cached. The simulator may finish writing the aborted upload's temporary file after the
@@ -306,7 +306,7 @@ func scenarioPruneInUse(t *testing.T, b backend) {
 	_, rr := h.pass()
 	h.expectOutcome(rr, OutcomeUploaded)
 	st := h.status()
-	if len(st.History) != 2 || st.History[1].Path != old || !contains(h.eventReasons(), EventISOPruneDeferred) {
+	if len(st.History) != 2 || st.History[1].Path != old || !contains(h.eventReasons(), afv1.ReasonISOPruneDeferred) {
 		t.Fatalf("history %+v events %v", st.History, h.eventReasons())
 	}
 	if need := Decide(h.clock.Now(), h.pool, h.source()); !need.PrunePending {
@@ -315,7 +315,7 @@ func scenarioPruneInUse(t *testing.T, b backend) {
 	h.expectOnly(sortedNames(sha(v1)+".iso", sha(v2)+".iso")...)
 	remove()
 	h.pass() // nothing to refresh; the prune retries
-	if st := h.status(); len(st.History) != 1 || st.History[0].SHA256 != sha(v2) || !contains(h.eventReasons(), EventISOPruned) {
+	if st := h.status(); len(st.History) != 1 || st.History[0].SHA256 != sha(v2) || !contains(h.eventReasons(), afv1.ReasonISOPruned) {
 		t.Fatalf("history %+v events %v", st.History, h.eventReasons())
 	}
 	h.expectOnly(sha(v2) + ".iso")
@@ -332,11 +332,11 @@ func scenarioPruneDeleteFails(t *testing.T, b backend) {
 	_, rr := h.pass()
 	h.expectOutcome(rr, OutcomeUploaded)
 	st := h.status()
-	if len(st.History) != 2 || st.History[1].Path != old || st.History[1].PruneError == "" || !contains(h.eventReasons(), EventISOPruneFailed) {
+	if len(st.History) != 2 || st.History[1].Path != old || st.History[1].PruneError == "" || !contains(h.eventReasons(), afv1.ReasonISOPruneFailed) {
 		t.Fatalf("history %+v events %v", st.History, h.eventReasons())
 	}
 	h.pass()
-	if st := h.status(); len(st.History) != 1 || !contains(h.eventReasons(), EventISOPruned) {
+	if st := h.status(); len(st.History) != 1 || !contains(h.eventReasons(), afv1.ReasonISOPruned) {
 		t.Fatalf("history %+v", st.History)
 	}
 	h.expectOnly(sha(v2) + ".iso")
@@ -411,7 +411,7 @@ func scenarioUpstreamLeftovers(t *testing.T, b backend) {
 	if len(got.History) != 1 || got.History[0].Path != active {
 		t.Fatalf("history %+v: want only the active %s (the converted entry pruned, the others dropped)", got.History, active)
 	}
-	if !contains(h.eventReasons(), EventISOPruned) || !contains(h.eventReasons(), EventISOTempCleanedUp) {
+	if !contains(h.eventReasons(), afv1.ReasonISOPruned) || !contains(h.eventReasons(), afv1.ReasonISOTempCleanedUp) {
 		t.Fatalf("events %v: want the converted entry pruned and the stale partial cleaned", h.eventReasons())
 	}
 	h.expectOnly(sortedNames(sha(iso)+".iso", hexOf("a")+".iso", attachedPartial, freshPartial)...)

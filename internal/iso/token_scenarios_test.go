@@ -59,7 +59,7 @@ func scenarioTokenRenewal(f serverFlavour) func(t *testing.T, b backend) {
 		h.renewToken(renewedToken)
 		h.clock.Step(time.Minute)
 		need, rr := h.pass()
-		if need.Reason != NeedURLRenewed || !need.Revalidate || !need.Conditional {
+		if need.Why != NeedURLRenewed || !need.Revalidate || !need.Conditional {
 			t.Fatalf("need %+v", need)
 		}
 		h.expectOutcome(rr, OutcomeUnchanged)
@@ -86,7 +86,7 @@ func scenarioTokenRenewal(f serverFlavour) func(t *testing.T, b backend) {
 			len(st.History) != 1 || !st.CheckedAt.Time.Equal(h.clock.Now()) {
 			t.Errorf("status %+v, first %+v", st, first)
 		}
-		if h.cond.Reason != afv1.ReasonISOCached || len(h.events) != events {
+		if h.cond.Reason != afv1.ReasonCached || len(h.events) != events {
 			t.Errorf("condition %+v, new events %v", h.cond, h.eventReasons()[events:])
 		}
 		h.expectOnly(sha(iso) + ".iso")
@@ -112,7 +112,7 @@ func scenarioChangedSameVersion(f serverFlavour, grow int) func(t *testing.T, b 
 		h.renewToken(renewedToken)
 		h.clock.Step(time.Minute)
 		need, rr := h.pass()
-		if need.Reason != NeedURLRenewed {
+		if need.Why != NeedURLRenewed {
 			t.Fatalf("need %+v", need)
 		}
 		h.expectOutcome(rr, OutcomeUploaded) // expectMoves checked one upload and one move
@@ -139,10 +139,10 @@ func scenarioRenewedURLRefused(t *testing.T, b backend) {
 	_, rr := h.pass()
 	h.expectOutcome(rr, OutcomeFailed)
 	st := h.status()
-	if h.cond.Reason != afv1.ReasonISODownloadFailed || st.URLHash != first.URLHash || st.Path != first.Path {
+	if h.cond.Reason != afv1.ReasonDownloadFailed || st.URLHash != first.URLHash || st.Path != first.Path {
 		t.Errorf("condition %+v status %+v", h.cond, st)
 	}
-	if need := Decide(h.clock.Now(), h.pool, h.source()); need.Reason != NeedURLRenewed {
+	if need := Decide(h.clock.Now(), h.pool, h.source()); need.Why != NeedURLRenewed {
 		t.Errorf("the renewal is not retried: %+v", need)
 	}
 	h.expectOnly(sha(iso) + ".iso")

@@ -21,27 +21,6 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
-// ISOReady reasons for failures of trust and proxy, besides afv1's DownloadFailed, NotAnISO and
-// UploadFailed. They say what the user has to fix.
-const (
-	// ReasonCertificateUntrusted: the image host's certificate is signed by an authority that neither
-	// the system roots, the trusted CA bundle file nor the pool's CA trust.
-	ReasonCertificateUntrusted = "CertificateUntrusted"
-	// ReasonCertificateNameMismatch: the image host's certificate is trusted but names another host than
-	// the one dialled (its DNS name, or its IP literal, which must be in the certificate's IP SANs).
-	ReasonCertificateNameMismatch = "CertificateNameMismatch"
-	// ReasonPlainHTTPRefused: the ISO URL, or a redirect, is not https and the pool does not set
-	// spec.iso.allowPlainHTTP; nothing was downloaded.
-	ReasonPlainHTTPRefused = "PlainHTTPRefused"
-	// ReasonInvalidCABundle: the trusted CA bundle file or the pool's CA holds no parsable certificate.
-	ReasonInvalidCABundle = "InvalidCABundle"
-	// ReasonProxyRefused: the proxy answered CONNECT with something else than 2xx (or closed the
-	// connection without an answer), or answered a plain-HTTP request with 407.
-	ReasonProxyRefused = "ProxyRefused"
-	// ReasonProxyUnreachable: the proxy named by HTTPS_PROXY/HTTP_PROXY could not be connected to.
-	ReasonProxyUnreachable = "ProxyUnreachable"
-)
-
 // maxCABundleBytes bounds what is read of a CA bundle (an OpenShift trusted bundle is ~250 KiB).
 const maxCABundleBytes = 16 << 20
 
@@ -139,43 +118,43 @@ func classify(err error, tr *requestTrace, target *url.URL) (reason, detail stri
 	var op *net.OpError
 	switch {
 	case errors.As(err, &refused):
-		return ReasonProxyRefused, ""
+		return afv1.ReasonProxyRefused, ""
 	case errors.As(err, &unknownCA):
-		return ReasonCertificateUntrusted, ""
+		return afv1.ReasonCertificateUntrusted, ""
 	case errors.As(err, &hostname):
-		return ReasonCertificateNameMismatch, ""
+		return afv1.ReasonCertificateNameMismatch, ""
 	case errors.As(err, &plain):
-		return ReasonPlainHTTPRefused, ""
+		return afv1.ReasonPlainHTTPRefused, ""
 	case errors.As(err, &op) && op.Op == "proxyconnect":
-		return ReasonProxyUnreachable, ""
+		return afv1.ReasonProxyUnreachable, ""
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return afv1.ReasonISODownloadFailed, ""
+		return afv1.ReasonDownloadFailed, ""
 	case tr.connectDropped(target):
-		return ReasonProxyRefused, " (the proxy closed the connection without answering CONNECT)"
+		return afv1.ReasonProxyRefused, " (the proxy closed the connection without answering CONNECT)"
 	}
-	return afv1.ReasonISODownloadFailed, ""
+	return afv1.ReasonDownloadFailed, ""
 }
 
-// ReasonOf returns the ISOReady reason of a Refresh error (afv1.ReasonISODownloadFailed when it
+// ReasonOf returns the ISOReady reason of a Refresh error (afv1.ReasonDownloadFailed when it
 // carries none).
 func ReasonOf(err error) string {
 	var f *refreshFailure
 	if errors.As(err, &f) {
 		return f.reason
 	}
-	return afv1.ReasonISODownloadFailed
+	return afv1.ReasonDownloadFailed
 }
 
 // hint is what a failure's message adds so that the user knows where to look.
 func hint(reason string) string {
 	switch reason {
-	case ReasonCertificateUntrusted:
+	case afv1.ReasonCertificateUntrusted:
 		return "; the operator does not trust the image host's certificate authority: add it to the cluster's trusted CA bundle (injected into the operator's trusted-ca-bundle ConfigMap) or to the pool's CA"
-	case ReasonCertificateNameMismatch:
+	case afv1.ReasonCertificateNameMismatch:
 		return "; the image host's certificate does not name the host in the ISO URL (for an IP address it must be in the certificate's IP SANs): fix the certificate or the InfraEnv's image service URL"
-	case ReasonProxyRefused:
+	case afv1.ReasonProxyRefused:
 		return "; the HTTPS_PROXY/HTTP_PROXY proxy refused the request: allow the image host on the proxy or add it to NO_PROXY"
-	case ReasonProxyUnreachable:
+	case afv1.ReasonProxyUnreachable:
 		return "; the proxy named by HTTPS_PROXY/HTTP_PROXY cannot be reached"
 	case afv1.ReasonISOTooLarge:
 		return "; raise spec.iso.maxSize if the image is meant to be this large"

@@ -27,7 +27,7 @@ func refreshOnce(t *testing.T, cache *Cache, b backend, rawURL string, ca []byte
 
 func expectReason(t *testing.T, rr RefreshResult, err error, reason string, contains ...string) {
 	t.Helper()
-	if reason == afv1.ReasonISOCached {
+	if reason == afv1.ReasonCached {
 		if err != nil || rr.Condition.Reason != reason {
 			t.Fatalf("want success, got %v (%+v)", err, rr.Condition)
 		}
@@ -71,15 +71,15 @@ func TestTrustedBundleFileIsPickedUpWithoutRestart(t *testing.T) {
 	}
 
 	rr, err := refreshOnce(t, cache, b, srv.url(), nil)
-	expectReason(t, rr, err, ReasonCertificateUntrusted, "unknown authority", "trusted CA bundle", isoHost)
+	expectReason(t, rr, err, afv1.ReasonCertificateUntrusted, "unknown authority", "trusted CA bundle", isoHost)
 
 	write([]byte("this is not PEM\n"))
 	rr, err = refreshOnce(t, cache, b, srv.url(), nil)
-	expectReason(t, rr, err, ReasonInvalidCABundle, bundle, "no PEM block")
+	expectReason(t, rr, err, afv1.ReasonInvalidCABundle, bundle, "no PEM block")
 
 	write(pki.caPEM)
 	rr, err = refreshOnce(t, cache, b, srv.url(), nil)
-	expectReason(t, rr, err, afv1.ReasonISOCached)
+	expectReason(t, rr, err, afv1.ReasonCached)
 	if rr.Outcome != OutcomeUploaded || srv.hits.Load() != 1 {
 		t.Fatalf("outcome %s, server hits %d", rr.Outcome, srv.hits.Load())
 	}
@@ -90,13 +90,13 @@ func TestTrustedBundleFileIsPickedUpWithoutRestart(t *testing.T) {
 	// Same size, other content: a bundle that no longer holds our CA takes trust away again.
 	write(newTestPKI(t).caPEM)
 	rr, err = refreshOnce(t, cache, b, srv.url(), nil)
-	expectReason(t, rr, err, ReasonCertificateUntrusted)
+	expectReason(t, rr, err, afv1.ReasonCertificateUntrusted)
 
 	if err := os.Remove(bundle); err != nil {
 		t.Fatal(err)
 	}
 	rr, err = refreshOnce(t, cache, b, srv.url(), nil)
-	expectReason(t, rr, err, ReasonCertificateUntrusted)
+	expectReason(t, rr, err, afv1.ReasonCertificateUntrusted)
 }
 
 // A request's own CA (a pool's CA reference) is trusted for that request only.
@@ -109,18 +109,18 @@ func TestPerRequestCABundle(t *testing.T) {
 	}
 	b := memBackend(t)
 	rr, err := refreshOnce(t, cache, b, srv.url(), pki.caPEM)
-	expectReason(t, rr, err, afv1.ReasonISOCached)
+	expectReason(t, rr, err, afv1.ReasonCached)
 	rr, err = refreshOnce(t, cache, b, srv.url(), nil)
-	expectReason(t, rr, err, ReasonCertificateUntrusted)
+	expectReason(t, rr, err, afv1.ReasonCertificateUntrusted)
 	rr, err = refreshOnce(t, cache, b, srv.url(), []byte("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"))
-	expectReason(t, rr, err, ReasonInvalidCABundle, "the pool's CA", "no parsable certificate")
+	expectReason(t, rr, err, afv1.ReasonInvalidCABundle, "the pool's CA", "no parsable certificate")
 
 	fixed, err := NewCache(Options{HTTPClient: http.DefaultClient})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rr, err = refreshOnce(t, fixed, b, srv.url(), pki.caPEM)
-	expectReason(t, rr, err, ReasonInvalidCABundle, "per-pool CA")
+	expectReason(t, rr, err, afv1.ReasonInvalidCABundle, "per-pool CA")
 
 	if _, err := NewCache(Options{HTTP: HTTPOptions{CABundle: []byte("junk")}}); err == nil {
 		t.Fatal("a static CA bundle without certificates must be refused at construction")
@@ -150,7 +150,7 @@ func TestHeaderDeadline(t *testing.T) {
 	}
 	start := time.Now()
 	rr, err := refreshOnce(t, cache, memBackend(t), "http://"+ln.Addr().String()+"/minimal.iso?api_key="+testToken, nil)
-	expectReason(t, rr, err, afv1.ReasonISODownloadFailed, "no response within 300ms")
+	expectReason(t, rr, err, afv1.ReasonDownloadFailed, "no response within 300ms")
 	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("the deadline did not hold: %s", d)
 	}

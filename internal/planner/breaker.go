@@ -29,10 +29,6 @@ const (
 	BreakerProbing = "Probing"
 )
 
-// ReasonRegistrationProbing caps creation at one VM in flight while the breaker, its hold over, lets a
-// probe VM test the image.
-const ReasonRegistrationProbing = "RegistrationProbing"
-
 // BreakerSettings are the registration breaker's settings: Threshold failures in a row trip a closed breaker; each trip holds creation for
 // Backoff.Next(trips) (doubling per trip in a row, at most Backoff.Ceiling).
 type BreakerSettings struct {

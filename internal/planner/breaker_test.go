@@ -12,7 +12,7 @@ func TestStepBreaker(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	failed := func(m int) VMObservation {
-		return VMObservation{Phase: afv1.VMPhaseFailed, Reason: ReasonRegistrationTimeout, PhaseChangedAt: at(m)}
+		return VMObservation{Phase: afv1.VMPhaseFailed, Reason: afv1.ReasonRegistrationTimeout, PhaseChangedAt: at(m)}
 	}
 	registered := func(m int) VMObservation { return VMObservation{Phase: afv1.VMPhaseAvailable, RegisteredAt: at(m)} }
 	set := BreakerSettings{Threshold: 3, Backoff: Backoff{Base: time.Hour, Ceiling: 24 * time.Hour}}
@@ -114,7 +114,7 @@ func simulateUnregistered(keepMemory bool) int {
 		// The VsphereAgent controller: a VM unregistered for the timeout fails.
 		for i := range vms {
 			if vms[i].Phase == afv1.VMPhaseProvisioning && now.Sub(vms[i].CreatedAt) >= timeout {
-				vms[i].Phase, vms[i].Reason, vms[i].PhaseChangedAt = afv1.VMPhaseFailed, ReasonRegistrationTimeout, now
+				vms[i].Phase, vms[i].Reason, vms[i].PhaseChangedAt = afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout, now
 			}
 		}
 		d := Plan(Snapshot{Now: now, Waiting: demand, VMs: vms, MaxConcurrentProvisioning: &conc, RemoveSurplus: true,

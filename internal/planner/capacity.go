@@ -1,6 +1,8 @@
 package planner
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"fmt"
 	"sort"
 	"time"
@@ -102,12 +104,12 @@ func computeCapacity(in capacityInput) capacity {
 	p.StandbyReady = min(in.Standby, max(ready-needDemand, 0))
 
 	if in.Paused {
-		p.Actions = append(p.Actions, Action{Kind: ActionWait, Reason: ReasonPaused, Message: "spec.paused is true: no VM is created or removed"})
+		p.Actions = append(p.Actions, Action{Kind: ActionWait, Reason: afv1.ReasonPaused, Message: "spec.paused is true: no VM is created or removed"})
 		return p
 	}
 	if in.RemoveSurplus {
 		for _, name := range p.released {
-			p.release(Release{Name: name, Reason: ReasonReleased, Message: "the VM's Agent was unbound after scale-down"})
+			p.release(Release{Name: name, Reason: afv1.ReasonReleased, Message: "the VM's Agent was unbound after scale-down"})
 		}
 	}
 
@@ -119,27 +121,27 @@ func computeCapacity(in capacityInput) capacity {
 			create = 0
 		}
 		if in.MaxVMs != nil {
-			capped := p.capBy(create, int(*in.MaxVMs), total, ReasonMaxVMs,
+			capped := p.capBy(create, int(*in.MaxVMs), total, afv1.ReasonMaxVMsReached,
 				fmt.Sprintf("%d VM(s) needed, limits.maxVMs %d", want, *in.MaxVMs))
 			if capped < create && p.StandbyShort > 0 {
-				p.StandbyLimit = ReasonMaxVMs
+				p.StandbyLimit = afv1.ReasonMaxVMsReached
 			}
 			create = capped
 		}
 		if in.MaxConcurrentProvisioning != nil {
-			create = p.capBy(create, int(*in.MaxConcurrentProvisioning), inFlight, ReasonMaxConcurrent,
+			create = p.capBy(create, int(*in.MaxConcurrentProvisioning), inFlight, afv1.ReasonMaxConcurrentProvisioningReached,
 				fmt.Sprintf("%d VM(s) in flight, limits.maxConcurrentProvisioning %d", inFlight, *in.MaxConcurrentProvisioning))
 		}
 		if in.Probe {
-			create = p.capBy(create, 1, inFlight, ReasonRegistrationProbing,
+			create = p.capBy(create, 1, inFlight, afv1.ReasonRegistrationProbing,
 				fmt.Sprintf("%d VM(s) in flight; the registration breaker's hold is over and one VM at a time probes the image", inFlight))
 		}
 		p.Create = create
 		p.Immediate = min(p.Immediate, create)
 		if create > 0 {
-			reason := ReasonDemand
+			reason := afv1.ReasonNoSuitableAgents
 			if deficit == 0 {
-				reason = ReasonStandbyFilling
+				reason = afv1.ReasonStandbyFilling
 			}
 			standby := ""
 			if in.Standby > 0 {
@@ -158,7 +160,7 @@ func computeCapacity(in capacityInput) capacity {
 		return p
 	}
 	if !in.RemoveSurplus {
-		p.Actions = append(p.Actions, Action{Kind: ActionWait, Reason: ReasonRetainPolicy,
+		p.Actions = append(p.Actions, Action{Kind: ActionWait, Reason: afv1.ReasonRetainPolicy,
 			Message: fmt.Sprintf("%d VM(s) not needed; cleanupPolicy Retain keeps them", surplus)})
 		return p
 	}
@@ -167,7 +169,7 @@ func computeCapacity(in capacityInput) capacity {
 		msg = fmt.Sprintf("no AgentMachine waits for this VM's Agent and the standby of %d is full", in.Standby)
 	}
 	for _, name := range pickSurplus(in.VMs, surplus, in.DomainOf) {
-		p.release(Release{Name: name, Reason: ReasonSurplus, Message: msg})
+		p.release(Release{Name: name, Reason: afv1.ReasonSurplus, Message: msg})
 	}
 	return p
 }

@@ -76,9 +76,6 @@ func Lifecycle(o VMObservation) VMLifecycle {
 	return VMInFlight
 }
 
-// ReasonVMNotFound is the Failed reason of a VM found gone from vCenter before it joined a cluster.
-const ReasonVMNotFound = "VMNotFound"
-
 // MayHaveVM reports whether a VsphereAgent in this phase, with this reason, may have a VM in vCenter (or
 // one being created), so it counts against limits.maxVMs whatever its lifecycle state: a VM whose destroy
 // is held (a backup snapshot, a vCenter fault, a Machine still deleting) still exists. Only a Failed one
@@ -89,7 +86,7 @@ func MayHaveVM(phase afv1.VMPhase, reason string) bool {
 		return true
 	}
 	switch reason {
-	case ReasonRegistrationTimeout, ReasonVMNotFound, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, ReasonOwnershipMismatch:
+	case afv1.ReasonRegistrationTimeout, afv1.ReasonVMNotFound, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, afv1.ReasonOwnershipMismatch:
 		return false
 	}
 	return true
@@ -102,20 +99,10 @@ func failedExpired(o VMObservation, now time.Time, retention time.Duration) bool
 	return o.Phase == afv1.VMPhaseFailed && !o.Deleting && !o.PhaseChangedAt.IsZero() && now.Sub(o.PhaseChangedAt) > retention
 }
 
-// Failed reasons the registration breaker counts: a VM that never registered, and a VM whose creation
-// was refused for good (a foreign VM holds the name, the placement does not resolve, a VM with our
-// instance UUID lacks our ownership marker). Other Failed reasons are not a registration problem.
-const (
-	ReasonRegistrationTimeout = "RegistrationTimeout"
-	ReasonOwnershipMismatch   = "OwnershipMismatch"
-	// ReasonRegistrationFailing blocks creation while the breaker is open.
-	ReasonRegistrationFailing = "RegistrationFailing"
-)
-
 // CountsTowardsBreaker reports whether a Failed VM with this reason counts towards the breaker.
 func CountsTowardsBreaker(reason string) bool {
 	switch reason {
-	case ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, ReasonOwnershipMismatch:
+	case afv1.ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, afv1.ReasonOwnershipMismatch:
 		return true
 	}
 	return false

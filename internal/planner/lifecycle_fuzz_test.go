@@ -79,8 +79,8 @@ func FuzzFailedExpired(f *testing.F) {
 }
 
 // breakerReasons are the Failed reasons a fuzzed VM can carry: the counted ones and others.
-var breakerReasons = []string{ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement,
-	ReasonOwnershipMismatch, afv1.ReasonVMCreateFailed, "VMNotFound", ""}
+var breakerReasons = []string{afv1.ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement,
+	afv1.ReasonOwnershipMismatch, afv1.ReasonVMCreateFailed, "VMNotFound", ""}
 
 // fuzzBreakerVMs decodes three bytes per VM: observation bits, reason (low 3 bits) plus "registered" (bit
 // 3) plus "failure time unknown" (bit 4), minute of its failure or registration.
@@ -164,7 +164,7 @@ func FuzzRegistrationBreaker(f *testing.F) {
 		if registrationFailing(closed, threshold) {
 			t.Fatalf("a registration after every failure left the breaker open")
 		}
-		more := append(append([]VMObservation(nil), vms...), VMObservation{Phase: afv1.VMPhaseFailed, Reason: ReasonRegistrationTimeout, PhaseChangedAt: later})
+		more := append(append([]VMObservation(nil), vms...), VMObservation{Phase: afv1.VMPhaseFailed, Reason: afv1.ReasonRegistrationTimeout, PhaseChangedAt: later})
 		if got && !registrationFailing(more, threshold) {
 			t.Fatalf("one more failure closed the breaker")
 		}

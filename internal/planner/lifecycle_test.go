@@ -77,7 +77,7 @@ func TestRegistrationFailing(t *testing.T) {
 	registered := func(minute int) VMObservation {
 		return VMObservation{Phase: afv1.VMPhaseAvailable, RegisteredAt: t0.Add(time.Duration(minute) * time.Minute)}
 	}
-	timeout := ReasonRegistrationTimeout
+	timeout := afv1.ReasonRegistrationTimeout
 	tests := []struct {
 		name string
 		vms  []VMObservation
@@ -86,7 +86,7 @@ func TestRegistrationFailing(t *testing.T) {
 		{name: "no VMs: closed", vms: nil},
 		{name: "two timeouts: below threshold", vms: []VMObservation{failed(timeout, 1), failed(timeout, 2)}},
 		{name: "three timeouts: open", vms: []VMObservation{failed(timeout, 1), failed(timeout, 2), failed(timeout, 3)}, want: true},
-		{name: "permanent create refusals count", vms: []VMObservation{failed(afv1.ReasonDuplicateName, 1), failed(afv1.ReasonInvalidPlacement, 2), failed(ReasonOwnershipMismatch, 3)}, want: true},
+		{name: "permanent create refusals count", vms: []VMObservation{failed(afv1.ReasonDuplicateName, 1), failed(afv1.ReasonInvalidPlacement, 2), failed(afv1.ReasonOwnershipMismatch, 3)}, want: true},
 		{name: "other failure reasons do not count", vms: []VMObservation{failed("VMNotFound", 1), failed(afv1.ReasonVMCreateFailed, 2), failed(timeout, 3)}},
 		{name: "a registration after the failures closes it", vms: []VMObservation{failed(timeout, 1), failed(timeout, 2), failed(timeout, 3), registered(4)}},
 		{name: "failures after the last registration count", vms: []VMObservation{registered(1), failed(timeout, 2), failed(timeout, 3), failed(timeout, 4)}, want: true},
@@ -106,7 +106,7 @@ func TestRegistrationFailing(t *testing.T) {
 
 func TestCountsTowardsBreaker(t *testing.T) {
 	for reason, want := range map[string]bool{
-		ReasonRegistrationTimeout: true, afv1.ReasonDuplicateName: true, afv1.ReasonInvalidPlacement: true, ReasonOwnershipMismatch: true,
+		afv1.ReasonRegistrationTimeout: true, afv1.ReasonDuplicateName: true, afv1.ReasonInvalidPlacement: true, afv1.ReasonOwnershipMismatch: true,
 		afv1.ReasonVMCreateFailed: false, "VMNotFound": false, "": false,
 	} {
 		if got := CountsTowardsBreaker(reason); got != want {
@@ -125,11 +125,11 @@ func TestMayHaveVM(t *testing.T) {
 		{afv1.VMPhasePending, afv1.ReasonVMCreateFailed, true}, // a create task that failed may have left a VM
 		{afv1.VMPhaseDeleting, "Deleting", true},               // its destroy may be held
 		{afv1.VMPhaseReleased, "", true},
-		{afv1.VMPhaseFailed, ReasonRegistrationTimeout, false}, // destroyed before it failed
-		{afv1.VMPhaseFailed, ReasonVMNotFound, false},
+		{afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout, false}, // destroyed before it failed
+		{afv1.VMPhaseFailed, afv1.ReasonVMNotFound, false},
 		{afv1.VMPhaseFailed, afv1.ReasonDuplicateName, false}, // never created as ours
 		{afv1.VMPhaseFailed, afv1.ReasonInvalidPlacement, false},
-		{afv1.VMPhaseFailed, ReasonOwnershipMismatch, false},
+		{afv1.VMPhaseFailed, afv1.ReasonOwnershipMismatch, false},
 		{afv1.VMPhaseFailed, "SomethingElse", true}, // a failure that does not record the VM's absence
 	}
 	for _, tt := range tests {

@@ -126,7 +126,7 @@ func vmOf(t *testing.T, i int, word string) VM {
 	case 'd':
 		o.Phase = afv1.VMPhaseReleased
 	case 'x':
-		o.Phase, o.Reason, o.PhaseChangedAt, registered = afv1.VMPhaseFailed, ReasonRegistrationTimeout, notationNow.Add(-time.Minute), false
+		o.Phase, o.Reason, o.PhaseChangedAt, registered = afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout, notationNow.Add(-time.Minute), false
 	case 'r':
 		o.Phase, o.Deleting = afv1.VMPhaseAvailable, true
 	default:

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"fmt"
 	"time"
 )
@@ -49,18 +51,9 @@ type ImageVerdict struct {
 	Current bool
 	// Replace is true when the VM is to be released and replaced.
 	Replace bool
-	// Reason is one of the ImageReason* values.
+	// Reason is one of the ImageCurrent reasons (afv1.ReasonCurrentImage, afv1.ReasonOutdatedImage, ...).
 	Reason, Message string
 }
-
-// Reasons of ImageVerdict (the VsphereAgent's ImageCurrent condition reasons).
-const (
-	ImageReasonUnknown  = "CurrentImageUnknown"
-	ImageReasonCurrent  = "CurrentImage"
-	ImageReasonOutdated = "OutdatedImage"
-	ImageReasonInUse    = "OutdatedImageInUse"
-	ImageReasonKept     = "OutdatedImageKept"
-)
 
 // DecideImage applies the outdated-image rule, in order: unknown current image or booted image →
 // nothing decided; same bytes, or a booted image not older than the current one → current; InUse →
@@ -69,24 +62,24 @@ const (
 // → kept; else replaced.
 func DecideImage(c ImageCheck) ImageVerdict {
 	if c.Current.SHA256 == "" || c.Booted.SHA256 == "" {
-		return ImageVerdict{Current: true, Reason: ImageReasonUnknown, Message: "the current or the booted discovery image is not known yet"}
+		return ImageVerdict{Current: true, Reason: afv1.ReasonCurrentImageUnknown, Message: "the current or the booted discovery image is not known yet"}
 	}
 	if c.Booted.SHA256 == c.Current.SHA256 ||
 		(!c.Booted.CreatedTime.IsZero() && !c.Current.CreatedTime.IsZero() && !c.Booted.CreatedTime.Before(c.Current.CreatedTime)) {
-		return ImageVerdict{Current: true, Reason: ImageReasonCurrent, Message: "booted the current discovery image, " + c.Booted.String()}
+		return ImageVerdict{Current: true, Reason: afv1.ReasonCurrentImage, Message: "booted the current discovery image, " + c.Booted.String()}
 	}
 	outdated := fmt.Sprintf("booted discovery image %s; the current one is %s", c.Booted, c.Current)
 	switch {
 	case c.State == VMInUse:
-		return ImageVerdict{Reason: ImageReasonInUse, Message: outdated + "; kept: its Agent is reserved or bound (a worker is never touched)"}
+		return ImageVerdict{Reason: afv1.ReasonOutdatedImageInUse, Message: outdated + "; kept: its Agent is reserved or bound (a worker is never touched)"}
 	case c.StaticIPLease:
-		return ImageVerdict{Reason: ImageReasonKept, Message: outdated + "; kept: it holds a static-IP lease whose configuration is in the image it booted (static-IP pools regenerate the image per lease batch)"}
+		return ImageVerdict{Reason: afv1.ReasonOutdatedImageKept, Message: outdated + "; kept: it holds a static-IP lease whose configuration is in the image it booted (static-IP pools regenerate the image per lease batch)"}
 	case c.State != VMInFlight && c.State != VMAvailable:
-		return ImageVerdict{Reason: ImageReasonKept, Message: outdated + "; not replaced: the VM is " + string(c.State)}
+		return ImageVerdict{Reason: afv1.ReasonOutdatedImageKept, Message: outdated + "; not replaced: the VM is " + string(c.State)}
 	case !c.Enabled:
-		return ImageVerdict{Reason: ImageReasonKept, Message: outdated + "; kept: spec.iso.replaceOutdatedVMs is false"}
+		return ImageVerdict{Reason: afv1.ReasonOutdatedImageKept, Message: outdated + "; kept: spec.iso.replaceOutdatedVMs is false"}
 	case c.CreateBlocked:
-		return ImageVerdict{Reason: ImageReasonKept, Message: outdated + "; kept while the pool cannot create a replacement"}
+		return ImageVerdict{Reason: afv1.ReasonOutdatedImageKept, Message: outdated + "; kept while the pool cannot create a replacement"}
 	}
-	return ImageVerdict{Replace: true, Reason: ImageReasonOutdated, Message: outdated + "; replaced: no AgentMachine has reserved its Agent"}
+	return ImageVerdict{Replace: true, Reason: afv1.ReasonOutdatedImage, Message: outdated + "; replaced: no AgentMachine has reserved its Agent"}
 }

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"testing"
 	"time"
 )
@@ -17,24 +19,24 @@ func TestDecideImage(t *testing.T) {
 		wantReplace bool
 		wantReason  string
 	}{
-		{"an available VM that booted an older image is replaced", base, true, ImageReasonOutdated},
-		{"a VM in flight that booted an older image is replaced", with(func(c *ImageCheck) { c.State = VMInFlight }), true, ImageReasonOutdated},
-		{"a VM booted before image versions were recorded is judged by its bytes", with(func(c *ImageCheck) { c.Booted = legacy }), true, ImageReasonOutdated},
-		{"the current image: nothing to do", with(func(c *ImageCheck) { c.Booted = cur }), false, ImageReasonCurrent},
-		{"the same bytes under a newer createdTime are current", with(func(c *ImageCheck) { c.Booted = Image{SHA256: "bbbb", CreatedTime: t0} }), false, ImageReasonCurrent},
+		{"an available VM that booted an older image is replaced", base, true, afv1.ReasonOutdatedImage},
+		{"a VM in flight that booted an older image is replaced", with(func(c *ImageCheck) { c.State = VMInFlight }), true, afv1.ReasonOutdatedImage},
+		{"a VM booted before image versions were recorded is judged by its bytes", with(func(c *ImageCheck) { c.Booted = legacy }), true, afv1.ReasonOutdatedImage},
+		{"the current image: nothing to do", with(func(c *ImageCheck) { c.Booted = cur }), false, afv1.ReasonCurrentImage},
+		{"the same bytes under a newer createdTime are current", with(func(c *ImageCheck) { c.Booted = Image{SHA256: "bbbb", CreatedTime: t0} }), false, afv1.ReasonCurrentImage},
 		{"a booted image newer than the pool's is never called outdated", with(func(c *ImageCheck) {
 			c.Booted = Image{SHA256: "cccc", CreatedTime: t0.Add(2 * time.Hour)}
-		}), false, ImageReasonCurrent},
-		{"the cache has not caught up with the InfraEnv: nothing decided", with(func(c *ImageCheck) { c.Current = Image{} }), false, ImageReasonUnknown},
-		{"no booted image recorded: nothing decided", with(func(c *ImageCheck) { c.Booted = Image{} }), false, ImageReasonUnknown},
-		{"a bound or reserved VM is never touched", with(func(c *ImageCheck) { c.State = VMInUse }), false, ImageReasonInUse},
-		{"in use wins over the opt-out and a blocked pool", with(func(c *ImageCheck) { c.State, c.Enabled, c.CreateBlocked = VMInUse, false, true }), false, ImageReasonInUse},
-		{"a failed VM is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMFailed }), false, ImageReasonKept},
-		{"a releasing VM is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMReleasing }), false, ImageReasonKept},
-		{"a released VM (served a Machine before) is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMReleased }), false, ImageReasonKept},
-		{"a VM holding a static-IP lease is kept (its config is in its image; leases regenerate images)", with(func(c *ImageCheck) { c.StaticIPLease = true }), false, ImageReasonKept},
-		{"opted out: kept", with(func(c *ImageCheck) { c.Enabled = false }), false, ImageReasonKept},
-		{"creation blocked: kept until a replacement can follow", with(func(c *ImageCheck) { c.CreateBlocked = true }), false, ImageReasonKept},
+		}), false, afv1.ReasonCurrentImage},
+		{"the cache has not caught up with the InfraEnv: nothing decided", with(func(c *ImageCheck) { c.Current = Image{} }), false, afv1.ReasonCurrentImageUnknown},
+		{"no booted image recorded: nothing decided", with(func(c *ImageCheck) { c.Booted = Image{} }), false, afv1.ReasonCurrentImageUnknown},
+		{"a bound or reserved VM is never touched", with(func(c *ImageCheck) { c.State = VMInUse }), false, afv1.ReasonOutdatedImageInUse},
+		{"in use wins over the opt-out and a blocked pool", with(func(c *ImageCheck) { c.State, c.Enabled, c.CreateBlocked = VMInUse, false, true }), false, afv1.ReasonOutdatedImageInUse},
+		{"a failed VM is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMFailed }), false, afv1.ReasonOutdatedImageKept},
+		{"a releasing VM is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMReleasing }), false, afv1.ReasonOutdatedImageKept},
+		{"a released VM (served a Machine before) is left to the lifecycle", with(func(c *ImageCheck) { c.State = VMReleased }), false, afv1.ReasonOutdatedImageKept},
+		{"a VM holding a static-IP lease is kept (its config is in its image; leases regenerate images)", with(func(c *ImageCheck) { c.StaticIPLease = true }), false, afv1.ReasonOutdatedImageKept},
+		{"opted out: kept", with(func(c *ImageCheck) { c.Enabled = false }), false, afv1.ReasonOutdatedImageKept},
+		{"creation blocked: kept until a replacement can follow", with(func(c *ImageCheck) { c.CreateBlocked = true }), false, afv1.ReasonOutdatedImageKept},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -129,13 +129,13 @@ type Standby struct {
 // Release is one VM to release and why.
 type Release struct {
 	Name string
-	// Reason is one of ReasonReleased, ReasonSurplus, ReasonOutdatedImage, ReasonFailureDomainNotFound,
-	// ReasonCreationsFailing.
+	// Reason is one of afv1.ReasonReleased, afv1.ReasonSurplus, afv1.ReasonOutdatedImage, afv1.ReasonFailureDomainNotFound,
+	// afv1.ReasonCreationsFailing.
 	Reason, Message string
 }
 
 // Replaces reports whether the release replaces an outdated VM (demand creates its successor).
-func (r Release) Replaces() bool { return r.Reason == ReasonOutdatedImage }
+func (r Release) Replaces() bool { return r.Reason == afv1.ReasonOutdatedImage }
 
 func (r Release) action() Action {
 	return Action{Kind: ActionDelete, Target: r.Name, Reason: r.Reason, Message: r.Message}
@@ -157,42 +157,17 @@ const (
 	ActionRefuse = "Refuse"
 )
 
-// Reasons.
-const (
-	ReasonDemand            = "NoSuitableAgents"
-	ReasonMaxVMs            = "MaxVMsReached"
-	ReasonMaxConcurrent     = "MaxConcurrentProvisioningReached"
-	ReasonPaused            = "Paused"
-	ReasonSurplus           = "Surplus"
-	ReasonReleased          = "Released"
-	ReasonRetainPolicy      = "RetainPolicy"
-	ReasonCapacitySatisfied = "CapacitySatisfied"
-	ReasonOutdatedImage     = afv1.ReasonOutdatedImage
-	// ReasonWaitingForVSphere and ReasonWaitingForISO block creation without a vCenter session or a
-	// cached discovery ISO (the same words as the VsphereAgent's Pending reasons).
-	ReasonWaitingForVSphere = "WaitingForVSphere"
-	ReasonWaitingForISO     = "WaitingForISO"
-	// ReasonFailureDomainNotFound: a VM's failure domain was removed from the pool before its VM was
-	// created; ReasonCreationsFailing: its domain is skipped for failing creations and its own failed.
-	ReasonFailureDomainNotFound = "FailureDomainNotFound"
-	ReasonCreationsFailing      = afv1.ReasonCreationsFailing
-	// ReasonNoFailureDomainAvailable: VMs are needed but the failure domains take fewer now.
-	ReasonNoFailureDomainAvailable = "NoFailureDomainAvailable"
-	// ReasonStandbyFilling: VMs created to refill the warm standby (no AgentMachine waits for them).
-	ReasonStandbyFilling = afv1.ReasonStandbyFilling
-)
-
 // blockRules stop creation, in priority order: the first that names a reason is the pool's block.
 var blockRules = []func(Snapshot) string{
 	// The registration breaker first: its evidence is the pool's own failed VMs.
 	func(s Snapshot) string {
 		_, state := s.breaker()
-		return when(state == BreakerOpen, ReasonRegistrationFailing)
+		return when(state == BreakerOpen, afv1.ReasonRegistrationFailing)
 	},
 	func(s Snapshot) string { return s.Blocks.Preflight },
 	func(s Snapshot) string { return s.Blocks.StaticIP },
-	func(s Snapshot) string { return when(s.Blocks.NoSession, ReasonWaitingForVSphere) },
-	func(s Snapshot) string { return when(s.Blocks.NoISO, ReasonWaitingForISO) },
+	func(s Snapshot) string { return when(s.Blocks.NoSession, afv1.ReasonWaitingForVSphere) },
+	func(s Snapshot) string { return when(s.Blocks.NoISO, afv1.ReasonWaitingForISO) },
 }
 
 func when(cond bool, reason string) string {
@@ -240,7 +215,7 @@ func Plan(s Snapshot) Decisions {
 			State: states[i].State, StaticIPLease: vm.StaticIPLease, CreateBlocked: block != "" || s.Paused})
 		if v.Replace {
 			states[i].State = VMReleasing
-			outdated = append(outdated, Release{Name: vm.Name, Reason: ReasonOutdatedImage, Message: v.Message})
+			outdated = append(outdated, Release{Name: vm.Name, Reason: afv1.ReasonOutdatedImage, Message: v.Message})
 		}
 	}
 	byName(abandon)
@@ -282,10 +257,10 @@ func Plan(s Snapshot) Decisions {
 		if n > 0 {
 			d.Creates = spread(s.Domains, n)
 			if len(d.Creates) < n {
-				d.Actions = append(d.Actions, Action{Kind: ActionWait, Reason: ReasonNoFailureDomainAvailable,
+				d.Actions = append(d.Actions, Action{Kind: ActionWait, Reason: afv1.ReasonNoFailureDomainAvailable,
 					Message: fmt.Sprintf("%d VM(s) needed, the failure domains take %d now (see condition %s)", n, len(d.Creates), afv1.ConditionFailureDomainsAvailable)})
 				if c.StandbyShort > 0 && d.Standby.Limit == "" {
-					d.Standby.Limit = ReasonNoFailureDomainAvailable
+					d.Standby.Limit = afv1.ReasonNoFailureDomainAvailable
 				}
 			}
 		}

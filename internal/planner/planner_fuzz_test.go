@@ -38,7 +38,7 @@ func fuzzObservation(name string, b byte, createdAt time.Time) VMObservation {
 	if b&bitTrouble != 0 {
 		o.Reason = afv1.ReasonVMCreateFailed
 		if o.Phase == afv1.VMPhaseFailed {
-			o.Reason = ReasonRegistrationTimeout
+			o.Reason = afv1.ReasonRegistrationTimeout
 		}
 	}
 	return o
@@ -250,7 +250,7 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 	}
 	failures := 0
 	for _, vm := range s.VMs {
-		if vm.Phase == afv1.VMPhaseFailed && vm.Reason == ReasonRegistrationTimeout && vm.PhaseChangedAt.After(lastRegistered) {
+		if vm.Phase == afv1.VMPhaseFailed && vm.Reason == afv1.ReasonRegistrationTimeout && vm.PhaseChangedAt.After(lastRegistered) {
 			failures++
 		}
 	}
@@ -258,8 +258,8 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 	for _, b := range []struct {
 		on     bool
 		reason string
-	}{{failures >= 3, ReasonRegistrationFailing}, {s.Blocks.Preflight != "", s.Blocks.Preflight}, {s.Blocks.StaticIP != "", s.Blocks.StaticIP},
-		{s.Blocks.NoSession, ReasonWaitingForVSphere}, {s.Blocks.NoISO, ReasonWaitingForISO}} {
+	}{{failures >= 3, afv1.ReasonRegistrationFailing}, {s.Blocks.Preflight != "", s.Blocks.Preflight}, {s.Blocks.StaticIP != "", s.Blocks.StaticIP},
+		{s.Blocks.NoSession, afv1.ReasonWaitingForVSphere}, {s.Blocks.NoISO, afv1.ReasonWaitingForISO}} {
 		if b.on {
 			wantBlock = b.reason
 			break
@@ -292,8 +292,8 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 		switch {
 		case vm.Phase != afv1.VMPhaseFailed:
 			live++
-		case vm.Reason == ReasonRegistrationTimeout, vm.Reason == "VMNotFound", vm.Reason == afv1.ReasonDuplicateName,
-			vm.Reason == afv1.ReasonInvalidPlacement, vm.Reason == ReasonOwnershipMismatch:
+		case vm.Reason == afv1.ReasonRegistrationTimeout, vm.Reason == "VMNotFound", vm.Reason == afv1.ReasonDuplicateName,
+			vm.Reason == afv1.ReasonInvalidPlacement, vm.Reason == afv1.ReasonOwnershipMismatch:
 		default:
 			live++
 		}
@@ -355,7 +355,7 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 	deferred := d.RequeueAfter > 0
 	short := false
 	for _, a := range d.Actions {
-		short = short || a.Reason == ReasonNoFailureDomainAvailable
+		short = short || a.Reason == afv1.ReasonNoFailureDomainAvailable
 	}
 	if (deferred || short) != (creates < due) {
 		t.Fatalf("%d creation(s) of %d due: deferred %t (requeue %s), domains short %t", creates, due, deferred, d.RequeueAfter, short)
@@ -405,16 +405,16 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 			t.Fatalf("released VM %q that is %s: %+v", r.Name, st, r)
 		}
 		switch r.Reason {
-		case ReasonReleased:
+		case afv1.ReasonReleased:
 			gotReleased = append(gotReleased, r.Name)
-		case ReasonSurplus:
+		case afv1.ReasonSurplus:
 			surplus++
 			if abandoned[r.Name] || outdated[r.Name] || (st != VMAvailable && st != VMInFlight) {
 				t.Fatalf("surplus release of %q (%s, abandoned %t, outdated %t)", r.Name, st, abandoned[r.Name], outdated[r.Name])
 			}
-		case ReasonFailureDomainNotFound, ReasonCreationsFailing:
+		case afv1.ReasonFailureDomainNotFound, afv1.ReasonCreationsFailing:
 			gotAbandoned = append(gotAbandoned, r.Name)
-		case ReasonOutdatedImage:
+		case afv1.ReasonOutdatedImage:
 			gotOutdated = append(gotOutdated, r.Name)
 		default:
 			t.Fatalf("release %+v with an unknown reason", r)

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"reflect"
 	"testing"
 )
@@ -62,7 +64,7 @@ func TestPlanStandby(t *testing.T) {
 // TestPlanStandbyCreateReason: VMs created for the standby alone say so; VMs for waiting demand keep
 // the demand's reason.
 func TestPlanStandbyCreateReason(t *testing.T) {
-	for line, want := range map[string]string{"standby=1": ReasonStandbyFilling, "demand=1 standby=1": ReasonDemand} {
+	for line, want := range map[string]string{"standby=1": afv1.ReasonStandbyFilling, "demand=1 standby=1": afv1.ReasonNoSuitableAgents} {
 		d := Plan(snapshotOf(t, line))
 		var got string
 		for _, a := range d.Actions {

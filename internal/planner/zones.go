@@ -130,13 +130,13 @@ func abandoned(vm VM, state VMLifecycle, domains []Domain) (Release, bool) {
 	for _, d := range domains {
 		if d.Name == vm.Domain {
 			if d.Failing && vm.Reason == afv1.ReasonVMCreateFailed {
-				return Release{Name: vm.Name, Reason: ReasonCreationsFailing, Message: fmt.Sprintf(
+				return Release{Name: vm.Name, Reason: afv1.ReasonCreationsFailing, Message: fmt.Sprintf(
 					"its creation failed in failure domain %s, which is skipped while its creations keep failing: the demand goes to the other failure domains", vm.Domain)}, true
 			}
 			return Release{}, false
 		}
 	}
-	return Release{Name: vm.Name, Reason: ReasonFailureDomainNotFound, Message: fmt.Sprintf(
+	return Release{Name: vm.Name, Reason: afv1.ReasonFailureDomainNotFound, Message: fmt.Sprintf(
 		"its failure domain %q is no longer one of the pool's and its VM was not created: the demand goes to the pool's failure domains", vm.Domain)}, true
 }
 

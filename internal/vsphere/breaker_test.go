@@ -1,6 +1,8 @@
 package vsphere
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"errors"
 	"strings"
 	"testing"
@@ -110,7 +112,7 @@ func TestCircuitOpenErrorNamesTheVCenterAndTheRetryTime(t *testing.T) {
 		}
 	}
 	wrapped := classify("FindVM", err)
-	if !errors.Is(wrapped, ErrCircuitOpen) || errors.Is(wrapped, ErrTimeout) || Reason(wrapped) != ReasonCircuitOpen {
+	if !errors.Is(wrapped, ErrCircuitOpen) || errors.Is(wrapped, ErrTimeout) || Reason(wrapped) != afv1.ReasonVCenterCircuitOpen {
 		t.Errorf("classified %v: Is(ErrCircuitOpen) false or reason %q", wrapped, Reason(wrapped))
 	}
 }

@@ -4,32 +4,34 @@ import (
 	"errors"
 	"fmt"
 
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/redact"
 )
 
-// ErrorClass says how a controller should react to a vSphere error.
+// ErrorClass says how a controller should react to a vSphere error. Its values are condition reasons
+// (a class is shown as VSphereReachable's or VMCreated's reason), so each is the API's constant.
 type ErrorClass string
 
 const (
 	// ClassNotFound means the object does not exist.
-	ClassNotFound ErrorClass = "NotFound"
+	ClassNotFound = ErrorClass(afv1.ReasonNotFound)
 	// ClassAuth means login failed or the session is no longer valid after a retry.
-	ClassAuth ErrorClass = "AuthenticationFailed"
+	ClassAuth = ErrorClass(afv1.ReasonAuthenticationFailed)
 	// ClassPermission means the user lacks a privilege.
-	ClassPermission ErrorClass = "PermissionDenied"
+	ClassPermission = ErrorClass(afv1.ReasonPermissionDenied)
 	// ClassTransient means network trouble, timeouts, busy objects; retry with backoff.
-	ClassTransient ErrorClass = "Transient"
+	ClassTransient = ErrorClass(afv1.ReasonTransient)
 	// ClassFault means vCenter refused the operation; FaultType names the vSphere fault.
-	ClassFault ErrorClass = "Fault"
+	ClassFault = ErrorClass(afv1.ReasonFault)
 	// ClassOwnership means the VM does not carry our ownership marker (or a different one); never retried blindly.
-	ClassOwnership ErrorClass = "OwnershipMismatch"
+	ClassOwnership = ErrorClass(afv1.ReasonOwnershipMismatch)
 	// ClassRefused means a guard refused the operation (media changed, a different question pending, ...).
-	ClassRefused ErrorClass = "Refused"
+	ClassRefused = ErrorClass(afv1.ReasonRefused)
 	// ClassInvalid means the request itself is invalid (bad config: unknown datacenter, network, ...).
-	ClassInvalid ErrorClass = "InvalidConfiguration"
+	ClassInvalid = ErrorClass(afv1.ReasonInvalidConfiguration)
 	// ClassDuplicateName means vCenter refused a create because another object (not ours) already has that
 	// name in the folder. Permanent for that name: retrying it can only fail again.
-	ClassDuplicateName ErrorClass = "DuplicateName"
+	ClassDuplicateName = ErrorClass(afv1.ReasonDuplicateName)
 )
 
 // Error is a classified vSphere error. Messages never contain credentials or URL tokens.

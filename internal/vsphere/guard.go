@@ -1,6 +1,8 @@
 package vsphere
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -24,30 +26,20 @@ var (
 	ErrProxy = errors.New("the HTTPS proxy did not connect to vCenter")
 )
 
-// Condition reasons for the errors above.
-const (
-	ReasonTimeout     = "VCenterTimeout"
-	ReasonCircuitOpen = "VCenterCircuitOpen"
-	ReasonProxy       = "VCenterProxyError"
-	// ReasonCertificate: vCenter's certificate was refused (untrusted CA, a name other than the host
-	// dialled, expired, or not the pinned thumbprint). Its class stays ClassInvalid.
-	ReasonCertificate = "VCenterCertificateRejected"
-)
-
-// Reason is the condition reason for err: ReasonCircuitOpen, ReasonProxy, ReasonTimeout or
-// ReasonCertificate when err is one of those, otherwise its ErrorClass ("" for nil).
+// Reason is the condition reason for err: afv1.ReasonVCenterCircuitOpen, afv1.ReasonVCenterProxyError, afv1.ReasonVCenterTimeout or
+// afv1.ReasonVCenterCertificateRejected when err is one of those, otherwise its ErrorClass ("" for nil).
 func Reason(err error) string {
 	switch {
 	case err == nil:
 		return ""
 	case errors.Is(err, ErrCircuitOpen):
-		return ReasonCircuitOpen
+		return afv1.ReasonVCenterCircuitOpen
 	case errors.Is(err, ErrProxy):
-		return ReasonProxy
+		return afv1.ReasonVCenterProxyError
 	case errors.Is(err, ErrTimeout):
-		return ReasonTimeout
+		return afv1.ReasonVCenterTimeout
 	case IsCertificateError(err):
-		return ReasonCertificate
+		return afv1.ReasonVCenterCertificateRejected
 	}
 	return string(ClassOf(err))
 }

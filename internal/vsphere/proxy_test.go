@@ -1,6 +1,8 @@
 package vsphere_test
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"context"
 	"errors"
 	"io"
@@ -153,7 +155,7 @@ func TestSOAPTrafficHonoursTheProxyEnvironment(t *testing.T) {
 		if !errors.As(err, &pe) || pe.StatusCode != http.StatusForbidden || pe.Proxy != proxy.host() || pe.Target != vcAddr {
 			t.Fatalf("want a ProxyError 403 from %s for %s, got %#v", proxy.host(), vcAddr, pe)
 		}
-		if r := vsphere.Reason(err); r != vsphere.ReasonProxy {
+		if r := vsphere.Reason(err); r != afv1.ReasonVCenterProxyError {
 			t.Fatalf("reason %q", r)
 		}
 		for _, want := range []string{proxy.host(), "403", "refused"} {
@@ -177,7 +179,7 @@ func TestSOAPTrafficHonoursTheProxyEnvironment(t *testing.T) {
 		_, err = login(t)
 		t.Log(err)
 		wantIs(t, err, vsphere.ErrProxy)
-		if !strings.Contains(err.Error(), down) || vsphere.Reason(err) != vsphere.ReasonProxy {
+		if !strings.Contains(err.Error(), down) || vsphere.Reason(err) != afv1.ReasonVCenterProxyError {
 			t.Fatalf("%v (reason %q): want ErrProxy naming %s", err, vsphere.Reason(err), down)
 		}
 	})

@@ -1,6 +1,8 @@
 package vsphere_test
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"context"
 	"encoding/pem"
 	"errors"
@@ -84,8 +86,8 @@ func TestHungVCenterEndsWithinDeadlineAndOpensItsBreaker(t *testing.T) {
 					t.Fatalf("login %d took %v", i, took)
 				}
 				wantIs(t, err, vsphere.ErrTimeout)
-				if r := vsphere.Reason(err); r != vsphere.ReasonTimeout {
-					t.Fatalf("reason %q, want %q", r, vsphere.ReasonTimeout)
+				if r := vsphere.Reason(err); r != afv1.ReasonVCenterTimeout {
+					t.Fatalf("reason %q, want %q", r, afv1.ReasonVCenterTimeout)
 				}
 			}
 			if st := sessions.BreakerState(creds.Server); st != vsphere.BreakerOpen || circuitGauge(t, creds.Server) != 1 {
@@ -99,8 +101,8 @@ func TestHungVCenterEndsWithinDeadlineAndOpensItsBreaker(t *testing.T) {
 			if took := time.Since(start); took > slack {
 				t.Fatalf("an open breaker took %v to refuse", took)
 			}
-			if vsphere.Reason(err) != vsphere.ReasonCircuitOpen || tc.reached.Load() != before {
-				t.Fatalf("reason %q, server reached %d more times; want %q, 0", vsphere.Reason(err), tc.reached.Load()-before, vsphere.ReasonCircuitOpen)
+			if vsphere.Reason(err) != afv1.ReasonVCenterCircuitOpen || tc.reached.Load() != before {
+				t.Fatalf("reason %q, server reached %d more times; want %q, 0", vsphere.Reason(err), tc.reached.Load()-before, afv1.ReasonVCenterCircuitOpen)
 			}
 
 			// The working vCenter is served meanwhile.

@@ -1,6 +1,8 @@
 package vsphere_test
 
 import (
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -58,8 +60,8 @@ func TestVCenterByIPLiteralIsVerifiedAgainstItsIP(t *testing.T) {
 		t.Run(fam.ip+": certificate for another name is refused", func(t *testing.T) {
 			err := login(t, wrongName, nil)
 			wantClass(t, err, vsphere.ClassInvalid)
-			if r := vsphere.Reason(err); r != vsphere.ReasonCertificate {
-				t.Fatalf("reason %q, want %s", r, vsphere.ReasonCertificate)
+			if r := vsphere.Reason(err); r != afv1.ReasonVCenterCertificateRejected {
+				t.Fatalf("reason %q, want %s", r, afv1.ReasonVCenterCertificateRejected)
 			}
 			var he x509.HostnameError
 			if !errors.As(err, &he) || !strings.Contains(err.Error(), fam.ip) {
@@ -82,7 +84,7 @@ func TestVCenterByIPLiteralIsVerifiedAgainstItsIP(t *testing.T) {
 		})
 		t.Run(fam.ip+": a wrong pin does not rescue it", func(t *testing.T) {
 			err := login(t, wrongName, func(c *vsphere.Credentials) { c.Thumbprint = tlstrust.Thumbprint(rightIP.Leaf) })
-			if !errors.Is(err, tlstrust.ErrPinMismatch) || vsphere.Reason(err) != vsphere.ReasonCertificate {
+			if !errors.Is(err, tlstrust.ErrPinMismatch) || vsphere.Reason(err) != afv1.ReasonVCenterCertificateRejected {
 				t.Fatalf("err %v (reason %q): want a pin mismatch", err, vsphere.Reason(err))
 			}
 		})
