@@ -12,7 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -27,6 +26,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/periodic"
 )
 
 // Options configure the controllers (see shared.Options); the alias keeps cmd/ and cmd/app
@@ -74,7 +74,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		ctx, installed := context.WithCancel(ctx)
 		defer installed()
 		var err error
-		wait.BackoffUntilWithContext(ctx, func(context.Context) {
+		_ = periodic.Every(ctx, opts.Clock, opts.CRDPollInterval, func(context.Context) {
 			if missing := missingKinds(mgr.GetRESTMapper()); len(missing) > 0 {
 				metrics.ExternalCRDsMissing.Set(float64(len(missing)))
 				log.Info("external CRDs still missing", "missing", missing)
@@ -84,7 +84,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			log.Info("external CRDs installed; starting controllers")
 			err = setupControllers(mgr, opts, watcher, poolEvents)
 			installed()
-		}, wait.NewJitteredBackoffManager(opts.CRDPollInterval, 0, opts.Clock), true)
+		})
 		return err
 	}))
 }

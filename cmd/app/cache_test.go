@@ -14,7 +14,7 @@ import (
 )
 
 var managed = []metav1.ManagedFieldsEntry{{Manager: "assisted-service", Operation: metav1.ManagedFieldsOperationUpdate,
-	FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:inventory":{}}}`)}}}
+	FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:inventory":{}}}`)}}
 
 // realAgent is an Agent as assisted-service writes it on a real hub (inventory and validations abridged).
 func realAgent() *unstructured.Unstructured {

@@ -11,12 +11,12 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/periodic"
 )
 
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=vsphereagents.agent-forge.containeroo.ch
@@ -63,9 +63,7 @@ func recoveryFields() []string {
 
 // Start checks now and then every interval until ctx ends.
 func (g *Guard) Start(ctx context.Context) error {
-	// Sliding: the next run is an interval after this one ended, on the injected clock.
-	wait.BackoffUntilWithContext(ctx, g.check, wait.NewJitteredBackoffManager(g.Interval, 0, g.Clock), true)
-	return nil
+	return periodic.Every(ctx, g.Clock, g.Interval, g.check)
 }
 
 // Supported reports whether ejections may run, with the reason when they may not.

@@ -22,11 +22,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/containeroo/agent-forge-operator/internal/periodic"
 )
 
 // RBAC, narrowed by name: reads and writes of this one ConfigMap (server-side apply creates it, which the API
@@ -106,9 +107,7 @@ func (i *Installer) Start(ctx context.Context) error {
 	if i.Interval <= 0 {
 		i.Interval = DefaultInterval
 	}
-	// Sliding: the next run is an interval after this one ended, on the injected clock.
-	wait.BackoffUntilWithContext(ctx, i.pass, wait.NewJitteredBackoffManager(i.Interval, 0, i.Clock), true)
-	return nil
+	return periodic.Every(ctx, i.Clock, i.Interval, i.pass)
 }
 
 func (i *Installer) pass(ctx context.Context) {

@@ -10,11 +10,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/periodic"
 )
 
 // Leases are not secret (holder pod names, timestamps); list is cluster-wide because upstream's Lease may
@@ -90,9 +90,7 @@ func (w *Watcher) interval() time.Duration {
 
 // Start checks now and every interval until ctx ends.
 func (w *Watcher) Start(ctx context.Context) error {
-	// Sliding: the next run is an interval after this one ended, on the injected clock.
-	wait.BackoffUntilWithContext(ctx, w.check, wait.NewJitteredBackoffManager(w.interval(), 0, w.Clock), true)
-	return nil
+	return periodic.Every(ctx, w.Clock, w.interval(), w.check)
 }
 
 // Blocked reports whether this manager must stand down, with the condition message (see Check).

@@ -208,7 +208,7 @@ func run(ctx context.Context, c config, bin string, foreign int) (result, error)
 	case <-time.After(c.idle):
 	}
 	if done, err := m.Exited(); done {
-		return res, fmt.Errorf("the manager exited (%v); last log lines:\n%s", err, m.LogTail(20))
+		return res, fmt.Errorf("the manager exited (%w); last log lines:\n%s", err, m.LogTail(20))
 	}
 	last, err := readSample(ctx, nil, m.PID, m.MetricsURL)
 	if err != nil {
