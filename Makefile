@@ -97,7 +97,7 @@ deploy: manifests $(KUSTOMIZE) ## Deploy the operator with kustomize.
 	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
 
 .PHONY: docker-build
-docker-build: ## Build the manager image (needs a container engine).
+docker-build: ## Build the manager image with docker (make images needs no engine).
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 ##@ Demo and benchmarks

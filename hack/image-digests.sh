@@ -8,8 +8,9 @@
 #       --required only, from the registry (skopeo or crane, when installed and the registry answers within
 #       IMAGE_DIGESTS_TIMEOUT). Without --required an image the lock does not know stays by tag (the
 #       development render: reproducible, never asks a registry). With --required an unresolved image fails.
-#   hack/image-digests.sh record IMAGE METADATA_FILE
-#       Records IMAGE's digest from `docker buildx build --metadata-file` (containerimage.digest) in the lock.
+#   hack/image-digests.sh record IMAGE DIGEST
+#       Records IMAGE's pushed digest (sha256:<64 hex>) in the lock, replacing an earlier line for IMAGE.
+#       hack/imagebuild calls it for each image it pushes (make release).
 #
 # The lock is IMAGE_DIGESTS_LOCK (default config/manifests/image-digests.lock).
 set -euo pipefail
@@ -90,8 +91,8 @@ resolve() {
     {
       echo "image-digests: cannot resolve to a digest: ${missing[*]}"
       echo "  not in the lock $lock, and no registry tool (skopeo, crane) answered within ${timeout_s}s."
-      echo "  Push the image with the release targets (make docker-push / must-gather-push / bundle-push record"
-      echo "  its digest in the lock), add an 'image:tag sha256:<digest>' line to the lock, or pass the image"
+      echo "  Push the images with make release (it records each digest in the lock), add an"
+      echo "  'image:tag sha256:<digest>' line to the lock, or pass the image"
       echo "  by digest (IMG=repo@sha256:<digest>)."
     } >&2
     exit 1
@@ -100,11 +101,10 @@ resolve() {
 }
 
 record() {
-  (($# == 2)) || die "usage: record IMAGE METADATA_FILE"
-  local image="$1" meta="$2" digest
-  [[ -f "$meta" ]] || die "record: no metadata file $meta (docker buildx build --metadata-file)"
-  digest="$(sed -n 's/.*"containerimage\.digest"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$meta" | head -n1)"
-  is_digest "$digest" || die "record: $meta has no containerimage.digest (was the image pushed?)"
+  (($# == 2)) || die "usage: record IMAGE DIGEST"
+  local image="$1" digest="$2"
+  by_digest "$image" && die "record: $image is already a digest reference; record the tag that was pushed"
+  is_digest "$digest" || die "record: $image: '$digest' is not sha256:<64 hex>"
   local tmp
   tmp="$(mktemp)"
   if [[ -f "$lock" ]]; then
@@ -120,5 +120,5 @@ shift || true
 case "$cmd" in
 resolve) resolve "$@" ;;
 record) record "$@" ;;
-*) die "usage: $0 resolve [--required] IMAGE... | record IMAGE METADATA_FILE" ;;
+*) die "usage: $0 resolve [--required] IMAGE... | record IMAGE DIGEST" ;;
 esac

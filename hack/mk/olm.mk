@@ -82,7 +82,7 @@ bundle-release: ## Release render: bundle/ with every image by digest (from the 
 	$(MAKE) --no-print-directory bundle DIGESTS=required
 
 .PHONY: catalog-release
-catalog-release: ## Release render of the catalog entry: the bundle image by digest (after make bundle-push), or fail.
+catalog-release: ## Release render of the catalog entry: the bundle image by digest (pushed by make release), or fail.
 	$(MAKE) --no-print-directory catalog DIGESTS=required
 
 .PHONY: bundle-verify
@@ -127,7 +127,7 @@ scorecard: $(OPERATOR_SDK) ## Run the scorecard tests of bundle/ (needs a cluste
 	$(OPERATOR_SDK) scorecard ./bundle --wait-time 120s
 
 .PHONY: bundle-build
-bundle-build: ## Build the bundle image (needs a container engine).
+bundle-build: ## Build the bundle image with docker (make images needs no engine).
 	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 .PHONY: catalog
@@ -144,7 +144,7 @@ catalog-validate: $(OPM) ## Validate the file-based catalog with opm.
 	$(OPM) validate catalog
 
 .PHONY: catalog-build
-catalog-build: ## Build the catalog image (needs a container engine).
+catalog-build: ## Build the catalog image with docker (make images needs no engine).
 	docker build -f catalog.Dockerfile -t $(CATALOG_IMG) .
 
 # The tools are built from source in their own modules (prebuilt downloads are unavailable offline, and they
