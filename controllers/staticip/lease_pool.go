@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -485,82 +484,6 @@ func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool,
 	}
 	st.configs[l.Name] = c
 	return nil
-}
-
-// removeLeases deletes each lease's NMStateConfig, then its claim (the IPAM provider frees the address);
-// a crash in between leaves a released claim, removed on the next pass.
-func (ls *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, names []string, unchangedOnly bool) ([]string, error) {
-	var removed []string
-	for _, name := range names {
-		cfg := agents.New(agents.NMStateConfigGVK)
-		cfg.SetNamespace(pool.Namespace)
-		cfg.SetName(name)
-		if err := ls.Client.Delete(ctx, cfg); client.IgnoreNotFound(err) != nil {
-			return removed, fmt.Errorf("deleting NMStateConfig %s: %w", name, err)
-		}
-		claim := st.claims[name]
-		if claim == nil {
-			continue
-		}
-		if err := crashpoint.Hit(ctx, crashpoint.LeaseConfigRemoved); err != nil {
-			return removed, err
-		}
-		pre := client.Preconditions{UID: ptr.To(claim.GetUID())}
-		if unchangedOnly {
-			// A spare a VM took since the read stays: the VM's pass sees the config missing and the
-			// pool writes it again (createConfigs), one regeneration instead of a lost lease.
-			pre.ResourceVersion = ptr.To(claim.GetResourceVersion())
-		}
-		if err := ls.Client.Delete(ctx, claim, pre); err != nil {
-			if unchangedOnly && apierrors.IsConflict(err) {
-				continue
-			}
-			if client.IgnoreNotFound(err) != nil {
-				return removed, fmt.Errorf("deleting IPAddressClaim %s: %w", name, err)
-			}
-		}
-		removed = append(removed, name)
-	}
-	return removed, nil
-}
-
-// releaseAllLeases runs when the pool is deleted: leases of VMs that stay (retained, or held by a
-// VsphereAgent kept under Retain) are kept and no longer owned by the pool; every other lease is removed.
-func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
-	if s.pool.Spec.Network == nil {
-		return nil
-	}
-	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
-		return nil
-	}
-	claims := agents.NewList(agents.IPAddressClaimGVK())
-	if err := ls.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace), client.MatchingLabels{afv1.LabelPool: s.pool.Name}); err != nil {
-		return fmt.Errorf("listing IPAddressClaims: %w", err)
-	}
-	st := &State{claims: map[string]*unstructured.Unstructured{}}
-	var release []string
-	for i := range claims.Items {
-		c := &claims.Items[i]
-		if !ownedBy(c, s.pool.UID) {
-			continue
-		}
-		l := leaseOf(c, nil, nil)
-		keep := l.Disposition == leases.StateRetained || (l.Holder != "" && l.Disposition != leases.StateReleased && s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain)
-		if keep {
-			if err := ls.retainLease(ctx, ls.Client, c, s.pool.UID); err != nil {
-				return err
-			}
-			continue
-		}
-		st.claims[c.GetName()] = c
-		release = append(release, c.GetName())
-	}
-	if len(release) == 0 {
-		return nil
-	}
-	ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, shared.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
-	_, err := ls.removeLeases(ctx, s.pool, st, release, false)
-	return err
 }
 
 // retainLease marks a lease as kept with its VM and drops the pool's ownership, so that neither the pool's
