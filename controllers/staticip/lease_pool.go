@@ -308,7 +308,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 			return err
 		}
 		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, shared.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
-	} else if trim := leases.Surplus(st.leases, live, pendingCreates, spare, ls.Clock.Now(), releaseQuiet); plan.Create == 0 && len(trim) > 0 {
+	} else if trim := leases.Surplus(st.leases, live, pendingCreates, spare, ls.Clock.Now(), releaseQuiet); len(trim) > 0 {
 		// A spare beyond the target (an overshoot: a retried create, a lagging cache) goes back to the
 		// IPAM pool once demand has settled, or it would hold an address for good.
 		removed, err := ls.removeLeases(ctx, s.pool, st, trim, true)

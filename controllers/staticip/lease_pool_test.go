@@ -36,13 +36,7 @@ func TestCreateClaimsCountsAClaimItsReadMissed(t *testing.T) {
 	pool.Namespace, pool.Name, pool.UID = "ns", "pool", types.UID("pool-uid")
 	pool.Spec.Network = &afv1.NetworkSpec{AddressesFromPools: []afv1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "vm-net"}}}
 	// An earlier pass's create that landed after this pass's read: in the API server, not in the state.
-	late := agents.New(agents.IPAddressClaimGVK())
-	late.SetNamespace("ns")
-	late.SetName("pool-ip-0")
-	late.Object["spec"] = map[string]any{"poolRef": map[string]any{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "vm-net"}}
-	if err := c.Create(ctx, late); err != nil {
-		t.Fatal(err)
-	}
+	createClaim(ctx, t, c, "ns", "pool-ip-0")
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ls := &Leases{Client: c, Recorder: shared.NewRecorder(events.NewFakeRecorder(8)), Clock: clk}
 	s := &pass{pool: pool, vs: vspherefake.New(clk), staticIP: &State{claims: map[string]*unstructured.Unstructured{}, usedMACs: sets.New[string]()}}
@@ -131,14 +125,7 @@ func TestRemoveLeasesUnchangedOnlyKeepsATakenSpare(t *testing.T) {
 	pool.Namespace, pool.Name, pool.UID = "ns", "pool", types.UID("pool-uid")
 	st := &State{claims: map[string]*unstructured.Unstructured{}}
 	for _, name := range []string{"pool-ip-1", "pool-ip-2"} {
-		claim := agents.New(agents.IPAddressClaimGVK())
-		claim.SetNamespace("ns")
-		claim.SetName(name)
-		claim.Object["spec"] = map[string]any{"poolRef": map[string]any{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "vm-net"}}
-		if err := c.Create(ctx, claim); err != nil {
-			t.Fatal(err)
-		}
-		st.claims[name] = claim.DeepCopy()
+		st.claims[name] = createClaim(ctx, t, c, "ns", name).DeepCopy()
 		cfg := agents.New(agents.NMStateConfigGVK)
 		cfg.SetNamespace("ns")
 		cfg.SetName(name)
@@ -167,4 +154,17 @@ func TestRemoveLeasesUnchangedOnlyKeepsATakenSpare(t *testing.T) {
 	if len(claims.Items) != 1 || claims.Items[0].GetName() != "pool-ip-2" {
 		t.Fatalf("claims left %d, want only the taken pool-ip-2", len(claims.Items))
 	}
+}
+
+// createClaim creates an IPAddressClaim of the vm-net InClusterIPPool in the API server and returns it.
+func createClaim(ctx context.Context, t *testing.T, c client.Client, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	claim := agents.New(agents.IPAddressClaimGVK())
+	claim.SetNamespace(ns)
+	claim.SetName(name)
+	claim.Object["spec"] = map[string]any{"poolRef": map[string]any{"apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool", "name": "vm-net"}}
+	if err := c.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	return claim
 }

@@ -160,7 +160,9 @@ func (r *Reconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error)
 	role := poolspec.Role(pool)
 	topology := poolspec.TopologyLabels(pool, va.Spec.FailureDomain)
 	// The pool's labels, then this VM's own label, then its failure domain's topology labels.
-	wantLabels := labels.Merge(labels.Merge(poolspec.AgentLabels(pool), labels.Set{afv1.LabelVsphereAgent: va.Name}), topology)
+	wantLabels := poolspec.AgentLabels(pool)
+	wantLabels[afv1.LabelVsphereAgent] = va.Name
+	wantLabels = labels.Merge(wantLabels, topology)
 	approve := pool.Spec.Agent.Approve == nil || *pool.Spec.Agent.Approve
 	patch := map[string]any{}
 	labelPatch := map[string]any{}

@@ -212,6 +212,13 @@ func (l Lease) StateOf() State {
 	return StateReady
 }
 
+// active reports whether the lease counts towards the pool's leases: not being deleted, and neither
+// released (removed in the next batch) nor retained (kept with a VM the pool no longer counts).
+func (l Lease) active() bool {
+	s := l.StateOf()
+	return !l.Deleting && s != StateReleased && s != StateRetained
+}
+
 // Plan is what the pool does with its leases on one pass.
 type Plan struct {
 	// Create is how many new leases (claims) to create.
@@ -231,13 +238,10 @@ func Decide(all []Lease, liveVMs, newVMs, spare int) Plan {
 			if !l.Deleting {
 				p.Release = append(p.Release, l.Name)
 			}
-			continue
-		case StateRetained:
-			continue
 		case StateExhausted:
 			exhausted = true
 		}
-		if !l.Deleting {
+		if l.active() {
 			active++
 		}
 	}
@@ -261,12 +265,11 @@ func Surplus(all []Lease, liveVMs, newVMs, spare int, now time.Time, settle time
 	active, held := 0, 0
 	var candidates []Lease
 	for _, l := range all {
-		if l.Deleting {
+		if !l.active() {
 			continue
 		}
+		active++
 		switch l.StateOf() {
-		case StateReleased, StateRetained:
-			continue
 		case StateAssigned:
 			held++
 		case StatePending, StateReady:
@@ -275,7 +278,6 @@ func Surplus(all []Lease, liveVMs, newVMs, spare int, now time.Time, settle time
 			}
 			candidates = append(candidates, l)
 		}
-		active++
 	}
 	surplus := active - (liveVMs + spare)
 	if surplus <= 0 || held < liveVMs {
