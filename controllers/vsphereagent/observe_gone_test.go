@@ -3,6 +3,12 @@ package vsphereagent
 import (
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/shared"
 )
 
 // TestGoneStep: a single look-up that finds no VM never declares it gone: the first NotFound makes it
@@ -33,5 +39,41 @@ func TestGoneStep(t *testing.T) {
 				t.Fatalf("goneStep = %d, %s; want %d, %s", got, wait, tt.want, tt.wait)
 			}
 		})
+	}
+}
+
+// TestVMNotFoundSuspectsOnlyOncePersisted: the first NotFound makes the VM suspect only after the pass's
+// status (VMNotFoundUnconfirmed) is written. Suspected before the write, a pass whose write conflicted
+// would wait out the confirmation delay without ever reporting the suspicion (CI at 457ac8b: the
+// condition never said VMNotFoundUnconfirmed while the clock stood still).
+func TestVMNotFoundSuspectsOnlyOncePersisted(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	rec := events.NewFakeRecorder(4)
+	r := &Reconciler{Recorder: shared.NewRecorder(rec)}
+	va := &afv1.VsphereAgent{}
+	va.UID = "va-1"
+	va.Status.VM.InstanceUUID = "4203-aaaa"
+	s := &vmScope{va: va}
+
+	if !r.vmNotFound(s, now) {
+		t.Fatal("vmNotFound ended the pass on a first NotFound")
+	}
+	if c := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFoundUnconfirmed {
+		t.Fatalf("VMHealthy = %+v, want reason %s", c, afv1.ReasonVMNotFoundUnconfirmed)
+	}
+	if _, suspected := r.checks.missingSince(va.UID); suspected {
+		t.Fatal("suspected before the status was written: a conflicting write would leave the suspicion unreported")
+	}
+	if len(rec.Events) != 0 {
+		t.Fatal("an Event before the status was written")
+	}
+	for _, f := range s.afterWrite {
+		f()
+	}
+	if len(rec.Events) != 1 {
+		t.Fatalf("%d Events after the write, want the one VMNotFoundUnconfirmed", len(rec.Events))
+	}
+	if since, suspected := r.checks.missingSince(va.UID); !suspected || !since.Equal(now) {
+		t.Fatalf("after the write: missingSince = %s, %t; want %s, true", since, suspected, now)
 	}
 }

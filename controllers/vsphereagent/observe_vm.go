@@ -153,7 +153,9 @@ func (r *Reconciler) vmNotFound(s *vmScope, now time.Time) bool {
 	if step == goneDeclared {
 		return r.vmGone(s)
 	}
-	r.checks.missing.Store(va.UID, now)
+	// Suspected only once VMNotFoundUnconfirmed is persisted: a pass whose write conflicts looks again
+	// (and reports again) instead of waiting out the delay behind a condition that still says otherwise.
+	s.afterWrite = append(s.afterWrite, func() { r.checks.missing.Store(va.UID, now) })
 	r.reportVM(s, false, afv1.ReasonVMNotFoundUnconfirmed, "Normal", fmt.Sprintf("VM %s (instance UUID %s) was not found in vCenter; it is looked up again by instance UUID and BIOS UUID in %s "+
 		"and declared gone only if it is still not found", va.Status.VM.Name, va.Status.VM.InstanceUUID, wait))
 	s.requeueAfter(wait)
