@@ -419,16 +419,23 @@ func (r *Reconciler) observeDemand(ctx context.Context, s *poolScope) error {
 }
 
 // ownerMachineActive: before the owner Machine exists the provider can report NoSuitableAgents too;
-// count demand only for AgentMachines whose Machine exists and is not being deleted.
+// count demand only for AgentMachines whose Machine exists and is not being deleted. The Machine is the
+// owner the Machine controller recorded or, until it has (minutes behind a busy CAPI), the Machine CAPI's
+// MachineSet created right after the AgentMachine: same name, controlled by the MachineSet that owns the
+// AgentMachine (agents.MachineOfAgentMachine).
 func (r *Reconciler) ownerMachineActive(ctx context.Context, am agents.AgentMachine) bool {
-	if am.OwnerMachine == "" {
+	name := am.OwnerMachine
+	if name == "" && am.OwnerMachineSet != "" {
+		name = am.Name
+	}
+	if name == "" {
 		return false
 	}
 	m := agents.New(agents.MachineGVK())
-	if err := r.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: am.OwnerMachine}, m); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: am.Namespace, Name: name}, m); err != nil {
 		return false
 	}
-	return m.GetDeletionTimestamp() == nil
+	return agents.MachineOfAgentMachine(m, am) && m.GetDeletionTimestamp() == nil
 }
 
 // observeCapacity lists the pool's VsphereAgents and the Agents carrying its labels.

@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// capiGroup is Cluster API core's API group (Machine, MachineSet).
+const capiGroup = "cluster.x-k8s.io"
+
 // GroupVersionKinds of the external objects.
 var (
 	AgentGVK         = schema.GroupVersionKind{Group: "agent-install.openshift.io", Version: "v1beta1", Kind: "Agent"}
@@ -37,12 +40,12 @@ func MachineGVK() schema.GroupVersionKind {
 	if g := machineGVK.Load(); g != nil {
 		return *g
 	}
-	return schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: MachineVersions[0], Kind: "Machine"}
+	return schema.GroupVersionKind{Group: capiGroup, Version: MachineVersions[0], Kind: "Machine"}
 }
 
 // UseServedMachineVersion picks the first of MachineVersions the hub serves and makes MachineGVK return it.
 func UseServedMachineVersion(mapper meta.RESTMapper) (schema.GroupVersionKind, error) {
-	gk := schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}
+	gk := schema.GroupKind{Group: capiGroup, Kind: "Machine"}
 	var errs []error
 	for _, v := range MachineVersions {
 		if _, err := mapper.RESTMapping(gk, v); err != nil {
@@ -65,7 +68,7 @@ var ExternalGroupKinds = []struct {
 	{AgentGVK.GroupKind(), []string{AgentGVK.Version}},
 	{InfraEnvGVK.GroupKind(), []string{InfraEnvGVK.Version}},
 	{AgentMachineGVK.GroupKind(), []string{AgentMachineGVK.Version}},
-	{schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}, MachineVersions},
+	{schema.GroupKind{Group: capiGroup, Kind: "Machine"}, MachineVersions},
 	{NodePoolGVK.GroupKind(), []string{NodePoolGVK.Version}},
 	{HostedClusterGVK.GroupKind(), []string{HostedClusterGVK.Version}},
 }

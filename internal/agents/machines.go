@@ -19,10 +19,14 @@ type AgentMachine struct {
 	// NodePool is the annotation value "<namespace>/<nodePool>".
 	NodePool     string
 	OwnerMachine string
-	Deleting     bool
-	AgentRef     string
-	Conditions   []Condition
-	Selector     labels.Selector
+	// OwnerMachineSet is the UID of the CAPI MachineSet among its owners: CAPI's MachineSet creates the
+	// AgentMachine owned by itself and named like the Machine it creates next; the Machine controller adds
+	// the Machine owner reference later.
+	OwnerMachineSet types.UID
+	Deleting        bool
+	AgentRef        string
+	Conditions      []Condition
+	Selector        labels.Selector
 }
 
 // AgentMachineFrom builds the view.
@@ -32,8 +36,11 @@ func AgentMachineFrom(u *unstructured.Unstructured) AgentMachine {
 		Deleting: u.GetDeletionTimestamp() != nil, Conditions: Conditions(u),
 	}
 	for _, ref := range u.GetOwnerReferences() {
-		if ref.Kind == "Machine" {
+		switch {
+		case ref.Kind == "Machine":
 			am.OwnerMachine = ref.Name
+		case ref.Kind == "MachineSet" && strings.HasPrefix(ref.APIVersion, capiGroup+"/"):
+			am.OwnerMachineSet = ref.UID
 		}
 	}
 	am.AgentRef, _, _ = unstructured.NestedString(u.Object, "status", "agentRef", "name")
@@ -60,6 +67,21 @@ func (am AgentMachine) WaitsForAgent() bool {
 		}
 	}
 	return false
+}
+
+// MachineOfAgentMachine reports whether m is am's Machine: the owner the Machine controller recorded on
+// am or, before it has, the Machine CAPI's MachineSet created for am (the same name, in the same
+// namespace, controlled by the MachineSet that owns am). A Machine that only shares the name is not.
+func MachineOfAgentMachine(m *unstructured.Unstructured, am AgentMachine) bool {
+	if m.GetNamespace() != am.Namespace {
+		return false
+	}
+	if am.OwnerMachine != "" {
+		return m.GetName() == am.OwnerMachine
+	}
+	ctrl := metav1.GetControllerOf(m)
+	return am.OwnerMachineSet != "" && m.GetName() == am.Name && ctrl != nil && ctrl.Kind == "MachineSet" &&
+		strings.HasPrefix(ctrl.APIVersion, capiGroup+"/") && ctrl.UID == am.OwnerMachineSet
 }
 
 // IsReady reports Ready=True.
