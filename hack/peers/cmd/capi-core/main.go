@@ -68,11 +68,20 @@ func run() error {
 	fs := flag.NewFlagSet("capi-core", flag.ContinueOnError)
 	klog.InitFlags(fs) // -v and friends; klog writes to stderr
 	var (
-		kubeconfig     = fs.String("kubeconfig", "", "kubeconfig of the management cluster (required)")
-		namespace      = fs.String("namespace", "", "watch only this namespace (empty: all)")
-		metricsAddr    = fs.String("metrics-bind-address", "0", "metrics endpoint (0 disables it)")
-		healthAddr     = fs.String("health-addr", "0", "health probe endpoint (0 disables it)")
-		concurrency    = fs.Int("concurrency", 10, "workers of each controller (Cluster, Machine, MachineSet, MachineDeployment, ClusterCache)")
+		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig of the management cluster (required)")
+		namespace   = fs.String("namespace", "", "watch only this namespace (empty: all)")
+		metricsAddr = fs.String("metrics-bind-address", "0", "metrics endpoint (0 disables it)")
+		healthAddr  = fs.String("health-addr", "0", "health probe endpoint (0 disables it)")
+		concurrency = fs.Int("concurrency", 0, "workers of every controller (0: each controller's own flag, CAPI's defaults)")
+		workers     = controllerWorkers{
+			cluster:           fs.Int("cluster-concurrency", 50, "Cluster workers (CAPI's default)"),
+			clusterCache:      fs.Int("clustercache-concurrency", 100, "ClusterCache workers (CAPI's default)"),
+			machine:           fs.Int("machine-concurrency", 100, "Machine workers (CAPI's default)"),
+			machineSet:        fs.Int("machineset-concurrency", 50, "MachineSet workers (CAPI's default)"),
+			machineDeployment: fs.Int("machinedeployment-concurrency", 50, "MachineDeployment workers (CAPI's default)"),
+		}
+		apiQPS         = fs.Float64("kube-api-qps", 100, "client QPS to the API server (CAPI's default)")
+		apiBurst       = fs.Int("kube-api-burst", 200, "client burst to the API server (CAPI's default)")
 		syncPeriod     = fs.Duration("sync-period", 10*time.Minute, "informer resync period (CAPI's default)")
 		connGrace      = fs.Duration("remote-connection-grace-period", 50*time.Second, "see CAPI's flag")
 		condGrace      = fs.Duration("remote-conditions-grace-period", 5*time.Minute, "see CAPI's flag (at least 2m)")
@@ -88,8 +97,14 @@ func run() error {
 	if *kubeconfig == "" {
 		return errors.New("--kubeconfig is required")
 	}
-	if *concurrency < 1 {
-		return fmt.Errorf("--concurrency must be at least 1, got %d", *concurrency)
+	if *concurrency < 0 {
+		return fmt.Errorf("--concurrency must not be negative, got %d", *concurrency)
+	}
+	if *concurrency > 0 {
+		workers.setAll(*concurrency)
+	}
+	if err := workers.validate(); err != nil {
+		return err
 	}
 	if *condGrace < 2*time.Minute || *condGrace <= *connGrace {
 		return fmt.Errorf("--remote-conditions-grace-period (%s) must be at least 2m and above --remote-connection-grace-period (%s)", *condGrace, *connGrace)
@@ -116,8 +131,8 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", *kubeconfig, err)
 	}
-	restConfig.QPS = 20 // CAPI's flag defaults
-	restConfig.Burst = 30
+	restConfig.QPS = float32(*apiQPS)
+	restConfig.Burst = *apiBurst
 	restConfig.UserAgent = remote.DefaultClusterAPIUserAgent(controllerName)
 	restConfig.WarningHandler = apiwarnings.DefaultHandler(klog.Background().WithName("API Server Warning"))
 	if err := version.CheckKubernetesVersion(restConfig, version.MinimumKubernetesVersion); err != nil {
@@ -165,7 +180,7 @@ func run() error {
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("adding indexes: %w", err)
 	}
-	if err := setupReconcilers(ctx, mgr, *concurrency, *connGrace, *condGrace, *preflight); err != nil {
+	if err := setupReconcilers(ctx, mgr, workers, *connGrace, *condGrace, *preflight); err != nil {
 		return err
 	}
 	// Start the informers every controller watches before the manager starts, so the manager's cache
@@ -206,8 +221,33 @@ func (r readiness) Start(ctx context.Context) error {
 	return nil
 }
 
-func setupReconcilers(ctx context.Context, mgr ctrl.Manager, workers int, connGrace, condGrace time.Duration, preflight bool) error {
-	opts := controller.Options{MaxConcurrentReconciles: workers}
+// controllerWorkers is each controller's worker count, flag by flag as CAPI's own main.go names them.
+type controllerWorkers struct {
+	cluster, clusterCache, machine, machineSet, machineDeployment *int
+}
+
+func (w controllerWorkers) all() map[string]*int {
+	return map[string]*int{"cluster": w.cluster, "clustercache": w.clusterCache, "machine": w.machine,
+		"machineset": w.machineSet, "machinedeployment": w.machineDeployment}
+}
+
+func (w controllerWorkers) setAll(n int) {
+	for _, p := range w.all() {
+		*p = n
+	}
+}
+
+func (w controllerWorkers) validate() error {
+	for name, p := range w.all() {
+		if *p < 1 {
+			return fmt.Errorf("--%s-concurrency must be at least 1, got %d", name, *p)
+		}
+	}
+	return nil
+}
+
+func setupReconcilers(ctx context.Context, mgr ctrl.Manager, workers controllerWorkers, connGrace, condGrace time.Duration, preflight bool) error {
+	opts := func(n *int) controller.Options { return controller.Options{MaxConcurrentReconciles: *n} }
 	secretCachingClient, err := setup.CreateSecretCachingClient(mgr)
 	if err != nil {
 		return fmt.Errorf("creating the secret caching client: %w", err)
@@ -215,8 +255,8 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, workers int, connGr
 	clusterCache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 		SecretClient: secretCachingClient,
 		Cache:        setup.ClusterCacheCacheOptions(),
-		Client:       setup.ClusterCacheClientOptions(controllerName, 20, 30),
-	}, opts)
+		Client:       setup.ClusterCacheClientOptions(controllerName, 20, 30), // CAPI's clustercache-client-qps/-burst defaults
+	}, opts(workers.clusterCache))
 	if err != nil {
 		return fmt.Errorf("creating the ClusterCache: %w", err)
 	}
@@ -225,7 +265,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, workers int, connGr
 		APIReader:                   mgr.GetAPIReader(),
 		ClusterCache:                clusterCache,
 		RemoteConnectionGracePeriod: connGrace,
-	}).SetupWithManager(ctx, mgr, opts); err != nil {
+	}).SetupWithManager(ctx, mgr, opts(workers.cluster)); err != nil {
 		return fmt.Errorf("creating the Cluster controller: %w", err)
 	}
 	if err := (&machine.Reconciler{
@@ -233,7 +273,7 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, workers int, connGr
 		APIReader:                   mgr.GetAPIReader(),
 		ClusterCache:                clusterCache,
 		RemoteConditionsGracePeriod: condGrace,
-	}).SetupWithManager(ctx, mgr, opts); err != nil {
+	}).SetupWithManager(ctx, mgr, opts(workers.machine)); err != nil {
 		return fmt.Errorf("creating the Machine controller: %w", err)
 	}
 	checks := sets.Set[clusterv1.MachineSetPreflightCheck]{}
@@ -245,13 +285,13 @@ func setupReconcilers(ctx context.Context, mgr ctrl.Manager, workers int, connGr
 		APIReader:       mgr.GetAPIReader(),
 		ClusterCache:    clusterCache,
 		PreflightChecks: checks,
-	}).SetupWithManager(ctx, mgr, opts); err != nil {
+	}).SetupWithManager(ctx, mgr, opts(workers.machineSet)); err != nil {
 		return fmt.Errorf("creating the MachineSet controller: %w", err)
 	}
 	if err := (&machinedeployment.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-	}).SetupWithManager(ctx, mgr, opts); err != nil {
+	}).SetupWithManager(ctx, mgr, opts(workers.machineDeployment)); err != nil {
 		return fmt.Errorf("creating the MachineDeployment controller: %w", err)
 	}
 	return nil
