@@ -35,7 +35,7 @@ include $(sort $(wildcard hack/mk/*.mk))
 # it cluster-wide only for AllNamespaces). A marker in a package listed in neither set is not granted,
 # and test/rbac's whole-job scenario fails with the refusal.
 CLUSTER_RBAC_PATHS := paths="./controllers/ejection/..." paths="./internal/..."
-NAMESPACED_RBAC_PATHS := paths="./controllers/pool/..." paths="./controllers/vsphereagent/..." paths="./controllers/staticip/..." paths="./controllers/preflight/..." paths="./controllers/shared/..."
+NAMESPACED_RBAC_PATHS := paths="./controllers/pool/..." paths="./controllers/vsphereagent/..." paths="./controllers/staticip/..." paths="./controllers/preflight/..."
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." $(CLUSTER_RBAC_PATHS) output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=manager-namespaced-role $(NAMESPACED_RBAC_PATHS) output:rbac:artifacts:config=config/rbac/namespaced

@@ -11,8 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 )
 
 // batchLines lists the lines naming VsphereAgent va in the pool's batch Events with reason (VMCreated,
@@ -77,10 +78,10 @@ var _ = Describe("API writes per VM", func() {
 			}
 			g.Expect(n).To(Equal(1))
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
-		c := shared.FindCondition(taken.Status.Conditions, afv1.ConditionAgentPrepared)
+		c := conditions.FindCondition(taken.Status.Conditions, afv1.ConditionAgentPrepared)
 		Expect(c).NotTo(BeNil(), "AgentPrepared is written with Bound")
 		Expect(string(c.Status)).To(Equal("True"))
-		Expect(shared.FindCondition(taken.Status.Conditions, afv1.ConditionAgentRegistered).Status).To(BeEquivalentTo("True"))
+		Expect(conditions.FindCondition(taken.Status.Conditions, afv1.ConditionAgentRegistered).Status).To(BeEquivalentTo("True"))
 		Eventually(func() int { return len(vsphereAgents(pool)) }, 30*time.Second, 250*time.Millisecond).Should(Equal(3))
 		Consistently(func() int { return len(vsphereAgents(pool)) }, 3*time.Second, 250*time.Millisecond).Should(Equal(3))
 		Eventually(prepared, 60*time.Second, 250*time.Millisecond).Should(Succeed(), "the replacement's Agent is prepared (and held) too")
@@ -102,7 +103,7 @@ var _ = Describe("API writes per VM", func() {
 			if e.Reason == "VMCreated" {
 				created = append(created, e.Message)
 				Expect(e.Type).To(Equal("Normal"))
-				Expect(e.Action).To(Equal(shared.ActionCreateVM))
+				Expect(e.Action).To(Equal(events.ActionCreateVM))
 			}
 		}
 		Expect(created).To(ConsistOf(HavePrefix("created and powered on 3 VM(s): ")), "one Event for the batch")

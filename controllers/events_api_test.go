@@ -12,14 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 )
 
-// productActions are the actions the operator's Events may carry (shared.Action*).
-var productActions = []string{shared.ActionPreflight, shared.ActionClaimNodePool, shared.ActionPlaceVM, shared.ActionRequestVM,
-	shared.ActionReplaceVM, shared.ActionReleaseVM, shared.ActionCleanUpOrphan, shared.ActionDeletePool, shared.ActionLeaseAddresses,
-	shared.ActionRefreshISO, shared.ActionPruneISO, shared.ActionCreateVM, shared.ActionAwaitAgent, shared.ActionUnbindAgent,
-	shared.ActionDestroyVM, shared.ActionDeleteAgent, shared.ActionEjectISO}
+// productActions are the actions the operator's Events may carry (events.Action*).
+var productActions = []string{events.ActionPreflight, events.ActionClaimNodePool, events.ActionPlaceVM, events.ActionRequestVM,
+	events.ActionReplaceVM, events.ActionReleaseVM, events.ActionCleanUpOrphan, events.ActionDeletePool, events.ActionLeaseAddresses,
+	events.ActionRefreshISO, events.ActionPruneISO, events.ActionCreateVM, events.ActionAwaitAgent, events.ActionUnbindAgent,
+	events.ActionDestroyVM, events.ActionDeleteAgent, events.ActionEjectISO}
 
 var _ = Describe("Events through the events.k8s.io API", func() {
 	It("writes every Event as events.k8s.io/v1 with action, regarding, related and reporting fields, readable in the core view, and no URL token", func(ctx context.Context) {
@@ -67,7 +67,7 @@ var _ = Describe("Events through the events.k8s.io API", func() {
 
 		iso := got["ISOUploaded"]
 		Expect(iso.Regarding.Name).To(Equal(pool.Name))
-		Expect(iso.Action).To(Equal(shared.ActionRefreshISO))
+		Expect(iso.Action).To(Equal(events.ActionRefreshISO))
 		Expect(iso.ReportingController).To(Equal("agent-forge-pool"))
 		Expect(iso.Type).To(Equal(corev1.EventTypeNormal))
 		Expect(got).NotTo(HaveKey("VMRequested"), "the VMCreated batch names the VsphereAgent: no Event of its own for its creation")
@@ -76,7 +76,7 @@ var _ = Describe("Events through the events.k8s.io API", func() {
 		Expect(created.Regarding.Kind).To(Equal("VsphereAgentPool"))
 		Expect(created.Regarding.Name).To(Equal(pool.Name))
 		Expect(created.Regarding.UID).To(Equal(getPool(pool).UID))
-		Expect(created.Action).To(Equal(shared.ActionCreateVM))
+		Expect(created.Action).To(Equal(events.ActionCreateVM))
 		Expect(created.Type).To(Equal(corev1.EventTypeNormal))
 		Expect(created.ReportingController).To(Equal("agent-forge-vm"))
 		Expect(created.Note).To(Equal("created and powered on 1 VM(s): " + va.Status.VM.Name + " (VsphereAgent " + va.Name + ", instance UUID " + va.Status.VM.InstanceUUID + ")"))

@@ -1,6 +1,6 @@
 // Package controllers wires the operator's controllers into a manager (Setup): the pool controller
 // (package pool), the VsphereAgent controller (package vsphereagent) and what they share (the ISO cache's
-// runnable, the CRD guard of package ejection, the field indexes of package shared). The controllers
+// runnable, the CRD guard of package ejection, the field indexes of package watch). The controllers
 // themselves live in the subpackages, one responsibility each; this package also holds the scenario
 // suite that runs the whole operator against the simulated world.
 package controllers
@@ -19,23 +19,26 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/pool"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/controllers/vsphereagent"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/periodic"
+	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 )
 
-// Options configure the controllers (see shared.Options); the alias keeps cmd/ and cmd/app
+// Options configure the controllers (see config.Options); the alias keeps cmd/ and cmd/app
 // unchanged.
-type Options = shared.Options
+type Options = config.Options
 
 // ClientOptions makes the manager's client serve unstructured external objects from its cache too
 // (controller-runtime reads unstructured objects live by default).
-func ClientOptions() client.Options { return shared.ClientOptions() }
+func ClientOptions() client.Options { return config.ClientOptions() }
 
 // LeaderElectionID names the Lease the manager's replicas compete for (in the operator's namespace).
 const LeaderElectionID = "agent-forge-operator.containeroo.ch"
@@ -134,11 +137,11 @@ func setupControllers(mgr ctrl.Manager, opts Options, watcher *exclusion.Watcher
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("reading Machines at the version the hub serves", "version", machine.GroupVersion().String())
-	if err := shared.SetupIndexes(ctx, mgr); err != nil {
+	if err := watch.SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
 	// events.k8s.io/v1 recorders; the names are the Events' reportingController.
-	poolRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-pool"))
+	poolRecorder := events.NewRecorder(mgr.GetEventRecorder("agent-forge-pool"))
 	// CopyFound: one Event per pool and batch naming each copy (the recorder would fold one per copy).
 	if err := mgr.Add(poolRecorder.BatchEvents(mgr.GetClient(), "agent-forge-pool", opts.BatchClock, opts.EventBatchIdle, opts.EventBatchMax,
 		ctrl.Log.WithName("events"))); err != nil {
@@ -163,17 +166,21 @@ func setupControllers(mgr ctrl.Manager, opts Options, watcher *exclusion.Watcher
 	if err := mgr.Add(manager.RunnableFunc(guard.Start)); err != nil {
 		return err
 	}
+	// What the process remembers per pool: both controllers register their records, and the pool
+	// controller's one Forget drops them all once a pool is gone.
+	memory := poolmemory.NewRegistry()
 	if err := (&pool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: poolRecorder, Opts: opts,
-		ISO: isoCache, ISOEvents: poolEvents, Guard: guard, Exclusion: watcher}).SetupWithManager(mgr); err != nil {
+		ISO: isoCache, ISOEvents: poolEvents, Guard: guard, Exclusion: watcher, Memory: memory}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("pool controller: %w", err)
 	}
-	vmRecorder := shared.NewRecorder(mgr.GetEventRecorder("agent-forge-vm"))
+	vmRecorder := events.NewRecorder(mgr.GetEventRecorder("agent-forge-vm"))
 	// VMCreated and ISOEjected: one Event per pool and batch (the VsphereAgents' conditions keep each VM's).
 	if err := mgr.Add(vmRecorder.BatchEvents(mgr.GetClient(), "agent-forge-vm", opts.BatchClock, opts.EventBatchIdle, opts.EventBatchMax,
 		ctrl.Log.WithName("events"))); err != nil {
 		return err
 	}
-	if err := (&vsphereagent.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard, Exclusion: watcher}).SetupWithManager(mgr); err != nil {
+	if err := (&vsphereagent.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: vmRecorder, Opts: opts, Guard: guard, Exclusion: watcher,
+		Memory: memory}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("vsphereagent controller: %w", err)
 	}
 	return nil

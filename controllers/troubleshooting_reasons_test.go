@@ -80,7 +80,7 @@ const (
 	ReasonReady = "Ready"
 	ConditionReady = "Ready"
 )`
-	const helpers = `package shared
+	const helpers = `package plant
 const ReasonLocal = "Local"
 type Recorder struct{}
 func (r *Recorder) Eventf(regarding, related any, eventtype, reason, action, note string, args ...any) {}
@@ -89,10 +89,10 @@ func SetCondition(conds *[]any, condType string, ok bool, reason, message string
 	const head = `package x
 import (
 	afv1 "` + apiPath + `"
-	"` + modulePath + `/controllers/shared"
+	"` + modulePath + `/internal/plant"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-var rec *shared.Recorder
+var rec *plant.Recorder
 var _ = metav1.Condition{}
 `
 	tests := []struct {
@@ -102,7 +102,7 @@ var _ = metav1.Condition{}
 		{"an API constant as Event reason", `func f() { rec.Eventf(nil, nil, "Warning", afv1.ReasonReady, "A", "n") }`, 0},
 		{"a string literal as Event reason", `func f() { rec.Eventf(nil, nil, "Warning", "Foo", "A", "n") }`, 1},
 		{"a string literal as batch reason", `func f() { rec.Batch(nil, "Foo", "A", "s", "l") }`, 1},
-		{"another package's constant as condition reason", `func f() { shared.SetCondition(nil, "T", true, shared.ReasonLocal, "m", 1) }`, 1},
+		{"another package's constant as condition reason", `func f() { plant.SetCondition(nil, "T", true, plant.ReasonLocal, "m", 1) }`, 1},
 		{"a local constant in a Condition literal", `const reasonMine = "Mine"
 func f() any { return metav1.Condition{Type: "T", Reason: reasonMine} }`, 1},
 		{"a local constant named Reason", `const ReasonMine = "Mine"`, 1},
@@ -115,7 +115,7 @@ func f() any { return metav1.Condition{Type: "T", Reason: reasonMine} }`, 1},
 		{"a converted literal", `func f() any { return metav1.Condition{Reason: string("Foo")} }`, 1},
 		{"a literal for a function variable's reason", `func f() { done := func(reason, msg string) {}; done("Foo", "m") }`, 1},
 		{"a variable passed through", `func f(reason string) { rec.Eventf(nil, nil, "Normal", reason, "A", "n") }`, 0},
-		{"a field passed through", `func f(c metav1.Condition) { shared.SetCondition(nil, "T", true, c.Reason, "m", 1) }`, 0},
+		{"a field passed through", `func f(c metav1.Condition) { plant.SetCondition(nil, "T", true, c.Reason, "m", 1) }`, 0},
 		{"no reason", `func vsphereReason(err error) string { if err == nil { return "" }; return afv1.ReasonReady }`, 0},
 	}
 	t.Run("API constants named otherwise or undocumented", func(t *testing.T) {
@@ -142,7 +142,7 @@ const (
 			var files []walkedFile
 			for _, f := range []struct{ name, pkg, src string }{
 				{"api/v1alpha1/reasons.go", apiPath, api},
-				{"controllers/shared/helpers.go", modulePath + "/controllers/shared", helpers},
+				{"internal/plant/helpers.go", modulePath + "/internal/plant", helpers},
 				{"controllers/x/x.go", modulePath + "/controllers/x", head + tt.src},
 			} {
 				wf, err := parseWalked(fset, f.name, f.pkg, []byte(f.src))

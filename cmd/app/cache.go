@@ -41,7 +41,7 @@ func cacheOptions(watchNamespaces []string) cache.Options {
 //     as large as the rest of it). A write of a cached object keeps the server's: an absent field leaves
 //     them unchanged.
 //   - a Machine keeps only its metadata: the operator reads a Machine from its cache only for its NodePool
-//     annotation, existence and deletion; the one spec read (spec.providerID, shared.MachineReferencesAgent)
+//     annotation, existence and deletion; the one spec read (spec.providerID, agents.MachineReferencesAgent)
 //     is live, through the API reader.
 //   - an Agent's status keeps only what agents.AgentFrom reads (conditions, debugInfo, and of the inventory
 //     the interfaces and systemVendor): assisted-service's validationsInfo, progress and the rest of the

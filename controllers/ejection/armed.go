@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -65,7 +65,7 @@ func (e *Ejector) arm(ctx context.Context, p *Pass) error {
 		Datacenter: dc, DeviceKey: ours[0].Key, ISOPath: ours[0].ISOPath, AgentUID: string(p.Agent.UID),
 		StartedAt: metav1.NewTime(e.Clock.Now()), Armed: true,
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonWaitingForInstallation, armedMessage(va), va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonWaitingForInstallation, armedMessage(va), va.Generation)
 	return nil
 }
 
@@ -95,7 +95,7 @@ func (e *Ejector) stepArmed(ctx context.Context, p *Pass) error {
 		return e.stepEjection(ctx, p) // refuses: the Agent was replaced
 	case p.Agent == nil || !p.Agent.IsInstalled() || va.Status.VM.Phase != afv1.VMPhaseBound:
 		if rec.LastError == "" { // a refusal keeps saying why
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonWaitingForInstallation, armedMessage(va), va.Generation)
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonWaitingForInstallation, armedMessage(va), va.Generation)
 		}
 		return nil
 	}
@@ -110,12 +110,12 @@ func (e *Ejector) stepArmed(ctx context.Context, p *Pass) error {
 
 // vmGone reports whether this pass's look-up (observeVM, before the ejection) found the VM gone.
 func vmGone(va *afv1.VsphereAgent) bool {
-	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
+	c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
 	return c != nil && c.Reason == afv1.ReasonVMNotFound
 }
 
 func (e *Ejector) dropArmed(p *Pass, msg string) {
 	va := p.VA
 	va.Status.ISOEjection = nil
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled, msg, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled, msg, va.Generation)
 }

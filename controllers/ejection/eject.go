@@ -10,9 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
@@ -59,8 +60,8 @@ func (e *Ejector) Step(ctx context.Context, p *Pass) error {
 	}
 	if !p.Pool.Spec.ISO.EjectAfterInstall {
 		// A Disabled condition already says why (e.g. an armed record dropped): kept.
-		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || (!finished(c) && c.Reason != afv1.ReasonDisabled) {
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
+		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || (!finished(c) && c.Reason != afv1.ReasonDisabled) {
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
 		}
 		return nil
 	}
@@ -70,11 +71,11 @@ func (e *Ejector) Step(ctx context.Context, p *Pass) error {
 // startEjection checks the trigger and records the next CD-ROM to eject.
 func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
 	va := p.VA
-	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c != nil && finished(c) && c.Status == metav1.ConditionTrue {
+	if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c != nil && finished(c) && c.Status == metav1.ConditionTrue {
 		return nil
 	}
 	if reason, msg := ejectionTrigger(p); reason != "" {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, reason, msg, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, reason, msg, va.Generation)
 		if reason == afv1.ReasonWaitingForInstallation && va.Status.VM.Phase == afv1.VMPhaseBound && p.Agent != nil {
 			return e.arm(ctx, p) // written with Bound: no write of its own when the ejection starts
 		}
@@ -83,12 +84,12 @@ func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
 	if m, deleting, err := e.machineDeleting(ctx, p); err != nil {
 		return err
 	} else if deleting {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled,
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled,
 			"not started: Machine "+m+" is being deleted (scale-down); no new ejection for it", va.Generation)
 		return nil
 	}
 	if ok, msg := e.Guard.Supported(ctx); !ok {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "not started: "+msg, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "not started: "+msg, va.Generation)
 		p.requeueAfter(e.Guard.Interval)
 		return nil
 	}
@@ -116,7 +117,7 @@ func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
 	if n := len(ours) - 1; n > 0 {
 		msg += fmt.Sprintf("; %d more CD-ROM(s) with this pool's ISO follow", n)
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, msg+unrelatedNote(unrelated), va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, msg+unrelatedNote(unrelated), va.Generation)
 	// The record is persisted by this pass's status write before anything touches the VM.
 	p.requeueAfter(time.Millisecond)
 	return nil
@@ -175,23 +176,23 @@ func unrelatedNote(unrelated []string) string {
 // when the condition first becomes Ejected.
 func (e *Ejector) markEjected(p *Pass, msg string, unrelated []string) {
 	va := p.VA
-	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected)
+	c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected)
 	first := c == nil || c.Reason != afv1.ReasonEjected
 	if first && len(unrelated) > 0 {
-		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonUnrelatedMediaAttached, shared.ActionEjectISO, "VM %s keeps media this pool does not own attached: %s",
+		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonUnrelatedMediaAttached, events.ActionEjectISO, "VM %s keeps media this pool does not own attached: %s",
 			va.Status.VM.Name, strings.Join(unrelated, ", "))
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonEjected, msg+unrelatedNote(unrelated), va.Generation)
 }
 
 // markNotAttached sets ISOEjected=True/NotAttached: the drive holds none of the pool's ISOs although this
 // operator ejected nothing. Users read Ejected as "the operator ejected it", so this says what was seen.
 func (e *Ejector) markNotAttached(p *Pass, msg string, unrelated []string) {
 	va := p.VA
-	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonNotAttached {
-		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonISONotAttached, shared.ActionEjectISO, "VM %s: %s", va.Status.VM.Name, msg)
+	if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonNotAttached {
+		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonISONotAttached, events.ActionEjectISO, "VM %s: %s", va.Status.VM.Name, msg)
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonNotAttached, msg+unrelatedNote(unrelated), va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, true, afv1.ReasonNotAttached, msg+unrelatedNote(unrelated), va.Generation)
 }
 
 // foundEmpty closes a recorded ejection whose CD-ROM was already empty with no task of ours known: no
@@ -201,7 +202,7 @@ func (e *Ejector) foundEmpty(ctx context.Context, p *Pass, vs vsphere.Client, re
 	va.Status.ISOEjection = nil
 	info, err := vmAfterEject(ctx, vs, rec, read)
 	if err != nil {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
 			fmt.Sprintf("CD-ROM %d was found empty; checking the VM's other CD-ROMs", rec.DeviceKey), va.Generation)
 		p.requeueAfter(time.Second)
 		return nil
@@ -225,7 +226,7 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 	now := e.Clock.Now()
 	if ok, msg := e.Guard.Supported(ctx); !ok {
 		// Writing the record through a CRD that prunes it could lose a checkpoint: hold still.
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "recorded ejection of "+rec.ISOPath+" paused: "+msg, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "recorded ejection of "+rec.ISOPath+" paused: "+msg, va.Generation)
 		p.requeueAfter(e.Guard.Interval)
 		return nil
 	}
@@ -277,13 +278,13 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 	}
 	if res.Answered {
 		metrics.ObserveISOOperation(metrics.ISOOpAnswer, metrics.ResultSuccess)
-		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonCDROMLockAnswered, shared.ActionEjectISO, "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
+		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonCDROMLockAnswered, events.ActionEjectISO, "answered the CD-ROM lock question %s of VM %s with Yes (recorded operation only)", res.QuestionID, va.Status.VM.Name)
 		if err := crashpoint.Hit(ctx, CrashAfterAnswer); err != nil {
 			return err
 		}
 	}
 	if res.Adopted {
-		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonEjectionResumed, shared.ActionEjectISO, "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
+		e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonEjectionResumed, events.ActionEjectISO, "found reconfigure task %s of an earlier attempt running on VM %s; tracking it instead of starting another", res.TaskRef, va.Status.VM.Name)
 	}
 	if rec.LastError != "" {
 		rec.Attempts = 0 // progress again: a later failure starts its backoff afresh
@@ -299,10 +300,10 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 		if rec.QuestionID != res.QuestionID {
 			// Checkpoint the question ID first; the next pass answers exactly this question.
 			rec.QuestionID = res.QuestionID
-			e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonCDROMLockQuestion, shared.ActionEjectISO, "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
+			e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonCDROMLockQuestion, events.ActionEjectISO, "guest locked the CD-ROM door; answering question %s after recording it", res.QuestionID)
 		}
 		rec.TaskRef = res.TaskRef
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "CD-ROM lock question "+res.QuestionID+" recorded", va.Generation)
 		p.requeueAfter(time.Millisecond)
 	default:
 		if rec.TaskRef == "" && res.TaskRef != "" && remembered != res.TaskRef {
@@ -322,7 +323,7 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 		if res.TaskRef != "" {
 			rec.TaskRef = res.TaskRef
 		}
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "ejecting "+rec.ISOPath+" (task "+rec.TaskRef+")", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, "ejecting "+rec.ISOPath+" (task "+rec.TaskRef+")", va.Generation)
 		p.requeueAfter(PollInterval)
 		if newTask && !res.Adopted {
 			return crashpoint.Hit(ctx, CrashAfterReconfigure)
@@ -340,17 +341,17 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, 
 	p.afterWrite(func() {
 		metrics.ObserveISOOperation(metrics.ISOOpEject, metrics.ResultSuccess)
 		if p.Pool == nil { // the pool is gone: the VsphereAgent is all there is to tell
-			e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonISOEjected, shared.ActionEjectISO, "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
+			e.Recorder.Eventf(va, nil, "Normal", afv1.ReasonISOEjected, events.ActionEjectISO, "ejected discovery ISO %s (CD-ROM %d) from VM %s", rec.ISOPath, rec.DeviceKey, va.Status.VM.Name)
 			return
 		}
-		e.Recorder.Batch(p.Pool, afv1.ReasonISOEjected, shared.ActionEjectISO, shared.SummaryISOEjected(rec.ISOPath),
+		e.Recorder.Batch(p.Pool, afv1.ReasonISOEjected, events.ActionEjectISO, events.SummaryISOEjected(rec.ISOPath),
 			fmt.Sprintf("%s (VsphereAgent %s, CD-ROM %d)", va.Status.VM.Name, va.Name, rec.DeviceKey))
 	})
 	va.Status.ISOEjection = nil
 	done := "discovery ISO " + rec.ISOPath + " ejected"
 	info, err := vmAfterEject(ctx, vs, rec, read)
 	if err != nil {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, done+"; checking the VM's other CD-ROMs", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress, done+"; checking the VM's other CD-ROMs", va.Generation)
 		p.requeueAfter(time.Second)
 		return nil
 	}
@@ -359,11 +360,11 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, 
 	case len(ours) == 0:
 		e.markEjected(p, done, unrelated)
 	case p.Pool.Spec.ISO.EjectAfterInstall:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
 			fmt.Sprintf("%s; %d more CD-ROM(s) with this pool's ISO follow", done, len(ours))+unrelatedNote(unrelated), va.Generation)
 		p.requeueAfter(time.Millisecond)
 	default:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled,
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled,
 			fmt.Sprintf("%s; spec.iso.ejectAfterInstall is false, so %s stays attached", done, ours[0].ISOPath), va.Generation)
 	}
 	return nil
@@ -381,8 +382,8 @@ func vmAfterEject(ctx context.Context, vs vsphere.Client, rec *afv1.ISOEjectionR
 func (e *Ejector) ejectStepFailed(p *Pass, err error) error {
 	va, rec := p.VA, p.VA.Status.ISOEjection
 	if vsphere.IsNotFound(err) {
-		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionClosed, shared.ActionEjectISO, "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "the VM is gone; nothing left to eject", va.Generation)
+		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionClosed, events.ActionEjectISO, "VM %s is gone; ejection record of %s closed", va.Status.VM.Name, rec.ISOPath)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "the VM is gone; nothing left to eject", va.Generation)
 		va.Status.ISOEjection = nil
 		return nil
 	}
@@ -408,10 +409,10 @@ func (e *Ejector) ejectionFailed(p *Pass, err error, op string) {
 	t := metav1.NewTime(now.Add(delay))
 	rec.RetryAfter = &t
 	metrics.ObserveISOOperation(op, metrics.ResultFailure)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed,
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed,
 		fmt.Sprintf("%s of %s failed (attempt %d): %v; retrying in %s", op, rec.ISOPath, rec.Attempts, err, delay), va.Generation)
 	if changed {
-		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionFailed, shared.ActionEjectISO, "%s of %s: %v", op, rec.ISOPath, err)
+		e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionFailed, events.ActionEjectISO, "%s of %s: %v", op, rec.ISOPath, err)
 	}
 	p.requeueAfter(delay)
 }

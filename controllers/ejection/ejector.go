@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -21,7 +21,7 @@ type Ejector struct {
 	// Reader reads the VM's Machine (the manager's cached client).
 	Reader client.Reader
 	// Recorder records the ejection's Events on the VsphereAgent.
-	Recorder *shared.Recorder
+	Recorder *events.Recorder
 	// Clock times backoffs and the deletion grace (Options.Clock).
 	Clock clock.PassiveClock
 	// Guard refuses ejections while the served CRD would prune the recovery record.

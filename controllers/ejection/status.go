@@ -5,7 +5,8 @@ import (
 	"time"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 )
 
 // ejectionGraceOnDelete bounds how long deletion waits for a recorded ejection to finish.
@@ -16,7 +17,7 @@ func Summary(vas []afv1.VsphereAgent) *afv1.ISOEjectionSummary {
 	sum := &afv1.ISOEjectionSummary{}
 	seen := false
 	for i := range vas {
-		c := shared.FindCondition(vas[i].Status.Conditions, afv1.ConditionISOEjected)
+		c := conditions.FindCondition(vas[i].Status.Conditions, afv1.ConditionISOEjected)
 		if c == nil {
 			continue
 		}
@@ -83,9 +84,9 @@ func (e *Ejector) FinishOrClose(ctx context.Context, p *Pass) (bool, error) {
 		}
 		why = "it failed: " + rec.LastError
 	}
-	e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionClosed, shared.ActionEjectISO, "VsphereAgent is being deleted; the ejection of %s from VM %s was closed unfinished because %s",
+	e.Recorder.Eventf(va, nil, "Warning", afv1.ReasonISOEjectionClosed, events.ActionEjectISO, "VsphereAgent is being deleted; the ejection of %s from VM %s was closed unfinished because %s",
 		rec.ISOPath, va.Status.VM.Name, why)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "closed on deletion: "+why, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionFailed, "closed on deletion: "+why, va.Generation)
 	va.Status.ISOEjection = nil
 	return false, nil
 }
@@ -100,5 +101,5 @@ func (g *Guard) ReportOn(p *afv1.VsphereAgentPool) {
 	if !checked {
 		return
 	}
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionCRDsCurrent, ok, reason, msg, p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionCRDsCurrent, ok, reason, msg, p.Generation)
 }

@@ -7,7 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
 
@@ -62,15 +63,15 @@ func (r *Reconciler) setRegistrationOK(s *poolScope) {
 			"the breaker tripped %d time(s) in a row and holds VM creation until %s, then one VM at a time probes the image (each trip in a row doubles the hold, at most %s). "+
 			"An Agent that registers, a new discovery image or a change of the pool's spec resets it; check the discovery ISO boots and reaches assisted-service",
 			b.Trips, until, r.Opts.RegistrationBackoffMax)
-		shared.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, afv1.ReasonRegistrationFailing, msg, p.Generation)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, afv1.ReasonRegistrationFailing, msg, p.Generation)
 		if int32(b.Trips) != prevTrips {
-			r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonRegistrationFailing, shared.ActionCreateVM,
+			r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonRegistrationFailing, events.ActionCreateVM,
 				"registration breaker tripped (%d in a row): no VM is created until %s", b.Trips, until)
 		}
 	case planner.BreakerProbing:
-		shared.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, afv1.ReasonRegistrationProbing,
+		conditions.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, false, afv1.ReasonRegistrationProbing,
 			fmt.Sprintf("the registration breaker tripped %d time(s) in a row; its hold ended at %s and one VM at a time probes the image until an Agent registers", b.Trips, until), p.Generation)
 	default:
-		shared.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, true, afv1.ReasonRegistrationHealthy, "VMs register their Agents", p.Generation)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionRegistrationOK, true, afv1.ReasonRegistrationHealthy, "VMs register their Agents", p.Generation)
 	}
 }

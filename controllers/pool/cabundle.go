@@ -10,7 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/credentials"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
@@ -50,7 +51,7 @@ func (r *Reconciler) readCABundle(ctx context.Context, pool *afv1.VsphereAgentPo
 	var err error
 	if kind == afv1.CABundleKindSecret {
 		var s corev1.Secret
-		err = r.APIReader.Get(shared.SecretReadContext(ctx), objKey, &s)
+		err = r.APIReader.Get(credentials.SecretReadContext(ctx), objKey, &s)
 		data = s.Data
 	} else {
 		var cm corev1.ConfigMap
@@ -88,6 +89,6 @@ func (r *Reconciler) caBundleMissing(s *poolScope, cb caBundle) {
 		s.requeueAfter(caBundleSecretPoll)
 	}
 	if r.refusalEvents.Allow(client.ObjectKeyFromObject(s.pool).String()+"/cabundle", afv1.ReasonCABundleNotFound, r.Opts.Clock.Now()) {
-		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeWarning, afv1.ReasonCABundleNotFound, shared.ActionRefreshISO, "%s", msg)
+		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeWarning, afv1.ReasonCABundleNotFound, events.ActionRefreshISO, "%s", msg)
 	}
 }

@@ -5,25 +5,38 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// copyMemory holds, per pool UID, the copies the last scan found (by instance UUID): a copy is reported
-// once per manager process, and the count feeds status.copies. Pools never scanned have no entry.
+// copyMemory holds, per pool, the copies the last scan found (by instance UUID): a copy is reported
+// once per manager process, and the count feeds status.copies. Pools never scanned have no entry. An
+// entry is the pool's of that UID: a pool deleted and created again under its name starts over.
 type copyMemory struct {
 	mu     sync.Mutex
-	byPool map[string]map[string]bool
+	byPool map[types.NamespacedName]poolCopies
 }
 
-func newCopyMemory() *copyMemory { return &copyMemory{byPool: map[string]map[string]bool{}} }
+type poolCopies struct {
+	uid  types.UID
+	seen map[string]bool
+}
 
-// observe records found as pool's copies and returns those the previous scans had not seen.
-func (m *copyMemory) observe(pool string, found []vsphere.VMInfo) []vsphere.VMInfo {
+func newCopyMemory() *copyMemory { return &copyMemory{byPool: map[types.NamespacedName]poolCopies{}} }
+
+// observe records found as the pool's copies and returns those the previous scans had not seen.
+func (m *copyMemory) observe(pool types.NamespacedName, uid types.UID, found []vsphere.VMInfo) []vsphere.VMInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	seen, now := m.byPool[pool], map[string]bool{}
+	var seen map[string]bool
+	if e := m.byPool[pool]; e.uid == uid {
+		seen = e.seen
+	}
+	now := map[string]bool{}
 	var fresh []vsphere.VMInfo
 	for _, vm := range found {
 		if !seen[vm.InstanceUUID] && !now[vm.InstanceUUID] {
@@ -31,22 +44,34 @@ func (m *copyMemory) observe(pool string, found []vsphere.VMInfo) []vsphere.VMIn
 		}
 		now[vm.InstanceUUID] = true
 	}
-	m.byPool[pool] = now
+	m.byPool[pool] = poolCopies{uid: uid, seen: now}
 	return fresh
 }
 
-// count is the number of copies the last scan of pool found; false when it was never scanned.
-func (m *copyMemory) count(pool string) (int32, bool) {
+// count is the number of copies the last scan of the pool found; false when it was never scanned.
+func (m *copyMemory) count(pool types.NamespacedName, uid types.UID) (int32, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	seen, ok := m.byPool[pool]
-	return int32(len(seen)), ok
+	e, ok := m.byPool[pool]
+	if !ok || e.uid != uid {
+		return 0, false
+	}
+	return int32(len(e.seen)), true
 }
 
-func (m *copyMemory) forget(pool string) {
+// ForgetPool drops a deleted pool's copies (a poolmemory Record).
+func (m *copyMemory) ForgetPool(pool types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.byPool, pool)
+}
+
+// HoldsPool reports whether a scan of the pool is remembered.
+func (m *copyMemory) HoldsPool(pool types.NamespacedName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.byPool[pool]
+	return ok
 }
 
 // splitCopies separates the VMs carrying the pool's marker into the originals and the copies.
@@ -70,8 +95,8 @@ const SummaryCopyFound = "%d VM(s) carry this pool's marker but are copies of it
 // Event. Not one Eventf per copy: the events.k8s.io recorder folds Events with the same object, reason
 // and action within six minutes into the first one's series, so every copy after the first was lost.
 func (r *Reconciler) reportCopies(s *poolScope, copies []vsphere.VMInfo) {
-	for _, vm := range r.copies.observe(string(s.pool.UID), copies) {
-		r.Recorder.Batch(s.pool, afv1.ReasonCopyFound, shared.ActionCleanUpOrphan, SummaryCopyFound,
+	for _, vm := range r.copies.observe(client.ObjectKeyFromObject(s.pool), s.pool.UID, copies) {
+		r.Recorder.Batch(s.pool, afv1.ReasonCopyFound, events.ActionCleanUpOrphan, SummaryCopyFound,
 			fmt.Sprintf("VM %s (instance UUID %s, %s) copy of %s", vm.Name, vm.InstanceUUID, copyKind(vm), vm.Ownership.OwnerName))
 	}
 }

@@ -3,6 +3,8 @@ package pool
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -38,7 +40,8 @@ func TestSplitCopies(t *testing.T) {
 // again; the count is the last scan's, absent before any scan.
 func TestCopyMemoryReportsOnce(t *testing.T) {
 	m := newCopyMemory()
-	if _, ok := m.count("p"); ok {
+	p := types.NamespacedName{Namespace: "ns", Name: "p"}
+	if _, ok := m.count(p, "uid-1"); ok {
 		t.Fatal("count before any scan")
 	}
 	a, b := vsphere.VMInfo{InstanceUUID: "a"}, vsphere.VMInfo{InstanceUUID: "b"}
@@ -55,15 +58,22 @@ func TestCopyMemoryReportsOnce(t *testing.T) {
 		{nil, 0, 0},
 	}
 	for i, s := range steps {
-		if got := len(m.observe("p", s.found)); got != s.fresh {
+		if got := len(m.observe(p, "uid-1", s.found)); got != s.fresh {
 			t.Errorf("step %d: %d new, want %d", i, got, s.fresh)
 		}
-		if n, ok := m.count("p"); !ok || n != s.count {
+		if n, ok := m.count(p, "uid-1"); !ok || n != s.count {
 			t.Errorf("step %d: count %d (%t), want %d", i, n, ok, s.count)
 		}
 	}
-	m.forget("p")
-	if _, ok := m.count("p"); ok {
+	// The pool deleted and created again under its name: a new UID starts over.
+	if _, ok := m.count(p, "uid-2"); ok {
+		t.Fatal("count of a new pool of the same name")
+	}
+	if got := len(m.observe(p, "uid-2", []vsphere.VMInfo{b})); got != 1 {
+		t.Errorf("a new pool of the same name: %d new, want 1", got)
+	}
+	m.ForgetPool(p)
+	if _, ok := m.count(p, "uid-2"); ok {
 		t.Fatal("count after forget")
 	}
 }

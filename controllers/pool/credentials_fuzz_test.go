@@ -12,13 +12,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	kevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
@@ -95,12 +97,12 @@ func runCredentials(t testing.TB, in credentialsInput, store secretStore) creden
 		"server": []byte(in.server), "username": []byte(in.username), "password": []byte(in.password),
 		"thumbprint": []byte(in.thumbprint), "caBundle": []byte(in.caBundle),
 	}}
-	rec := events.NewFakeRecorder(16)
+	rec := kevents.NewFakeRecorder(16)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	r := &Reconciler{
 		APIReader: store(t, secret),
-		Recorder:  shared.NewRecorder(rec),
-		Opts: shared.Options{Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{
+		Recorder:  events.NewRecorder(rec),
+		Opts: config.Options{Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{
 			Logger: sink.WithName("vsphere"), Clock: clk, LoginTimeout: time.Nanosecond,
 		})},
 	}
@@ -115,7 +117,7 @@ func runCredentials(t testing.TB, in credentialsInput, store secretStore) creden
 	var conds []metav1.Condition
 	setVSphereReachable(&conds, s.vsErr, s.creds.Server, pool.Generation)
 	out := credentialsOutput{err: s.vsErr, logs: logs}
-	if c := shared.FindCondition(conds, afv1.ConditionVSphereReachable); c != nil {
+	if c := conditions.FindCondition(conds, afv1.ConditionVSphereReachable); c != nil {
 		out.condition = *c
 	}
 	for len(rec.Events) > 0 {

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -40,7 +40,7 @@ func (r *Reconciler) passCut(s *poolScope, phase string) error {
 	announced := s.vsErr != nil
 	s.vsErr = err
 	if !announced && r.refusalEvents.Allow(client.ObjectKeyFromObject(s.pool).String()+"/pass-timeout", afv1.ReasonVCenterTimeout, r.Opts.Clock.Now()) {
-		r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonVCenterTimeout, shared.ActionPreflight, "%s", err)
+		r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonVCenterTimeout, events.ActionPreflight, "%s", err)
 	}
 	return err
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/credentials"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -21,7 +21,7 @@ func TestPassTimeoutReason(t *testing.T) {
 		if !errors.Is(e, vsphere.ErrTimeout) {
 			t.Errorf("errors.Is(%v, ErrTimeout) = false", e)
 		}
-		if got := shared.VSphereReason(e); got != afv1.ReasonVCenterTimeout {
+		if got := credentials.VSphereReason(e); got != afv1.ReasonVCenterTimeout {
 			t.Errorf("VSphereReason(%v) = %q, want %q", e, got, afv1.ReasonVCenterTimeout)
 		}
 	}

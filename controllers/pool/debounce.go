@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/containeroo/agent-forge-operator/internal/planner"
@@ -69,21 +70,53 @@ func (d *debouncer) forget(key string) {
 	delete(d.state, key)
 }
 
-// lastRun remembers when a periodic job last ran per key.
-type lastRun struct {
-	mu sync.Mutex
-	at map[string]time.Time
+// ForgetPool drops a deleted pool's burst (a poolmemory Record; the key is the pool's "<ns>/<name>").
+func (d *debouncer) ForgetPool(pool types.NamespacedName) { d.forget(pool.String()) }
+
+// HoldsPool reports whether a burst of the pool is open.
+func (d *debouncer) HoldsPool(pool types.NamespacedName) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.state[pool.String()]
+	return ok
 }
 
-func newLastRun() *lastRun { return &lastRun{at: map[string]time.Time{}} }
+// lastRun remembers when a periodic job last ran per pool. An entry is the pool's of that UID: a pool
+// deleted and created again under its name starts over.
+type lastRun struct {
+	mu sync.Mutex
+	at map[types.NamespacedName]ranAt
+}
 
-// due reports whether every has elapsed since the last run (or it never ran) and, if so, marks it run.
-func (l *lastRun) due(key string, now time.Time, every time.Duration) bool {
+type ranAt struct {
+	uid types.UID
+	at  time.Time
+}
+
+func newLastRun() *lastRun { return &lastRun{at: map[types.NamespacedName]ranAt{}} }
+
+// due reports whether every has elapsed since the pool's last run (or it never ran) and, if so, marks it run.
+func (l *lastRun) due(pool types.NamespacedName, uid types.UID, now time.Time, every time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if t, ok := l.at[key]; ok && now.Sub(t) < every {
+	if r, ok := l.at[pool]; ok && r.uid == uid && now.Sub(r.at) < every {
 		return false
 	}
-	l.at[key] = now
+	l.at[pool] = ranAt{uid: uid, at: now}
 	return true
+}
+
+// ForgetPool drops a deleted pool's last run (a poolmemory Record).
+func (l *lastRun) ForgetPool(pool types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.at, pool)
+}
+
+// HoldsPool reports whether the pool's last run is remembered.
+func (l *lastRun) HoldsPool(pool types.NamespacedName) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.at[pool]
+	return ok
 }

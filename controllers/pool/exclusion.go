@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 )
 
@@ -26,24 +28,24 @@ func otherManagerTopic(p *afv1.VsphereAgentPool) string {
 func (r *Reconciler) standDown(ctx context.Context, s *poolScope, before *afv1.VsphereAgentPoolStatus, gate exclusion.Gate) (ctrl.Result, error) {
 	p := s.pool
 	now := r.Opts.Clock.Now()
-	reason, msg := shared.StandDownReason(gate), gate.Message
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionOtherManagerActive, true, reason, msg, p.Generation)
+	reason, msg := exclusion.StandDownReason(gate), gate.Message
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionOtherManagerActive, true, reason, msg, p.Generation)
 	if gate.Unreadable {
 		meta.FindStatusCondition(p.Status.Conditions, afv1.ConditionOtherManagerActive).Status = metav1.ConditionUnknown
 	}
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionReady, false, reason, msg, p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionReady, false, reason, msg, p.Generation)
 	if r.refusalEvents.Allow(otherManagerTopic(p), reason, now) {
-		r.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionStandDown, "%s", msg)
+		r.Recorder.Eventf(p, nil, "Warning", reason, events.ActionStandDown, "%s", msg)
 	}
 	s.log.V(1).Info("another agent-forge manager is active; taking no action", "message", msg)
-	shared.StampTransitions(before.Conditions, p.Status.Conditions, now)
+	conditions.StampTransitions(before.Conditions, p.Status.Conditions, now)
 	requeue := ctrl.Result{RequeueAfter: r.Exclusion.RecheckAfter()}
-	if shared.SameAsStored(before, &p.Status) {
+	if conditions.SameAsStored(before, &p.Status) {
 		return requeue, nil
 	}
 	if err := r.writeStatus(ctx, p); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: shared.StatusConflictRequeue}, nil
+			return ctrl.Result{RequeueAfter: config.StatusConflictRequeue}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -53,10 +55,10 @@ func (r *Reconciler) standDown(ctx context.Context, s *poolScope, before *afv1.V
 // noOtherManager turns OtherManagerActive False once the other manager is gone (only on pools that saw
 // one: the condition is not added to every pool).
 func (r *Reconciler) noOtherManager(p *afv1.VsphereAgentPool) {
-	if shared.FindCondition(p.Status.Conditions, afv1.ConditionOtherManagerActive) == nil {
+	if conditions.FindCondition(p.Status.Conditions, afv1.ConditionOtherManagerActive) == nil {
 		return
 	}
 	r.refusalEvents.Clear(otherManagerTopic(p))
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionOtherManagerActive, false, afv1.ReasonNoOtherManager,
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionOtherManagerActive, false, afv1.ReasonNoOtherManager,
 		"no other agent-forge manager holds a live Lease; this manager acts", p.Generation)
 }

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
@@ -77,7 +77,7 @@ func (r *Reconciler) replaceOutdated(ctx context.Context, s *poolScope, poolKey 
 			return err
 		}
 		if released {
-			r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOutdatedImage, shared.ActionReplaceVM, "replacing VM %s: %s", rel.Name, rel.Message)
+			r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOutdatedImage, events.ActionReplaceVM, "replacing VM %s: %s", rel.Name, rel.Message)
 		}
 	}
 	return nil
@@ -119,7 +119,7 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 				r.expectations.expectCreate(poolKey, va.Name)
 				r.domains.created(poolKey, va.Name, domain)
 			}
-			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonCreateFailed, shared.ActionRequestVM, "creating VsphereAgent: %v", err)
+			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonCreateFailed, events.ActionRequestVM, "creating VsphereAgent: %v", err)
 			return err
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.VsphereAgentCreated); err != nil {

@@ -11,13 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/tools/events"
+	kevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 )
 
@@ -64,7 +65,7 @@ func TestLostCreateResponseKeepsTheVsphereAgentExpected(t *testing.T) {
 				},
 			})
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			r := &Reconciler{Client: c, Recorder: shared.NewRecorder(events.NewFakeRecorder(8)), Opts: shared.Options{Clock: clk},
+			r := &Reconciler{Client: c, Recorder: events.NewRecorder(kevents.NewFakeRecorder(8)), Opts: config.Options{Clock: clk},
 				expectations: newExpectations(clk)}
 			poolKey := ns.Name + "/pool"
 			if err := r.createVsphereAgents(ctx, &poolScope{pool: pool}, poolKey, []string{""}); err == nil {

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 )
@@ -62,4 +63,16 @@ func (e *expectations) forget(pool string) {
 	defer e.mu.Unlock()
 	delete(e.creates, pool)
 	delete(e.deletes, pool)
+}
+
+// ForgetPool drops a deleted pool's expectations (a poolmemory Record).
+func (e *expectations) ForgetPool(pool types.NamespacedName) { e.forget(pool.String()) }
+
+// HoldsPool reports whether the pool has an entry, even an emptied one.
+func (e *expectations) HoldsPool(pool types.NamespacedName) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, c := e.creates[pool.String()]
+	_, d := e.deletes[pool.String()]
+	return c || d
 }

@@ -14,10 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
+	"github.com/containeroo/agent-forge-operator/internal/redact"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -72,7 +74,9 @@ type capacityReading struct {
 	createdSince int
 }
 
-func (t *domainTracker) forgetPool(poolKey string) {
+// ForgetPool drops everything remembered of a deleted pool's domains (a poolmemory Record).
+func (t *domainTracker) ForgetPool(pool types.NamespacedName) {
+	poolKey := pool.String()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k := range t.failing {
@@ -87,6 +91,26 @@ func (t *domainTracker) forgetPool(poolKey string) {
 	}
 	delete(t.recent, poolKey)
 	delete(t.metered, poolKey)
+}
+
+// HoldsPool reports whether anything of the pool's domains is remembered.
+func (t *domainTracker) HoldsPool(pool types.NamespacedName) bool {
+	poolKey := pool.String()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k := range t.failing {
+		if strings.HasPrefix(k, poolKey+"/") {
+			return true
+		}
+	}
+	for k := range t.capacity {
+		if strings.HasPrefix(k, poolKey+"/") {
+			return true
+		}
+	}
+	_, recent := t.recent[poolKey]
+	_, metered := t.metered[poolKey]
+	return recent || metered
 }
 
 // created records VsphereAgents just created in domain (not in the cache yet).
@@ -163,8 +187,8 @@ func (t *domainTracker) noteFailures(key string, vas []*afv1.VsphereAgent, now t
 		f.lastAt = now
 		f.retryAfter = now.Add(domainBackoff.Next(f.failures))
 		f.last = fmt.Sprintf("VsphereAgent %s: %s", va.Name, va.Status.VM.Reason)
-		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMCreated); c != nil && c.Status == metav1.ConditionFalse {
-			f.last += " (" + shared.RedactText(c.Message) + ")"
+		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionVMCreated); c != nil && c.Status == metav1.ConditionFalse {
+			f.last += " (" + redact.String(c.Message) + ")"
 		}
 	}
 	if f == nil {
@@ -186,7 +210,7 @@ func (t *domainTracker) reading(ctx context.Context, key string, vs vsphere.Clie
 	}
 	fresh := &capacityReading{at: now}
 	if capa, err := vs.ReadCapacity(ctx, spec); err != nil {
-		fresh.err = shared.RedactText(err.Error())
+		fresh.err = redact.String(err.Error())
 	} else {
 		h := vsphere.HeadroomFor(*capa, need)
 		fresh.headroom, fresh.short = h.VMs, h.Short
@@ -250,7 +274,7 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 			reason = afv1.ReasonCreationsFailing
 			s.requeueAfter(f.retryAfter.Sub(now))
 			if r.refusalEvents.Allow(key+"/failing", fmt.Sprintf("%d", f.failures), now) {
-				r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonCreationsFailing, shared.ActionPlaceVM, "%s; the other failure domains take the demand", msg)
+				r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonCreationsFailing, events.ActionPlaceVM, "%s; the other failure domains take the demand", msg)
 			}
 		}
 		if s.vs != nil && s.preflightBlock == "" && !p.Spec.Paused {
@@ -284,7 +308,7 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 						reason = afv1.ReasonInsufficientCapacity
 					}
 					if len(c.short) > 0 && r.refusalEvents.Allow(key+"/capacity", afv1.ReasonInsufficientCapacity, now) {
-						r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInsufficientCapacity, shared.ActionPlaceVM, "%s; no VM is created there, retried every %s", msg, capacityCheckInterval)
+						r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInsufficientCapacity, events.ActionPlaceVM, "%s; no VM is created there, retried every %s", msg, capacityCheckInterval)
 					}
 				} else if left > 0 {
 					r.refusalEvents.Clear(key + "/capacity")
@@ -302,12 +326,12 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 		p.Status.FailureDomains = nil
 	}
 	if len(problems) == 0 {
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, true, afv1.ReasonAllAvailable,
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, true, afv1.ReasonAllAvailable,
 			"every failure domain takes new VMs", p.Generation)
 		return nil
 	}
 	sort.Strings(problems)
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, false, reason, strings.Join(problems, "; "), p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionFailureDomainsAvailable, false, reason, strings.Join(problems, "; "), p.Generation)
 	return nil
 }
 

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -121,8 +121,11 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 	return upd
 }
 
-// forget drops a deleted pool's state.
-func (c *managedISOCache) forget(key types.NamespacedName) { c.manager.Forget(key) }
+// ForgetPool drops a deleted pool's state, cancelling its job (a poolmemory Record).
+func (c *managedISOCache) ForgetPool(key types.NamespacedName) { c.manager.Forget(key) }
+
+// HoldsPool reports whether the ISO manager keeps state of the pool.
+func (c *managedISOCache) HoldsPool(key types.NamespacedName) bool { return c.manager.Holds(key) }
 
 // maxISOSize is spec.iso.maxSize in bytes (0: the cache's default, for a pool that bypassed defaulting).
 func maxISOSize(pool *afv1.VsphereAgentPool) int64 {
@@ -135,7 +138,7 @@ func maxISOSize(pool *afv1.VsphereAgentPool) int64 {
 // previousReady is a copy of the pool's ISOReady condition for a refresh job: the job runs in its own
 // goroutine while the pass goes on to rewrite the pool's conditions in place.
 func previousReady(pool *afv1.VsphereAgentPool) *metav1.Condition {
-	if c := shared.FindCondition(pool.Status.Conditions, afv1.ConditionISOReady); c != nil {
+	if c := conditions.FindCondition(pool.Status.Conditions, afv1.ConditionISOReady); c != nil {
 		return c.DeepCopy()
 	}
 	return nil

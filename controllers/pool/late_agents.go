@@ -10,12 +10,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/events"
+	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 )
 
 // deleteLateAgents deletes the Agents that registered from VMs this pool's cleanups destroyed before
-// the Agent appeared (shared.LateRegistrationWindow). Such an Agent's host no longer exists, so it
+// the Agent appeared (poolmemory.LateRegistrationWindow). Such an Agent's host no longer exists, so it
 // never reconnects and is never bound; left alone it would stay for good. An Agent is deleted only
 // when both its MAC and its serial (the VM's BIOS UUID) are the destroyed VM's, it is unbound in a
 // live read, and it is still the same object (UID precondition); the Agent watch (by its InfraEnv
@@ -47,13 +48,13 @@ func (r *Reconciler) deleteLateAgents(ctx context.Context, s *poolScope) error {
 	return errors.Join(errs...)
 }
 
-func (r *Reconciler) deleteLateAgent(ctx context.Context, s *poolScope, key client.ObjectKey, name string, host shared.DestroyedHost) error {
+func (r *Reconciler) deleteLateAgent(ctx context.Context, s *poolScope, key client.ObjectKey, name string, host poolmemory.DestroyedHost) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("agent", name, "vm", host.VM)
-	agent, err := shared.FreshAgent(ctx, r.APIReader, s.pool.Namespace, name)
+	agent, err := agents.FreshAgent(ctx, r.APIReader, s.pool.Namespace, name)
 	if err != nil || agent == nil {
 		return err
 	}
-	if _, ok := destroyedHostOf(*agent, []shared.DestroyedHost{host}); !ok {
+	if _, ok := destroyedHostOf(*agent, []poolmemory.DestroyedHost{host}); !ok {
 		return nil
 	}
 	if agent.IsBound() {
@@ -62,28 +63,28 @@ func (r *Reconciler) deleteLateAgent(ctx context.Context, s *poolScope, key clie
 		r.Opts.DestroyedHosts.Forget(key, host)
 		return nil
 	}
-	if err := shared.Unapprove(ctx, r.Client, agent); errors.Is(err, shared.ErrReservationWon) {
+	if err := agents.Unapprove(ctx, r.Client, agent); errors.Is(err, agents.ErrReservationWon) {
 		return nil // changed meanwhile: the next pass reads it again
 	} else if err != nil {
 		return err
 	}
-	if err := shared.DeleteAgent(ctx, r.Client, agent); err != nil {
+	if err := agents.DeleteAgent(ctx, r.Client, agent); err != nil {
 		return err
 	}
 	r.Opts.DestroyedHosts.Forget(key, host)
 	log.Info("deleted the Agent of a VM destroyed before it registered")
-	r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanAgentDeleted, shared.ActionCleanUpOrphan,
+	r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanAgentDeleted, events.ActionCleanUpOrphan,
 		"deleted Agent %s: it registered from VM %s (VsphereAgent %s) after the VM was destroyed", agent.Name, host.VM, host.VsphereAgent)
 	return nil
 }
 
 // destroyedHostOf is the destroyed VM an Agent registered from: its MAC and its serial both match (a
 // MAC alone is not proof: a static-IP lease hands the same MAC to the VM that replaces it).
-func destroyedHostOf(a agents.Agent, hosts []shared.DestroyedHost) (shared.DestroyedHost, bool) {
+func destroyedHostOf(a agents.Agent, hosts []poolmemory.DestroyedHost) (poolmemory.DestroyedHost, bool) {
 	for _, h := range hosts {
 		if a.IsHostOf(h.MAC, h.BIOSUUID) { // MAC and serial both
 			return h, true
 		}
 	}
-	return shared.DestroyedHost{}, false
+	return poolmemory.DestroyedHost{}, false
 }

@@ -5,15 +5,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 )
 
 // A late Agent is the destroyed VM's only when its MAC and its serial both are: a MAC alone may be a
 // static-IP lease's, handed to the VM that replaced it.
 func TestDestroyedHostOf(t *testing.T) {
 	const bios = "4203c4e1-7c5b-3f7a-8a19-0b6f2d9e5a10"
-	hosts := []shared.DestroyedHost{{VM: "w-1", MAC: "00:50:56:aa:00:01", BIOSUUID: bios}}
+	hosts := []poolmemory.DestroyedHost{{VM: "w-1", MAC: "00:50:56:aa:00:01", BIOSUUID: bios}}
 	agent := func(mac, serial string) agents.Agent {
 		u := agents.New(agents.AgentGVK)
 		u.SetName("a")

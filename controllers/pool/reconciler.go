@@ -21,15 +21,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/controllers/preflight"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/controllers/staticip"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/credentials"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/exclusion"
+	"github.com/containeroo/agent-forge-operator/internal/finalizers"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
+	"github.com/containeroo/agent-forge-operator/internal/upstream"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -53,11 +60,14 @@ type Reconciler struct {
 	client.Client
 	// APIReader reads uncached: Secrets, and the fresh checks before anything is released.
 	APIReader client.Reader
-	Recorder  *shared.Recorder
-	Opts      shared.Options
+	Recorder  *events.Recorder
+	Opts      config.Options
 	ISO       ISOCache
 	// ISOEvents requeues a pool when its ISO download finishes or the CRD guard changes its verdict.
-	ISOEvents    chan event.GenericEvent
+	ISOEvents chan event.GenericEvent
+	// Memory is the process's registry of per-pool records, shared with the VsphereAgent controller: the
+	// pool's records register with it (registerMemory), and its Forget drops them all once the pool is gone.
+	Memory       *poolmemory.Registry
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
@@ -67,13 +77,13 @@ type Reconciler struct {
 	// statusWrites batches inventory-only status changes (see statusBatch).
 	statusWrites *debouncer
 	// own lets a pass see this controller's last write of its pool while the cache still lags.
-	own *shared.OwnWrites[*afv1.VsphereAgentPool]
+	own *poolmemory.OwnWrites[*afv1.VsphereAgentPool]
 	// Guard reports whether the served CRDs keep the ejection recovery record (condition CRDsCurrent).
 	Guard *ejection.Guard
 	// Exclusion closes the pool's pass while another agent-forge manager is active (nil: never).
 	Exclusion *exclusion.Watcher
 	// refusalEvents rate-limits the Events of refusals that last (credentials, placement, selector).
-	refusalEvents shared.EventLimiter
+	refusalEvents events.EventLimiter
 	// checks runs the preflight (selector, placement, privileges; built on first use, see preflight).
 	checks     *preflight.Checker
 	checksOnce sync.Once
@@ -186,17 +196,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	pool := &afv1.VsphereAgentPool{}
 	if err := r.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.expectations.forget(req.String())
-			r.debounce.forget(req.String())
-			if f, ok := r.ISO.(interface{ forget(types.NamespacedName) }); ok {
-				f.forget(req.NamespacedName)
-			}
+			r.Memory.Forget(req.NamespacedName) // every record of the pool, both controllers' (see memory.go)
 			forgetPoolMetrics(req.Namespace, req.Name)
-			r.refusalEvents.ForgetPrefix(req.String() + "/")
-			r.domains.forgetPool(req.String())
-			r.own.Forget(req.NamespacedName)
-			r.statusWrites.forget(req.String())
-			r.latency.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -220,7 +221,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.reconcileDelete(ctx, s)
 	}
 	replaced := pool.ResourceVersion
-	if wrote, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, true); err != nil {
+	if wrote, err := finalizers.Patch(ctx, r.Client, pool, afv1.FinalizerPool, true); err != nil {
 		return ctrl.Result{}, err
 	} else if wrote {
 		r.own.Wrote(replaced, pool)
@@ -229,7 +230,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// Upstream's finalizer goes once ours is in place, and only when the pool opted in to the move.
 	if pool.Spec.Adoption == afv1.AdoptionEnabled && controllerutil.ContainsFinalizer(pool, afv1.FinalizerPool) {
 		replaced := pool.ResourceVersion
-		if wrote, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerUpstreamPool, false); err != nil {
+		if wrote, err := finalizers.Patch(ctx, r.Client, pool, afv1.FinalizerUpstreamPool, false); err != nil {
 			return ctrl.Result{}, err
 		} else if wrote {
 			r.own.Wrote(replaced, pool)
@@ -270,14 +271,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.passFinished(s)
 	}
 	r.setStatus(s, len(errs) == 0)
-	shared.StampTransitions(before.Conditions, pool.Status.Conditions, r.Opts.Clock.Now())
-	if !shared.SameAsStored(before, &pool.Status) {
+	conditions.StampTransitions(before.Conditions, pool.Status.Conditions, r.Opts.Clock.Now())
+	if !conditions.SameAsStored(before, &pool.Status) {
 		if wait := r.statusBatch(req.String(), before, &pool.Status); wait > 0 {
 			// Only counters and the VM list moved: batch them (a burst of VM phase changes is one write).
 			s.requeueAfter(wait)
 		} else if err := r.writeStatus(ctx, pool); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: shared.StatusConflictRequeue}, nil // a newer pool arrived: the next pass sees it
+				return ctrl.Result{RequeueAfter: config.StatusConflictRequeue}, nil // a newer pool arrived: the next pass sees it
 			}
 			errs = append(errs, err)
 		} else {
@@ -293,7 +294,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
 
-// writeStatus writes the pool's status and remembers the write (see shared.OwnWrites). The version it replaces
+// writeStatus writes the pool's status and remembers the write (see poolmemory.OwnWrites). The version it replaces
 // is read before the call: in "rv, err := pool.ResourceVersion, Update(pool)" Go leaves the order of
 // the field read and the call unspecified, and reading it after the update remembered the new version
 // as replaced, so a pass that started before the cache caught up wrote with a stale version (a conflict).
@@ -337,7 +338,7 @@ func inventoryOnly(before, after *afv1.VsphereAgentPoolStatus) bool {
 	// Condition messages carry counts too; a change of status or reason is never batched, except
 	// between the two reasons of a scale-up under way (see progressReasons).
 	for i := range b.Conditions {
-		c := shared.FindCondition(after.Conditions, b.Conditions[i].Type)
+		c := conditions.FindCondition(after.Conditions, b.Conditions[i].Type)
 		if c == nil || c.Status != b.Conditions[i].Status {
 			continue
 		}
@@ -345,7 +346,7 @@ func inventoryOnly(before, after *afv1.VsphereAgentPoolStatus) bool {
 			b.Conditions[i].Reason, b.Conditions[i].Message = c.Reason, c.Message
 		}
 	}
-	return shared.SameAsStored(b, after)
+	return conditions.SameAsStored(b, after)
 }
 
 // progressReasons reports whether a condition moving between reasons a and b (same status) is a count
@@ -369,7 +370,7 @@ var errStop = errors.New("stop")
 // checkClaim refuses to act when an older pool already serves the same NodePool.
 func (r *Reconciler) checkClaim(ctx context.Context, s *poolScope) error {
 	var pools afv1.VsphereAgentPoolList
-	if err := r.List(ctx, &pools, client.InNamespace(s.pool.Namespace), client.MatchingFields{shared.IndexNodePool: s.pool.Spec.NodePoolRef.Name}); err != nil {
+	if err := r.List(ctx, &pools, client.InNamespace(s.pool.Namespace), client.MatchingFields{watch.IndexNodePool: s.pool.Spec.NodePoolRef.Name}); err != nil {
 		return err
 	}
 	for i := range pools.Items {
@@ -379,7 +380,7 @@ func (r *Reconciler) checkClaim(ctx context.Context, s *poolScope) error {
 		}
 		if olderThan(other, s.pool) {
 			s.claimErr = fmt.Sprintf("NodePool %s is already served by VsphereAgentPool %s; this pool takes no action", s.pool.Spec.NodePoolRef.Name, other.Name)
-			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonNodePoolAlreadyClaimed, shared.ActionClaimNodePool, "%s", s.claimErr)
+			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonNodePoolAlreadyClaimed, events.ActionClaimNodePool, "%s", s.claimErr)
 			return errStop
 		}
 	}
@@ -397,7 +398,7 @@ func olderThan(a, b *afv1.VsphereAgentPool) bool {
 func (r *Reconciler) observeDemand(ctx context.Context, s *poolScope) error {
 	list := agents.NewList(agents.AgentMachineGVK)
 	key := s.pool.Namespace + "/" + s.pool.Spec.NodePoolRef.Name
-	if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{shared.IndexAgentMachinePool: key}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{watch.IndexAgentMachinePool: key}); err != nil {
 		return fmt.Errorf("listing AgentMachines: %w", err)
 	}
 	// The provider labels the Agent before it writes the AgentMachine's agentRef: an AgentMachine whose
@@ -441,13 +442,13 @@ func (r *Reconciler) ownerMachineActive(ctx context.Context, am agents.AgentMach
 // observeCapacity lists the pool's VsphereAgents and the Agents carrying its labels.
 func (r *Reconciler) observeCapacity(ctx context.Context, s *poolScope) error {
 	var vas afv1.VsphereAgentList
-	if err := r.List(ctx, &vas, client.InNamespace(s.pool.Namespace), client.MatchingFields{shared.IndexPoolRef: s.pool.Name}); err != nil {
+	if err := r.List(ctx, &vas, client.InNamespace(s.pool.Namespace), client.MatchingFields{watch.IndexPoolRef: s.pool.Name}); err != nil {
 		return err
 	}
 	// An upstream VsphereAgent not adopted yet is not the pool's to count, release or replace.
 	s.vas = s.vas[:0]
 	for i := range vas.Items {
-		if !shared.UpstreamPending(&vas.Items[i]) {
+		if !upstream.Pending(&vas.Items[i]) {
 			s.vas = append(s.vas, vas.Items[i])
 		}
 	}
@@ -489,7 +490,7 @@ func (r *Reconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
 }
 
 // connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
-// announced by a Warning Event (rate-limited, see shared.EventLimiter) as well as VSphereReachable.
+// announced by a Warning Event (rate-limited, see events.EventLimiter) as well as VSphereReachable.
 func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
 	creds, err := r.Opts.Credentials.Read(ctx, r.APIReader, s.pool, r.Opts.CredentialsSecretNamespaces)
 	if err != nil {
@@ -514,11 +515,11 @@ func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
 // credentialsRefused records the Warning Event of a credentials or login failure: its reason is the
 // VSphereReachable reason; its message names the Secret, never a value of it or a URL's token.
 func (r *Reconciler) credentialsRefused(s *poolScope, err error) {
-	reason := shared.VSphereReason(err)
+	reason := credentials.VSphereReason(err)
 	if !r.refusalEvents.Allow(client.ObjectKeyFromObject(s.pool).String()+"/credentials", reason, r.Opts.Clock.Now()) {
 		return
 	}
-	r.Recorder.Eventf(s.pool, nil, "Warning", reason, shared.ActionPreflight, "vCenter not usable, no VM is created: %s", err)
+	r.Recorder.Eventf(s.pool, nil, "Warning", reason, events.ActionPreflight, "vCenter not usable, no VM is created: %s", err)
 }
 
 // refreshISO keeps the discovery ISO cached (asynchronously: a download never blocks this worker).

@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 )
 
@@ -65,7 +66,7 @@ func (r *Reconciler) checkRefs(ctx context.Context, s *poolScope) error {
 	}
 	s.refsReason, s.refsMessage = reason, msg
 	if r.refusalEvents.Allow(topic, reason, r.Opts.Clock.Now()) {
-		r.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionPreflight, "%s", msg)
+		r.Recorder.Eventf(p, nil, "Warning", reason, events.ActionPreflight, "%s", msg)
 	}
 	return errStop
 }
@@ -80,7 +81,7 @@ func (r *Reconciler) setRefsStatus(s *poolScope) bool {
 		return false
 	}
 	metrics.PoolDemandUnobserved.WithLabelValues(p.Namespace, p.Name, s.refsReason).Set(1)
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionDemandObserved, false, s.refsReason, s.refsMessage, p.Generation)
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionReady, false, s.refsReason, s.refsMessage, p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionDemandObserved, false, s.refsReason, s.refsMessage, p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionReady, false, s.refsReason, s.refsMessage, p.Generation)
 	return true
 }

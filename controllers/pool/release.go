@@ -11,8 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/events"
+	"github.com/containeroo/agent-forge-operator/internal/finalizers"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -27,29 +29,29 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 	if va == nil || !va.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
-	agent, err := shared.FreshAgentOfVM(ctx, r.APIReader, va)
+	agent, err := agents.FreshAgentOfVM(ctx, r.APIReader, va)
 	if err != nil {
 		return false, err
 	}
 	if agent != nil {
 		if agent.IsBound() {
-			r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, shared.ActionReleaseVM, "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
+			r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, events.ActionReleaseVM, "VM %s kept: its Agent %s is bound", va.Name, agent.Name)
 			return false, nil
 		}
-		inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineName)
+		inUse, machine, err := agents.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, agent.Name, va.Status.VM.MachineName)
 		if err != nil {
 			return false, err
 		}
 		if inUse {
-			r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, shared.ActionReleaseVM, "VM %s kept: Machine %s references its Agent", va.Name, machine)
+			r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, events.ActionReleaseVM, "VM %s kept: Machine %s references its Agent", va.Name, machine)
 			return false, nil
 		}
 		if r.Opts.BeforeUnapprove != nil {
 			r.Opts.BeforeUnapprove(ctx, agent.Namespace, agent.Name)
 		}
-		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
-			if errors.Is(err, shared.ErrReservationWon) {
-				r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, shared.ActionReleaseVM, "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
+		if err := agents.Unapprove(ctx, r.Client, agent); err != nil {
+			if errors.Is(err, agents.ErrReservationWon) {
+				r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonSurplusKept, events.ActionReleaseVM, "VM %s kept: its Agent %s changed while being released (a reservation wins)", va.Name, agent.Name)
 				s.requeueAfter(time.Second)
 				return false, nil
 			}
@@ -62,7 +64,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 	}
 	r.expectations.expectDelete(poolKey, va.Name)
 	metrics.VMsRequested.WithLabelValues(s.pool.Namespace, s.pool.Name, "release").Inc()
-	r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonVMReleased, shared.ActionReleaseVM, "releasing VM %s: %s", va.Name, why)
+	r.Recorder.Eventf(s.pool, va, "Normal", afv1.ReasonVMReleased, events.ActionReleaseVM, "releasing VM %s: %s", va.Name, why)
 	return true, nil
 }
 
@@ -70,7 +72,7 @@ func (r *Reconciler) release(ctx context.Context, s *poolScope, poolKey, name, w
 // with no VsphereAgent: reported always, cleaned under Delete when no Machine uses them. A VM with the
 // marker that is not the VM its owner made is a copy (reportCopies), never an orphan.
 func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
-	if s.vs == nil || !r.orphanScans.due(string(s.pool.UID), r.Opts.Clock.Now(), r.Opts.OrphanScanInterval) {
+	if s.vs == nil || !r.orphanScans.due(client.ObjectKeyFromObject(s.pool), s.pool.UID, r.Opts.Clock.Now(), r.Opts.OrphanScanInterval) {
 		return nil
 	}
 	s.requeueAfter(r.Opts.OrphanScanInterval)
@@ -97,7 +99,7 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 			continue
 		}
 		if err := r.cleanOrphan(ctx, s, vm); err != nil {
-			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonOrphanCleanupFailed, shared.ActionCleanUpOrphan, "orphan VM %s: %v", vm.Name, err)
+			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonOrphanCleanupFailed, events.ActionCleanUpOrphan, "orphan VM %s: %v", vm.Name, err)
 		}
 	}
 	return nil
@@ -105,25 +107,25 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 
 func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.VMInfo) error {
 	if s.pool.Spec.CleanupPolicy == afv1.CleanupPolicyRetain {
-		r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonOrphanFound, shared.ActionCleanUpOrphan, "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
+		r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonOrphanFound, events.ActionCleanUpOrphan, "VM %s carries this pool's marker but has no VsphereAgent; cleanupPolicy Retain keeps it", vm.Name)
 		return nil
 	}
 	// Any Agent that may be the VM's host keeps the VM while it is bound or backs a Machine; only the
 	// proven host's Agent (MAC and serial) is unapproved and deleted with the VM: a stranger's Agent that
 	// shares the MAC is neither trusted to release the VM nor removed with it.
-	candidates, err := shared.FreshAgentsByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress, vm.BIOSUUID)
+	candidates, err := agents.FreshAgentsByMAC(ctx, r.APIReader, s.pool.Namespace, vm.MACAddress, vm.BIOSUUID)
 	if err != nil {
 		return err
 	}
 	var agent *agents.Agent
 	for i := range candidates {
 		a := &candidates[i]
-		inUse, _, err := shared.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, a.Name, "")
+		inUse, _, err := agents.MachineReferencesAgent(ctx, r.APIReader, s.pool.Spec.ControlPlaneNamespace, a.Name, "")
 		if err != nil {
 			return err
 		}
 		if a.IsBound() || inUse {
-			r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanKept, shared.ActionCleanUpOrphan, "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, a.Name)
+			r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanKept, events.ActionCleanUpOrphan, "VM %s has no VsphereAgent but its Agent %s backs a Machine; kept", vm.Name, a.Name)
 			return nil
 		}
 		if agent == nil && a.IsHostOf(vm.MACAddress, vm.BIOSUUID) {
@@ -131,7 +133,7 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 		}
 	}
 	if agent != nil {
-		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
+		if err := agents.Unapprove(ctx, r.Client, agent); err != nil {
 			return err
 		}
 	}
@@ -139,11 +141,11 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 		return err
 	}
 	if agent != nil {
-		if err := shared.DeleteAgent(ctx, r.Client, agent); err != nil {
+		if err := agents.DeleteAgent(ctx, r.Client, agent); err != nil {
 			return err
 		}
 	}
-	r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanDestroyed, shared.ActionCleanUpOrphan, "destroyed orphan VM %s (no VsphereAgent)", vm.Name)
+	r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOrphanDestroyed, events.ActionCleanUpOrphan, "destroyed orphan VM %s (no VsphereAgent)", vm.Name)
 	return nil
 }
 
@@ -152,11 +154,11 @@ func (r *Reconciler) cleanOrphan(ctx context.Context, s *poolScope, vm vsphere.V
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Result, error) {
 	pool := s.pool
 	if pool.Spec.Paused {
-		r.Recorder.Eventf(pool, nil, "Warning", afv1.ReasonDeletionPaused, shared.ActionDeletePool, "pool is paused: its VMs are not cleaned up until spec.paused is false")
+		r.Recorder.Eventf(pool, nil, "Warning", afv1.ReasonDeletionPaused, events.ActionDeletePool, "pool is paused: its VMs are not cleaned up until spec.paused is false")
 		return ctrl.Result{}, nil
 	}
 	var vas afv1.VsphereAgentList
-	if err := r.List(ctx, &vas, client.InNamespace(pool.Namespace), client.MatchingFields{shared.IndexPoolRef: pool.Name}); err != nil {
+	if err := r.List(ctx, &vas, client.InNamespace(pool.Namespace), client.MatchingFields{watch.IndexPoolRef: pool.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	for i := range vas.Items {
@@ -189,10 +191,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	kept := r.copiesAtDeletion(ctx, s)
-	r.Recorder.Eventf(pool, nil, "Normal", afv1.ReasonPoolDeleted, shared.ActionDeletePool, "cleanupPolicy %s applied to %d VM(s)%s", policyOf(pool), len(vas.Items), kept)
+	r.Recorder.Eventf(pool, nil, "Normal", afv1.ReasonPoolDeleted, events.ActionDeletePool, "cleanupPolicy %s applied to %d VM(s)%s", policyOf(pool), len(vas.Items), kept)
 	r.expectations.forget(client.ObjectKeyFromObject(pool).String())
-	r.copies.forget(string(pool.UID))
-	_, err := shared.PatchFinalizer(ctx, r.Client, pool, afv1.FinalizerPool, false)
+	r.copies.ForgetPool(client.ObjectKeyFromObject(pool))
+	_, err := finalizers.Patch(ctx, r.Client, pool, afv1.FinalizerPool, false)
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 

@@ -5,7 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
@@ -78,7 +78,7 @@ func observeVMs(s *poolScope, deleting sets.Set[string]) []planner.VMObservation
 		if t := va.Status.VM.LastTransitionTime; t != nil {
 			o.PhaseChangedAt = t.Time
 		}
-		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
+		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
 			o.RegisteredAt = c.LastTransitionTime.Time
 		}
 		out = append(out, o)

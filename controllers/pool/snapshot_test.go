@@ -9,7 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
@@ -20,7 +20,7 @@ import (
 func TestSnapshotCopiesFacts(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(now)
-	r := &Reconciler{Opts: shared.Options{Clock: clk, RegistrationFailureThreshold: 3, FailedRetention: time.Hour},
+	r := &Reconciler{Opts: config.Options{Clock: clk, RegistrationFailureThreshold: 3, FailedRetention: time.Hour},
 		expectations: newExpectations(clk), debounce: newDebouncer(clk, time.Second, 10*time.Second)}
 	pool := &afv1.VsphereAgentPool{}
 	pool.Namespace, pool.Name = "ns", "pool"

@@ -9,8 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 )
 
@@ -26,12 +27,12 @@ func (r *Reconciler) setStandby(s *poolScope) {
 	}
 	metrics.PoolStandbyDesired.WithLabelValues(p.Namespace, p.Name).Set(float64(sb.Desired))
 	metrics.PoolStandbyReady.WithLabelValues(p.Namespace, p.Name).Set(float64(sb.Ready))
-	prev := shared.FindCondition(st.Conditions, afv1.ConditionStandbyReady)
+	prev := conditions.FindCondition(st.Conditions, afv1.ConditionStandbyReady)
 	gen := p.Generation
 	if sb.Desired == 0 {
 		st.Standby = nil
 		if prev != nil {
-			shared.SetCondition(&st.Conditions, afv1.ConditionStandbyReady, true, afv1.ReasonStandbyDisabled, "spec.standby is 0: no VM is kept in standby", gen)
+			conditions.SetCondition(&st.Conditions, afv1.ConditionStandbyReady, true, afv1.ReasonStandbyDisabled, "spec.standby is 0: no VM is kept in standby", gen)
 		}
 		return
 	}
@@ -39,13 +40,13 @@ func (r *Reconciler) setStandby(s *poolScope) {
 	ready := fmt.Sprintf("%d of %d standby Agent(s) ready", sb.Ready, sb.Desired)
 	switch {
 	case sb.Ready >= sb.Desired:
-		shared.SetCondition(&st.Conditions, afv1.ConditionStandbyReady, true, afv1.ReasonStandbyFull, ready, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionStandbyReady, true, afv1.ReasonStandbyFull, ready, gen)
 	case sb.Limit != "":
 		msg := fmt.Sprintf("%s; %s leaves no room for the %d VM(s) the standby lacks (standby VMs count toward limits.maxVMs)", ready, sb.Limit, sb.Short)
 		if prev == nil || prev.Reason != afv1.ReasonStandbyLimited {
-			r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonStandbyLimited, shared.ActionRequestVM, "%s", msg)
+			r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonStandbyLimited, events.ActionRequestVM, "%s", msg)
 		}
-		shared.SetCondition(&st.Conditions, afv1.ConditionStandbyReady, false, afv1.ReasonStandbyLimited, msg, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionStandbyReady, false, afv1.ReasonStandbyLimited, msg, gen)
 	default:
 		msg := fmt.Sprintf("%s; the rest are on their way (created, booting into discovery or awaiting validation)", ready)
 		switch {
@@ -54,7 +55,7 @@ func (r *Reconciler) setStandby(s *poolScope) {
 		case s.plan.Block != "":
 			msg = fmt.Sprintf("%s; creation stopped (%s): the standby is not refilled", ready, s.plan.Block)
 		}
-		shared.SetCondition(&st.Conditions, afv1.ConditionStandbyReady, false, afv1.ReasonStandbyFilling, msg, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionStandbyReady, false, afv1.ReasonStandbyFilling, msg, gen)
 	}
 }
 
@@ -101,8 +102,17 @@ func (l *boundLatency) observe(pool types.NamespacedName, ams []agents.AgentMach
 	}
 }
 
-func (l *boundLatency) forget(pool types.NamespacedName) {
+// ForgetPool drops a deleted pool's waiting AgentMachines (a poolmemory Record).
+func (l *boundLatency) ForgetPool(pool types.NamespacedName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.first, pool)
+}
+
+// HoldsPool reports whether the pool has an entry, even an emptied one.
+func (l *boundLatency) HoldsPool(pool types.NamespacedName) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.first[pool]
+	return ok
 }

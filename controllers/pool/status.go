@@ -5,11 +5,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/controllers/staticip"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/credentials"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 )
@@ -25,11 +28,11 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	r.noOtherManager(p)
 
 	if s.claimErr != "" {
-		shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, afv1.ReasonNodePoolAlreadyClaimed, s.claimErr, gen)
-		shared.SetCondition(&st.Conditions, afv1.ConditionReady, false, afv1.ReasonNodePoolAlreadyClaimed, s.claimErr, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, false, afv1.ReasonNodePoolAlreadyClaimed, s.claimErr, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionReady, false, afv1.ReasonNodePoolAlreadyClaimed, s.claimErr, gen)
 		return
 	}
-	shared.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, true, afv1.ReasonClaimed, "this pool serves NodePool "+p.Spec.NodePoolRef.Name, gen)
+	conditions.SetCondition(&st.Conditions, afv1.ConditionNodePoolClaimed, true, afv1.ReasonClaimed, "this pool serves NodePool "+p.Spec.NodePoolRef.Name, gen)
 	if r.setRefsStatus(s) {
 		return
 	}
@@ -53,7 +56,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 			st.DesiredReplicas++
 		}
 	}
-	shared.SetCondition(&st.Conditions, afv1.ConditionDemandObserved, true, afv1.ReasonDemandObserved,
+	conditions.SetCondition(&st.Conditions, afv1.ConditionDemandObserved, true, afv1.ReasonDemandObserved,
 		fmt.Sprintf("%d of %d AgentMachine(s) wait for an Agent", s.waiting, len(s.agentMachines)), gen)
 
 	// Agent counters.
@@ -77,7 +80,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 		st.OwnedVMs = nil
 	}
 	st.VMs = int32(len(s.vas))
-	if n, ok := r.copies.count(string(p.UID)); ok {
+	if n, ok := r.copies.count(client.ObjectKeyFromObject(p), p.UID); ok {
 		st.Copies = n // kept as last written until this process has scanned
 	}
 	st.ISOEjections = ejection.Summary(s.vas)
@@ -93,19 +96,19 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	prevInfraEnv := meta.FindStatusCondition(st.Conditions, afv1.ConditionInfraEnvAvailable)
 	wasMissing := prevInfraEnv != nil && prevInfraEnv.Reason == afv1.ReasonInfraEnvNotFound
 	if wasMissing && s.infraEnv != nil {
-		r.Recorder.Eventf(p, nil, "Normal", afv1.ReasonInfraEnvFound, shared.ActionRefreshISO, "InfraEnv %s exists again; the pool resumes once it publishes a discovery ISO URL", s.infraEnv.Name)
+		r.Recorder.Eventf(p, nil, "Normal", afv1.ReasonInfraEnvFound, events.ActionRefreshISO, "InfraEnv %s exists again; the pool resumes once it publishes a discovery ISO URL", s.infraEnv.Name)
 	}
 	switch {
 	case s.infraEnv == nil && s.infraEnvErr != "":
 		if !wasMissing {
 			// Deleted (or never there): bound VMs are kept, no VM is created until it is back.
-			r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInfraEnvNotFound, shared.ActionRefreshISO, "%s: no VM is created until it exists; existing VMs are kept", s.infraEnvErr)
+			r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInfraEnvNotFound, events.ActionRefreshISO, "%s: no VM is created until it exists; existing VMs are kept", s.infraEnvErr)
 		}
-		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotFound, s.infraEnvErr, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotFound, s.infraEnvErr, gen)
 	case s.infraEnvErr != "":
-		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, false, afv1.ReasonInfraEnvNotReady, s.infraEnvErr, gen)
 	default:
-		shared.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, true, afv1.ReasonISOURLAvailable, "the InfraEnv publishes a discovery ISO URL", gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionInfraEnvAvailable, true, afv1.ReasonISOURLAvailable, "the InfraEnv publishes a discovery ISO URL", gen)
 	}
 
 	// vSphere.
@@ -114,7 +117,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	r.setTLSVerified(p, s)
 
 	if s.isoCond != nil {
-		shared.SetCondition(&st.Conditions, afv1.ConditionISOReady, s.isoCond.status, s.isoCond.reason, s.isoCond.message, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionISOReady, s.isoCond.status, s.isoCond.reason, s.isoCond.message, gen)
 	}
 
 	r.setRegistrationOK(s)
@@ -122,11 +125,11 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	// Capacity.
 	switch {
 	case p.Spec.Paused:
-		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, afv1.ReasonPaused, "spec.paused is true", gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, afv1.ReasonPaused, "spec.paused is true", gen)
 	case s.plan.Deficit == 0 && s.plan.InFlight == 0 && s.waiting == 0:
-		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, true, afv1.ReasonCapacitySatisfied, "no AgentMachine waits for an Agent", gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, true, afv1.ReasonCapacitySatisfied, "no AgentMachine waits for an Agent", gen)
 	case s.plan.Deficit == 0:
-		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, afv1.ReasonProvisioningInProgress,
+		conditions.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, afv1.ReasonProvisioningInProgress,
 			fmt.Sprintf("%d AgentMachine(s) wait; %d VM(s) in flight", s.waiting, s.plan.InFlight), gen)
 	default:
 		reason, msg := afv1.ReasonDeficit, fmt.Sprintf("%d more VM(s) needed", s.plan.Deficit)
@@ -135,14 +138,14 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 				reason, msg = a.Reason, a.Message
 			}
 		}
-		shared.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, reason, msg, gen)
+		conditions.SetCondition(&st.Conditions, afv1.ConditionCapacitySatisfied, false, reason, msg, gen)
 	}
 
 	// Ready rolls up what the pool needs to act.
 	ready, reason, msg := true, afv1.ReasonReady, "the pool can serve its NodePool"
 	for _, t := range []string{afv1.ConditionInfraEnvAvailable, afv1.ConditionVSphereReachable, afv1.ConditionAgentLabelsMatch,
 		afv1.ConditionSpecHonoured, afv1.ConditionPlacementValid, afv1.ConditionPrivilegesSufficient, afv1.ConditionISOReady, afv1.ConditionRegistrationOK} {
-		if c := shared.FindCondition(st.Conditions, t); c != nil && c.Status != "True" {
+		if c := conditions.FindCondition(st.Conditions, t); c != nil && c.Status != "True" {
 			ready, reason, msg = false, c.Reason, c.Message
 			break
 		}
@@ -153,7 +156,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	if p.Spec.Paused {
 		ready, reason, msg = false, afv1.ReasonPaused, "spec.paused is true: no action is taken"
 	}
-	shared.SetCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
+	conditions.SetCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
 
 	r.setStandby(s)
 	recordPoolMetrics(p, s)
@@ -167,10 +170,10 @@ func recordPoolMetrics(p *afv1.VsphereAgentPool, s *poolScope) {
 		metrics.PoolCapacity.WithLabelValues(ns, name, state).Set(float64(v))
 	}
 	trips, unverified := 0.0, 0.0
-	if c := shared.FindCondition(p.Status.Conditions, afv1.ConditionRegistrationOK); c != nil && c.Status == metav1.ConditionFalse && p.Status.RegistrationBreaker != nil {
+	if c := conditions.FindCondition(p.Status.Conditions, afv1.ConditionRegistrationOK); c != nil && c.Status == metav1.ConditionFalse && p.Status.RegistrationBreaker != nil {
 		trips = float64(p.Status.RegistrationBreaker.Trips)
 	}
-	if c := shared.FindCondition(p.Status.Conditions, afv1.ConditionVCenterTLSVerified); c != nil && c.Reason == afv1.ReasonInsecureSkipVerify {
+	if c := conditions.FindCondition(p.Status.Conditions, afv1.ConditionVCenterTLSVerified); c != nil && c.Reason == afv1.ReasonInsecureSkipVerify {
 		unverified = 1
 	}
 	metrics.PoolRegistrationBreakerTrips.WithLabelValues(ns, name).Set(trips)
@@ -205,23 +208,23 @@ func (r *Reconciler) setTLSVerified(p *afv1.VsphereAgentPool, s *poolScope) {
 		return // credentials not read: nothing known about their TLS settings
 	}
 	if !s.creds.Insecure {
-		shared.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, true, afv1.ReasonCertificateVerified,
+		conditions.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, true, afv1.ReasonCertificateVerified,
 			"vCenter's certificate is verified (caBundle, thumbprint, or the system and cluster trust)", p.Generation)
 		return
 	}
 	const msg = `the credentials Secret sets insecure: "true": vCenter's certificate is not verified, so anyone on the path to vCenter can impersonate it and read its password; set caBundle or thumbprint instead`
-	if c := shared.FindCondition(st.Conditions, afv1.ConditionVCenterTLSVerified); c == nil || c.Reason != afv1.ReasonInsecureSkipVerify {
-		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInsecureSkipVerify, shared.ActionPreflight, "%s", msg)
+	if c := conditions.FindCondition(st.Conditions, afv1.ConditionVCenterTLSVerified); c == nil || c.Reason != afv1.ReasonInsecureSkipVerify {
+		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonInsecureSkipVerify, events.ActionPreflight, "%s", msg)
 	}
-	shared.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, false, afv1.ReasonInsecureSkipVerify, msg, p.Generation)
+	conditions.SetCondition(&st.Conditions, afv1.ConditionVCenterTLSVerified, false, afv1.ReasonInsecureSkipVerify, msg, p.Generation)
 }
 
 // setVSphereReachable sets VSphereReachable from the pass's credentials or login error (nil: logged in
 // to server). Pure, so the preflight fuzz test drives it with random Secrets.
 func setVSphereReachable(conds *[]metav1.Condition, vsErr error, server string, gen int64) {
 	if vsErr != nil {
-		shared.SetCondition(conds, afv1.ConditionVSphereReachable, false, shared.VSphereReason(vsErr), vsErr.Error(), gen)
+		conditions.SetCondition(conds, afv1.ConditionVSphereReachable, false, credentials.VSphereReason(vsErr), vsErr.Error(), gen)
 		return
 	}
-	shared.SetCondition(conds, afv1.ConditionVSphereReachable, true, afv1.ReasonConnected, "logged in to "+server, gen)
+	conditions.SetCondition(conds, afv1.ConditionVSphereReachable, true, afv1.ReasonConnected, "logged in to "+server, gen)
 }

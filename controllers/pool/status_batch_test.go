@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/clock"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 )
 
 func TestStatusBatchWritesConditionChangesAtOnceAndBatchesCounters(t *testing.T) {
@@ -39,7 +39,7 @@ func TestStatusBatchWritesConditionChangesAtOnceAndBatchesCounters(t *testing.T)
 	for _, tc := range cases {
 		r := &Reconciler{statusWrites: newDebouncer(clock.RealClock{}, time.Minute, time.Hour)}
 		from := before
-		if shared.FindCondition(tc.after.Conditions, afv1.ConditionCapacitySatisfied) != nil {
+		if conditions.FindCondition(tc.after.Conditions, afv1.ConditionCapacitySatisfied) != nil {
 			from = capacity(metav1.ConditionFalse, afv1.ReasonDeficit)
 		}
 		if got := r.statusBatch("ns/pool", from, tc.after); (got > 0) != tc.wantBatch {

@@ -9,11 +9,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	kevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/tlstrust/tlstrusttest"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
@@ -39,11 +41,11 @@ func TestVCenterByIPWithAnotherNamesCertificate(t *testing.T) {
 			"server": []byte(front + "/sdk"), "username": []byte(vcsim.Username), "password": []byte(vcsim.Password),
 			"caBundle": ca.PEM,
 		}}
-		rec := events.NewFakeRecorder(8)
+		rec := kevents.NewFakeRecorder(8)
 		sessions := vsphere.NewSessions(vsphere.SessionOptions{LoginTimeout: 30 * time.Second})
 		t.Cleanup(func() { sessions.Close(context.Background()) })
-		r := &Reconciler{APIReader: store(t, secret), Recorder: shared.NewRecorder(rec),
-			Opts: shared.Options{Clock: clocktesting.NewFakeClock(time.Now()), Sessions: sessions}}
+		r := &Reconciler{APIReader: store(t, secret), Recorder: events.NewRecorder(rec),
+			Opts: config.Options{Clock: clocktesting.NewFakeClock(time.Now()), Sessions: sessions}}
 		s := &poolScope{pool: pool}
 		if err := r.connectVSphere(context.Background(), s); err != nil {
 			t.Fatal(err)
@@ -54,7 +56,7 @@ func TestVCenterByIPWithAnotherNamesCertificate(t *testing.T) {
 		for len(rec.Events) > 0 {
 			evs = append(evs, <-rec.Events)
 		}
-		return *shared.FindCondition(conds, afv1.ConditionVSphereReachable), evs
+		return *conditions.FindCondition(conds, afv1.ConditionVSphereReachable), evs
 	}
 
 	wrong := tlstrusttest.Front(t, "127.0.0.1:0", ca.Server(t, []string{"vcenter.example.com"}), env.URL, env.Credentials.CABundle)

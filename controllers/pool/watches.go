@@ -17,22 +17,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
 // SetupWithManager wires the pool controller: its VsphereAgents, and the external objects mapped to
 // pools through field indexes (never by listing the cluster).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.expectations == nil {
-		r.expectations = newExpectations(r.Opts.Clock)
-	}
-	r.debounce = newDebouncer(r.Opts.Clock, r.Opts.DebounceIdle, r.Opts.DebounceMax)
-	r.orphanScans = newLastRun()
-	r.copies = newCopyMemory()
-	r.latency = newBoundLatency()
-	r.statusWrites = newDebouncer(r.Opts.BatchClock, r.Opts.StatusBatchInterval, r.Opts.StatusBatchMax)
-	r.own = shared.NewOwnWrites[*afv1.VsphereAgentPool]()
+	r.initMemory()
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.ISOEvents != nil {
 		b = b.WatchesRawSource(source.Channel(r.ISOEvents, &handler.EnqueueRequestForObject{}))
@@ -40,17 +32,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.PoolWorkers}).
-		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, shared.DeletionPredicate()))).
+		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, watch.DeletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).
 		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
 		Watches(agents.New(agents.MachineGVK()), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation), builder.WithPredicates(machineChangesForPools())).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForAgent)).
-		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexInfraEnv))).
-		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexNodePool))).
+		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(watch.IndexInfraEnv))).
+		Watches(agents.New(agents.NodePoolGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(watch.IndexNodePool))).
 		// A pool's image host CA ConfigMap (spec.iso.caBundleRef): metadata only (the data is read
 		// uncached when used), so a created or changed bundle starts the pool's pass at once. Secrets
 		// are not watched: no cluster-wide Secret list/watch (a Secret reference is polled while missing).
-		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(shared.IndexCABundleConfigMap))).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(watch.IndexCABundleConfigMap))).
 		Complete(r)
 }
 
@@ -69,7 +61,7 @@ func (r *Reconciler) poolsForNodePoolAnnotation(ctx context.Context, o client.Ob
 	if !ok {
 		return nil
 	}
-	return r.listPools(ctx, ns, shared.IndexNodePool, name)
+	return r.listPools(ctx, ns, watch.IndexNodePool, name)
 }
 
 func (r *Reconciler) poolsForAgent(ctx context.Context, o client.Object) []reconcile.Request {
@@ -77,7 +69,7 @@ func (r *Reconciler) poolsForAgent(ctx context.Context, o client.Object) []recon
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: pool}}}
 	}
 	if ie := o.GetLabels()[agents.LabelInfraEnv]; ie != "" {
-		return r.listPools(ctx, o.GetNamespace(), shared.IndexInfraEnv, ie)
+		return r.listPools(ctx, o.GetNamespace(), watch.IndexInfraEnv, ie)
 	}
 	return nil
 }

@@ -11,8 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
+	"github.com/containeroo/agent-forge-operator/internal/redact"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -127,9 +129,9 @@ func (c *Checker) checkPlacement(ctx context.Context, s *pass) error {
 	if last, due := c.placement.due(memo, p.Generation, now); !due {
 		if last.reason != "" {
 			s.preflightBlock = last.reason
-			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, last.reason, last.message, p.Generation)
+			conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, last.reason, last.message, p.Generation)
 		} else {
-			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
+			conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
 		}
 		s.requeueAfter(placementRecheckInterval)
 		if last.reason != "" {
@@ -140,8 +142,8 @@ func (c *Checker) checkPlacement(ctx context.Context, s *pass) error {
 	problems, err := checkDomainPlacements(ctx, s.vs, p)
 	if err != nil {
 		// vCenter could not be asked: unknown, not invalid. Nothing is created until it is known.
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, afv1.ReasonPlacementUnchecked,
-			"the placement could not be checked: "+shared.RedactText(err.Error()), p.Generation)
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, afv1.ReasonPlacementUnchecked,
+			"the placement could not be checked: "+redact.String(err.Error()), p.Generation)
 		s.preflightBlock = afv1.ReasonPlacementUnchecked
 		s.requeueAfter(time.Minute)
 		return nil
@@ -151,7 +153,7 @@ func (c *Checker) checkPlacement(ctx context.Context, s *pass) error {
 	if len(problems) == 0 {
 		c.placement.done(memo, placementCheck{generation: p.Generation, at: now})
 		c.Events.Clear(topic)
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, true, afv1.ReasonPlacementValid, placementValidMessage, p.Generation)
 		return c.checkPrivileges(ctx, s)
 	}
 	msgs := make([]string, 0, len(problems))
@@ -162,9 +164,9 @@ func (c *Checker) checkPlacement(ctx context.Context, s *pass) error {
 	msg := fmt.Sprintf("spec.vsphere does not resolve in vCenter: %s; no VM is created", strings.Join(msgs, "; "))
 	c.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
 	s.preflightBlock = reason
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPlacementValid, false, reason, msg, p.Generation)
 	if c.Events.Allow(topic, reason, now) {
-		c.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionPreflight, "%s", msg)
+		c.Recorder.Eventf(p, nil, "Warning", reason, events.ActionPreflight, "%s", msg)
 	}
 	return nil
 }

@@ -7,11 +7,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	kevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
@@ -38,7 +38,7 @@ func TestPlacementVerdictNotInheritedByRecreatedPool(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 			fake := vspherefake.New(clk)
-			c := &Checker{Recorder: shared.NewRecorder(events.NewFakeRecorder(10)), Clock: clk, Events: &shared.EventLimiter{}}
+			c := &Checker{Recorder: events.NewRecorder(kevents.NewFakeRecorder(10)), Clock: clk, Events: &events.EventLimiter{}}
 			pool := func(uid types.UID) *afv1.VsphereAgentPool {
 				p := &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "workers", UID: uid, Generation: 1}}
 				p.Spec.VSphere = afv1.VSphereSpec{Datacenter: "DC0", DatastoreCluster: "ds", Network: "net"}

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -18,11 +18,11 @@ type Checker struct {
 	// Reader reads the NodePool (the manager's cached client).
 	Reader client.Reader
 	// Recorder records the refusal Events on the pool.
-	Recorder *shared.Recorder
+	Recorder *events.Recorder
 	// Clock times the rechecks (Options.Clock).
 	Clock clock.PassiveClock
 	// Events rate-limits the refusal Events (shared with the pool's other refusals).
-	Events *shared.EventLimiter
+	Events *events.EventLimiter
 
 	placement placementChecks
 }

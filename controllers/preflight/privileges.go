@@ -10,8 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
+	"github.com/containeroo/agent-forge-operator/internal/redact"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -79,9 +81,9 @@ func (c *Checker) checkPrivileges(ctx context.Context, s *pass) error {
 	if last, due := c.placement.due(memo, p.Generation, now); !due {
 		if last.reason != "" {
 			s.preflightBlock = last.reason
-			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, last.reason, last.message, p.Generation)
+			conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, last.reason, last.message, p.Generation)
 		} else {
-			shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
+			conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
 				privilegesSufficientMessage, p.Generation)
 		}
 		return nil
@@ -89,8 +91,8 @@ func (c *Checker) checkPrivileges(ctx context.Context, s *pass) error {
 	missing, err := checkDomainPrivileges(ctx, s.vs, p)
 	if err != nil {
 		// vCenter could not be asked: unknown, not insufficient. Nothing is created until it is known.
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, afv1.ReasonPrivilegesUnchecked,
-			"the privileges could not be checked: "+shared.RedactText(err.Error()), p.Generation)
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, afv1.ReasonPrivilegesUnchecked,
+			"the privileges could not be checked: "+redact.String(err.Error()), p.Generation)
 		s.preflightBlock = afv1.ReasonPrivilegesUnchecked
 		s.requeueAfter(time.Minute)
 		return nil
@@ -99,16 +101,16 @@ func (c *Checker) checkPrivileges(ctx context.Context, s *pass) error {
 	if len(missing) == 0 {
 		c.placement.done(memo, placementCheck{generation: p.Generation, at: now})
 		c.Events.Clear(topic)
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, true, afv1.ReasonPrivilegesSufficient,
 			privilegesSufficientMessage, p.Generation)
 		return nil
 	}
 	reason, msg := afv1.ReasonInsufficientPrivileges, missingPrivilegesMessage(missing)
 	c.placement.done(memo, placementCheck{generation: p.Generation, at: now, reason: reason, message: msg})
 	s.preflightBlock = reason
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, reason, msg, p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionPrivilegesSufficient, false, reason, msg, p.Generation)
 	if c.Events.Allow(topic, reason, now) {
-		c.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionPreflight, "%s", msg)
+		c.Recorder.Eventf(p, nil, "Warning", reason, events.ActionPreflight, "%s", msg)
 	}
 	return nil
 }

@@ -13,8 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
@@ -68,14 +69,14 @@ func (c *Checker) checkSelector(ctx context.Context, s *pass) error {
 	}
 	if reason == "" {
 		c.Events.Clear(topic)
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, true, afv1.ReasonAgentLabelsMatch,
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, true, afv1.ReasonAgentLabelsMatch,
 			"the pool's Agent labels satisfy the NodePool's agentLabelSelector", p.Generation)
 		return nil
 	}
 	s.preflightBlock = reason
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, false, reason, msg, p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionAgentLabelsMatch, false, reason, msg, p.Generation)
 	if c.Events.Allow(topic, reason, c.Clock.Now()) {
-		c.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionPreflight, "%s", msg+"; no VM is created")
+		c.Recorder.Eventf(p, nil, "Warning", reason, events.ActionPreflight, "%s", msg+"; no VM is created")
 	}
 	return nil
 }

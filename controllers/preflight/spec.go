@@ -6,7 +6,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
@@ -20,7 +21,7 @@ func (c *Checker) checkSpec(s *pass) {
 	issues := poolspec.UnhonouredSpec(p)
 	if len(issues) == 0 {
 		c.Events.Clear(topic)
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionSpecHonoured, true, afv1.ReasonSpecHonoured,
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionSpecHonoured, true, afv1.ReasonSpecHonoured,
 			"every spec value is used as written", p.Generation)
 		return
 	}
@@ -29,7 +30,7 @@ func (c *Checker) checkSpec(s *pass) {
 		msgs[i] = is.Message
 	}
 	reason, msg, blocks := issues[0].Reason, strings.Join(msgs, "; "), issues[0].Blocks
-	shared.SetCondition(&p.Status.Conditions, afv1.ConditionSpecHonoured, !blocks, reason, msg, p.Generation)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionSpecHonoured, !blocks, reason, msg, p.Generation)
 	if blocks {
 		s.preflightBlock = reason
 	}
@@ -37,8 +38,8 @@ func (c *Checker) checkSpec(s *pass) {
 		return
 	}
 	if blocks {
-		c.Recorder.Eventf(p, nil, "Warning", reason, shared.ActionPreflight, "%s", msg+"; no VM is created")
+		c.Recorder.Eventf(p, nil, "Warning", reason, events.ActionPreflight, "%s", msg+"; no VM is created")
 		return
 	}
-	c.Recorder.Eventf(p, nil, "Normal", reason, shared.ActionPreflight, "%s", msg)
+	c.Recorder.Eventf(p, nil, "Normal", reason, events.ActionPreflight, "%s", msg)
 }

@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
 )
 
@@ -182,7 +182,7 @@ func (ls *Leases) staticIPRefused(s *pass) {
 		return
 	}
 	if ls.Events.Allow(key, s.staticIP.block, ls.Clock.Now()) {
-		ls.Recorder.Eventf(s.pool, nil, "Warning", s.staticIP.block, shared.ActionPreflight, "%s", s.staticIP.blockMsg)
+		ls.Recorder.Eventf(s.pool, nil, "Warning", s.staticIP.block, events.ActionPreflight, "%s", s.staticIP.blockMsg)
 	}
 }
 
@@ -299,7 +299,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 	}
 	// A (re)started manager settles what it finds at once: the batch it would wait for may have been
 	// cut by the restart, and a crash must not add the batching delay on top of its own.
-	first := ls.firstPass(s.pool.UID)
+	first := ls.firstPass(client.ObjectKeyFromObject(s.pool), s.pool.UID)
 	if !first && !leases.ReleaseDue(released, deleting, ls.Clock.Now(), releaseQuiet, releaseWindow) {
 		plan.Release = nil // the scale-down is still destroying VMs: release them together
 	}
@@ -307,7 +307,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 		if _, err := ls.removeLeases(ctx, s.pool, st, plan.Release, false); err != nil {
 			return err
 		}
-		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, shared.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, events.ActionLeaseAddresses, "released %d static address lease(s) of destroyed VMs: %s", len(plan.Release), strings.Join(plan.Release, ", "))
 	} else if trim := leases.Surplus(st.leases, live, pendingCreates, spare, ls.Clock.Now(), releaseQuiet); len(trim) > 0 {
 		// A spare beyond the target (an overshoot: a retried create, a lagging cache) goes back to the
 		// IPAM pool once demand has settled, or it would hold an address for good.
@@ -316,7 +316,7 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 			return err
 		}
 		if len(removed) > 0 {
-			ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesTrimmed, shared.ActionLeaseAddresses, "removed %d spare static address lease(s) beyond spareLeases %d: %s", len(removed), spare, strings.Join(removed, ", "))
+			ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesTrimmed, events.ActionLeaseAddresses, "removed %d spare static address lease(s) beyond spareLeases %d: %s", len(removed), spare, strings.Join(removed, ", "))
 			s.requeueAfter(leasePoll)
 		}
 	}
@@ -371,7 +371,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 				created++
 				continue
 			}
-			ls.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonLeaseClaimFailed, shared.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
+			ls.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonLeaseClaimFailed, events.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
 		}
 		st.usedMACs.Insert(mac)
@@ -381,7 +381,7 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		}
 	}
 	if created > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesClaimed, shared.ActionLeaseAddresses, "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesClaimed, events.ActionLeaseAddresses, "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
 	}
 	return nil
 }
@@ -429,7 +429,7 @@ func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 		}
 	}
 	if written > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesPrepared, shared.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", written, s.pool.Spec.InfraEnvRef.Name)
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesPrepared, events.ActionLeaseAddresses, "wrote %d NMStateConfig(s) for InfraEnv %s; its discovery image is regenerated once for them", written, s.pool.Spec.InfraEnvRef.Name)
 	}
 	return nil
 }

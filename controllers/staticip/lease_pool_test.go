@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/tools/events"
+	kevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
 	"github.com/containeroo/agent-forge-operator/test/vspherefake"
@@ -38,7 +38,7 @@ func TestCreateClaimsCountsAClaimItsReadMissed(t *testing.T) {
 	// An earlier pass's create that landed after this pass's read: in the API server, not in the state.
 	createClaim(ctx, t, c, "ns", "pool-ip-0")
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	ls := &Leases{Client: c, Recorder: shared.NewRecorder(events.NewFakeRecorder(8)), Clock: clk}
+	ls := &Leases{Client: c, Recorder: events.NewRecorder(kevents.NewFakeRecorder(8)), Clock: clk}
 	s := &pass{pool: pool, vs: vspherefake.New(clk), staticIP: &State{claims: map[string]*unstructured.Unstructured{}, usedMACs: sets.New[string]()}}
 	if err := ls.createClaims(ctx, s, 2); err != nil {
 		t.Fatal(err)
@@ -60,13 +60,23 @@ func TestCreateClaimsCountsAClaimItsReadMissed(t *testing.T) {
 // batch them again.
 func TestFirstPassOncePerPool(t *testing.T) {
 	ls := &Leases{}
+	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
 	for i, tc := range []struct {
-		pool types.UID
+		pool types.NamespacedName
+		uid  types.UID
 		want bool
-	}{{"a", true}, {"a", false}, {"b", true}, {"a", false}, {"b", false}} {
-		if got := ls.firstPass(tc.pool); got != tc.want {
-			t.Fatalf("call %d for pool %s: first pass %t, want %t", i, tc.pool, got, tc.want)
+	}{{a, "a1", true}, {a, "a1", false}, {b, "b1", true}, {a, "a1", false}, {b, "b1", false},
+		{a, "a2", true}, {a, "a2", false}} { // a deleted and created again under its name
+		if got := ls.firstPass(tc.pool, tc.uid); got != tc.want {
+			t.Fatalf("call %d for pool %s (%s): first pass %t, want %t", i, tc.pool, tc.uid, got, tc.want)
 		}
+	}
+	if !ls.HoldsPool(a) {
+		t.Fatal("the first pass of pool a is not remembered")
+	}
+	ls.ForgetPool(a)
+	if ls.HoldsPool(a) || !ls.HoldsPool(b) {
+		t.Fatalf("after forgetting pool a: holds a %t, b %t; want false, true", ls.HoldsPool(a), ls.HoldsPool(b))
 	}
 }
 
@@ -89,7 +99,7 @@ func TestPrepareCountsADeletedVsphereAgentAsGone(t *testing.T) {
 		gone := afv1.VsphereAgent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}}
 		gone.Status.VM.InstanceUUID = "uuid-b"
 		clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		ls := &Leases{Client: c, Recorder: shared.NewRecorder(events.NewFakeRecorder(16)), Clock: clk}
+		ls := &Leases{Client: c, Recorder: events.NewRecorder(kevents.NewFakeRecorder(16)), Clock: clk}
 		st := &State{claims: map[string]*unstructured.Unstructured{}, configs: map[string]*unstructured.Unstructured{}, usedMACs: sets.New[string]()}
 		st.leases = []leases.Lease{
 			{Name: "pool-ip-0", Holder: "a", AddressName: "pool-ip-0", HasConfig: true, Selected: true},

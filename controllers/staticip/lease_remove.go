@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
 )
 
@@ -90,7 +90,7 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 	if len(release) == 0 {
 		return nil
 	}
-	ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, shared.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
+	ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesReleased, events.ActionLeaseAddresses, "pool deleted: released %d static address lease(s)", len(release))
 	_, err := ls.removeLeases(ctx, s.pool, st, release, false)
 	return err
 }

@@ -13,7 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
 )
 
@@ -46,7 +47,7 @@ func (ls *Leases) checkAddresses(ctx context.Context, s *pass) error {
 			refused = append(refused, msg)
 			key := client.ObjectKeyFromObject(s.pool).String() + "/invalid-ip/" + l.Name
 			if ls.Events == nil || ls.Events.Allow(key, afv1.ReasonInvalidIPAddress, ls.Clock.Now()) {
-				ls.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonInvalidIPAddress, shared.ActionLeaseAddresses, "%s; no NMStateConfig is written with it", msg)
+				ls.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonInvalidIPAddress, events.ActionLeaseAddresses, "%s; no NMStateConfig is written with it", msg)
 			}
 			continue
 		}
@@ -98,7 +99,7 @@ func (ls *Leases) followSelector(ctx context.Context, s *pass) error {
 		rewritten = append(rewritten, l.Name)
 	}
 	if len(rewritten) > 0 {
-		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesFollowSelector, shared.ActionLeaseAddresses,
+		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesFollowSelector, events.ActionLeaseAddresses,
 			"wrote NMStateConfig(s) %s again with InfraEnv %s's nmStateConfigLabelSelector %s: VMs wait for the image generated with them",
 			strings.Join(rewritten, ", "), s.pool.Spec.InfraEnvRef.Name, selectorString(st.selector))
 		s.requeueAfter(leasePoll)
@@ -207,20 +208,20 @@ func SetStatus(p *afv1.VsphereAgentPool, st *State) {
 	gen := p.Generation
 	switch {
 	case st.block != "":
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, st.block, st.blockMsg, gen)
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, st.block, st.blockMsg, gen)
 	case st.unservable != "":
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, st.unservable, st.unservableMsg, gen)
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, st.unservable, st.unservableMsg, gen)
 	case st.awaitingImage > 0:
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, afv1.ReasonLeasesPending,
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, afv1.ReasonLeasesPending,
 			fmt.Sprintf("%d VM(s) wait for a discovery image that carries their lease's NMStateConfig; %d lease(s) ready", st.awaitingImage, sum.Ready), gen)
 	case sum.Ready == 0 && sum.Pending > 0:
 		msg := fmt.Sprintf("%d lease(s) wait for their address or NMStateConfig; %d held by VMs", sum.Pending, sum.Assigned)
 		if unselected > 0 {
 			msg += fmt.Sprintf("; %d NMStateConfig(s) not selected by the InfraEnv's nmStateConfigLabelSelector are written again", unselected)
 		}
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, afv1.ReasonLeasesPending, msg, gen)
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, false, afv1.ReasonLeasesPending, msg, gen)
 	default:
-		shared.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, true, afv1.ReasonLeasesReady,
+		conditions.SetCondition(&p.Status.Conditions, afv1.ConditionStaticIPsReady, true, afv1.ReasonLeasesReady,
 			fmt.Sprintf("%d lease(s) ready, %d held by VMs, %d pending", sum.Ready, sum.Assigned, sum.Pending), gen)
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/leases"
 )
 
@@ -86,7 +86,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 			if err := dropHold(ctx, ls.Client, held); err != nil {
 				return Held{}, err
 			}
-			ls.Recorder.Eventf(va, nil, "Warning", afv1.ReasonLeaseNotInImage, shared.ActionLeaseAddresses,
+			ls.Recorder.Eventf(va, nil, "Warning", afv1.ReasonLeaseNotInImage, events.ActionLeaseAddresses,
 				"gave back lease %s: %s; the VM is not created", held.GetName(), selMsg)
 		}
 		return wait(afv1.ReasonLeaseNotInImage, selMsg+"; no VM is created until it selects the pool's NMStateConfigs")
@@ -114,7 +114,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseAssigned); err != nil {
 			return Held{}, err
 		}
-		ls.Recorder.Eventf(va, nil, "Normal", afv1.ReasonLeaseHeld, shared.ActionLeaseAddresses, "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
+		ls.Recorder.Eventf(va, nil, "Normal", afv1.ReasonLeaseHeld, events.ActionLeaseAddresses, "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
 	}
 	l := leaseOf(held, configOf[held.GetName()], sel)
 	switch {
@@ -129,7 +129,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		}
 		msg := fmt.Sprintf("no discovery image of InfraEnv %s carried NMStateConfig %s within %s (cached image created %s): the config is written again and the VM waits for the image generated with it",
 			pool.Spec.InfraEnvRef.Name, l.Name, imageDeadline, formatTime(image))
-		ls.Recorder.Eventf(va, nil, "Warning", afv1.ReasonLeaseNotInImage, shared.ActionLeaseAddresses, "%s", msg)
+		ls.Recorder.Eventf(va, nil, "Warning", afv1.ReasonLeaseNotInImage, events.ActionLeaseAddresses, "%s", msg)
 		return wait(afv1.ReasonLeaseNotInImage, msg)
 	case !leases.ImageCarries(image, l.ConfigCreated):
 		return wait(afv1.ReasonWaitingForImageWithLease, fmt.Sprintf("the cached discovery ISO (image created %s) predates NMStateConfig %s (created %s): waiting for the regenerated image, else the VM would boot without its address",

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -27,20 +27,22 @@ type Leases struct {
 	// APIReader reads claims, NMStateConfigs and IPAddresses live (they are not cached).
 	APIReader client.Reader
 	// Recorder records the lease Events on the pool or the VsphereAgent.
-	Recorder *shared.Recorder
+	Recorder *events.Recorder
 	// Clock stamps releases and batches them (Options.Clock).
 	Clock clock.PassiveClock
 	// Events rate-limits the pool's refusal Events (shared with its other refusals; nil on the VM side).
-	Events *shared.EventLimiter
+	Events *events.EventLimiter
 
-	// passed holds the pools (UIDs) this process has prepared leases for (see firstPass).
+	// passed holds the pools this process has prepared leases for, by name, with the UID of the pool
+	// of that name (see firstPass).
 	passed sync.Map
 }
 
-// firstPass reports whether this is the pool's first lease pass in this process (then marks it done).
-func (ls *Leases) firstPass(pool types.UID) bool {
-	_, seen := ls.passed.LoadOrStore(pool, true)
-	return !seen
+// firstPass reports whether this is the pool's first lease pass in this process (then marks it done):
+// a pool deleted and created again under its name has a new UID, and its first pass is one again.
+func (ls *Leases) firstPass(pool types.NamespacedName, uid types.UID) bool {
+	prev, seen := ls.passed.Swap(pool, uid)
+	return !seen || prev.(types.UID) != uid
 }
 
 // Input is what a pool pass observed that preparing its leases needs.

@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -25,11 +26,11 @@ const adoptionRecheck = 5 * time.Minute
 func (r *Reconciler) reconcileUpstream(ctx context.Context, s *vmScope) (done bool, err error) {
 	va, pool := s.va, s.pool
 	report := func(reason, msg, eventType string) (bool, error) {
-		if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionAdopted); c == nil || c.Reason != reason || c.Message != msg {
-			r.Recorder.Eventf(va, nil, eventType, reason, shared.ActionAdoptVM, "%s", msg)
+		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAdopted); c == nil || c.Reason != reason || c.Message != msg {
+			r.Recorder.Eventf(va, nil, eventType, reason, events.ActionAdoptVM, "%s", msg)
 		}
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionAdopted, false, reason, msg, va.Generation)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, reason, msg, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAdopted, false, reason, msg, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, reason, msg, va.Generation)
 		return true, nil
 	}
 	vmName := upstreamVMName(va)
@@ -37,14 +38,14 @@ func (r *Reconciler) reconcileUpstream(ctx context.Context, s *vmScope) (done bo
 	case !va.DeletionTimestamp.IsZero():
 		return report(afv1.ReasonUpstreamNotAdopted, fmt.Sprintf("upstream VsphereAgent deleted before its VM %s was adopted: ownership not proven, no VM destroyed, no Agent unapproved or deleted; remove finalizer %s by hand once the VM is dealt with", vmName, afv1.FinalizerUpstreamVsphereAgent), "Warning")
 	case pool == nil:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
 		return true, nil
 	case va.Labels[afv1.LabelUpstreamCreatedFor] == afv1.UpstreamCreatedForAdopted || va.Status.VM.Source == afv1.UpstreamSourceDiscovered:
 		return report(afv1.ReasonUpstreamDiscoveredAgent, fmt.Sprintf("the upstream operator discovered this Agent (VM %s) rather than creating its VM: reported, never adopted or destroyed", vmName), "Warning")
 	case pool.Spec.Adoption != afv1.AdoptionEnabled:
 		return report(afv1.ReasonAdoptionDisabled, fmt.Sprintf("VM %s was made by the upstream operator; set spec.adoption: Enabled on pool %s to take it over", vmName, pool.Name), "Normal")
 	case pool.Spec.Paused:
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused", va.Generation)
 		return true, nil
 	}
 	vs, err := r.client(ctx, s)
@@ -123,9 +124,9 @@ func (r *Reconciler) recordAdoption(s *vmScope, dc string, cand *vsphere.Adoptio
 	}
 	msg := fmt.Sprintf("adopted VM %s (BIOS UUID %s, MAC %s, folder %s, %s; %s): instance UUID set to %s and ownership marker added",
 		info.Name, info.BIOSUUID, vm.MACAddress, cand.Folder, marker, agentMsg, info.InstanceUUID)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAdopted, true, afv1.ReasonAdoptionSucceeded, msg, va.Generation)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, afv1.ReasonAdoptionSucceeded, "VM "+info.Name+" adopted from the upstream operator", va.Generation)
-	r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonAdoptionSucceeded, shared.ActionAdoptVM, "%s", msg)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAdopted, true, afv1.ReasonAdoptionSucceeded, msg, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, afv1.ReasonAdoptionSucceeded, "VM "+info.Name+" adopted from the upstream operator", va.Generation)
+	r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonAdoptionSucceeded, events.ActionAdoptVM, "%s", msg)
 }
 
 // upstreamVMName is the VM name upstream recorded in the vm-name annotation (the AgentMachine name).

@@ -12,9 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
@@ -27,10 +29,10 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 	mac, bios := va.Status.VM.MACAddress, va.Status.VM.BIOSUUID
 	queries := []client.MatchingFields{}
 	if mac != "" {
-		queries = append(queries, client.MatchingFields{shared.IndexAgentMAC: agents.NormalizeMAC(mac)})
+		queries = append(queries, client.MatchingFields{watch.IndexAgentMAC: agents.NormalizeMAC(mac)})
 	}
 	if serial := agents.NormalizeUUID(bios); serial != "" {
-		queries = append(queries, client.MatchingFields{shared.IndexAgentSerial: serial})
+		queries = append(queries, client.MatchingFields{watch.IndexAgentSerial: serial})
 	}
 	var proven, unproven []agents.Agent
 	seen := sets.New[string]()
@@ -54,7 +56,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 			}
 		}
 	}
-	prev := shared.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered)
+	prev := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered)
 	prevMsg := ""
 	if prev != nil {
 		prevMsg = prev.Message
@@ -64,11 +66,11 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 		case len(unproven) > 0:
 			msg := "no Agent proves it was registered by VM " + va.Status.VM.Name + ": " + describeUnproven(unproven, mac, bios) +
 				"; such an Agent is never labelled or approved for this VM"
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonHostIdentityUnproven, msg, va.Generation)
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonHostIdentityUnproven, msg, va.Generation)
 		case va.Status.VM.AgentName != "":
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonAgentMissing, "Agent "+va.Status.VM.AgentName+" no longer exists", va.Generation)
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonAgentMissing, "Agent "+va.Status.VM.AgentName+" no longer exists", va.Generation)
 		default:
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonAwaitingRegistration, "waiting for the VM to boot the discovery ISO and register", va.Generation)
 		}
 		r.announceUnproven(s, unproven, prevMsg, mac, bios)
 		return true, nil
@@ -83,7 +85,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 	if len(unproven) > 0 {
 		msg += "; ignored: " + describeUnproven(unproven, mac, bios)
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, afv1.ReasonAgentRegistered, msg, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, afv1.ReasonAgentRegistered, msg, va.Generation)
 	r.announceUnproven(s, unproven, prevMsg, mac, bios)
 	return true, nil
 }
@@ -94,7 +96,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 // Warning when one contradicts the VM's identity.
 func (r *Reconciler) announceUnproven(s *vmScope, unproven []agents.Agent, prevMsg, mac, bios string) {
 	va := s.va
-	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered)
+	c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered)
 	if len(unproven) == 0 || c == nil || c.Message == prevMsg {
 		return
 	}
@@ -106,7 +108,7 @@ func (r *Reconciler) announceUnproven(s *vmScope, unproven []agents.Agent, prevM
 	}
 	msg := c.Message
 	s.afterWrite = append(s.afterWrite, func() {
-		r.Recorder.Eventf(va, nil, eventType, afv1.ReasonHostIdentityUnproven, shared.ActionAwaitAgent, "%s", msg)
+		r.Recorder.Eventf(va, nil, eventType, afv1.ReasonHostIdentityUnproven, events.ActionAwaitAgent, "%s", msg)
 	})
 }
 
@@ -214,7 +216,7 @@ func (r *Reconciler) prepareAgent(ctx context.Context, s *vmScope) (bool, error)
 		// No Event: the AgentPrepared condition says it, and an Event per VM is an API write per VM
 		// (Events are for creations, deletions, ejections and refusals).
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, afv1.ReasonAgentPrepared,
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, afv1.ReasonAgentPrepared,
 		fmt.Sprintf("Agent %s carries the pool's labels, hostname %s and role %s (approved: %t)", a.Name, va.Status.VM.Name, role, approve || a.Approved), va.Generation)
 	return true, nil
 }

@@ -11,8 +11,8 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
 
@@ -69,7 +69,7 @@ func TestEjectionArmedAtBoundWithoutALookUp(t *testing.T) {
 	case rec.DeviceKey != 3000 || rec.ISOPath != bound.Status.VM.ISOPath || rec.InstanceUUID != bound.Status.VM.InstanceUUID || rec.OwnerUID != string(bound.UID):
 		t.Errorf("record %+v does not name the creation's CD-ROM 3000 with %s of VM %s", rec, bound.Status.VM.ISOPath, bound.Status.VM.InstanceUUID)
 	}
-	if c := shared.FindCondition(bound.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonWaitingForInstallation {
+	if c := conditions.FindCondition(bound.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonWaitingForInstallation {
 		t.Errorf("ISOEjected %+v, want WaitingForInstallation", c)
 	}
 	if n := row.fake.Calls(vspherefake.EjectISO); n != 0 {
@@ -81,7 +81,7 @@ func TestEjectionArmedAtBoundWithoutALookUp(t *testing.T) {
 	if done.Status.ISOEjection != nil {
 		t.Errorf("record %+v left after the ejection", done.Status.ISOEjection)
 	}
-	if c := shared.FindCondition(done.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
+	if c := conditions.FindCondition(done.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonEjected {
 		t.Errorf("ISOEjected %+v, want Ejected", c)
 	}
 	if done.ResourceVersion == bound.ResourceVersion {
@@ -128,18 +128,18 @@ func TestArmedRecordOfAGoneVMIsDropped(t *testing.T) {
 	}
 	row.clock.Step(row.r.Opts.VMCheckInterval)
 	got := pass()
-	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFoundUnconfirmed {
+	if c := conditions.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFoundUnconfirmed {
 		t.Fatalf("VMHealthy %+v after one NotFound, want %s", c, afv1.ReasonVMNotFoundUnconfirmed)
 	}
 	row.clock.Step(vmGoneConfirmDelay)
 	got = pass()
-	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFound {
+	if c := conditions.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFound {
 		t.Fatalf("VMHealthy %+v, want VMNotFound", c)
 	}
 	if got.Status.ISOEjection != nil {
 		t.Errorf("armed record %+v kept for a VM that is gone", got.Status.ISOEjection)
 	}
-	if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonDisabled {
+	if c := conditions.FindCondition(got.Status.Conditions, afv1.ConditionISOEjected); c == nil || c.Reason != afv1.ReasonDisabled {
 		t.Errorf("ISOEjected %+v, want EjectionDisabled (dropped)", c)
 	}
 	if n := row.fake.Calls(vspherefake.EjectISO); n != 0 {

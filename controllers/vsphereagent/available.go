@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 )
 
 // availableHolds remembers, per VsphereAgent, when a pass first found its VM ready to become Available
@@ -61,10 +61,10 @@ func (r *Reconciler) availableHold(pool *afv1.VsphereAgentPool) time.Duration {
 // whose write was held (holdAvailable) and the provider bound before it was written: prepareAgent
 // leaves bound Agents alone, and the condition would otherwise never be written.
 func recordPreparedBeforeBinding(va *afv1.VsphereAgent, a *agents.Agent) {
-	if shared.FindCondition(va.Status.Conditions, afv1.ConditionAgentPrepared) != nil || a.Labels[afv1.LabelVsphereAgent] != va.Name {
+	if conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentPrepared) != nil || a.Labels[afv1.LabelVsphereAgent] != va.Name {
 		return
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, afv1.ReasonAgentPrepared,
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentPrepared, true, afv1.ReasonAgentPrepared,
 		fmt.Sprintf("Agent %s carries the pool's labels, hostname %s and role %s (approved: %t)", a.Name, a.Hostname, a.Role, a.Approved), va.Generation)
 }
 

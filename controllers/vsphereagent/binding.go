@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 )
 
 // trackBinding follows the Agent CAPI provider: Available → Bound (with the Machine) → Released.
@@ -49,7 +50,7 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 	if phase == afv1.VMPhaseBound {
 		machine := ""
 		list := agents.NewList(agents.AgentMachineGVK)
-		if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{shared.IndexAgentMachineRef: a.Name}); err != nil {
+		if err := r.List(ctx, list, client.InNamespace(s.pool.Spec.ControlPlaneNamespace), client.MatchingFields{watch.IndexAgentMachineRef: a.Name}); err != nil {
 			return false, err
 		}
 		for i := range list.Items {
@@ -69,7 +70,7 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 		// sees the old reason again).
 		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineName
 		s.afterWrite = append(s.afterWrite, func() {
-			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonUnbindingPendingUserAction, shared.ActionUnbindAgent, "%s", unbindingPendingUserActionMessage(name, agent, machine))
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonUnbindingPendingUserAction, events.ActionUnbindAgent, "%s", unbindingPendingUserActionMessage(name, agent, machine))
 		})
 	}
 	r.setPhase(va, phase, reason)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,10 +15,12 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -33,13 +36,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	}
 	// The pool's cleanupPolicy decides whether a VM is destroyed: read it fresh, never from a cache
 	// that may not have seen the user's last change (e.g. Retain set just before the delete).
-	pool, err := shared.FreshPool(ctx, r.APIReader, va)
+	pool, err := freshPool(ctx, r.APIReader, va)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	s.pool = pool
 	if pool != nil && pool.Spec.Paused {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused: cleanup waits", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	// A recorded ejection is finished first; one that fails, drags on or cannot be reached is closed
@@ -54,7 +57,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if err := r.leases().Settle(ctx, va, pool, reason == afv1.ReasonCleanedUp); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(va, nil, "Normal", reason, shared.ActionDestroyVM, "%s", msg)
+		r.Recorder.Eventf(va, nil, "Normal", reason, events.ActionDestroyVM, "%s", msg)
 		metrics.VMResources.DeletePartialMatch(map[string]string{metrics.LabelPoolNamespace: va.Namespace, "vm": va.Name})
 		controllerutil.RemoveFinalizer(va, afv1.FinalizerVsphereAgent)
 		return ctrl.Result{}, r.Update(ctx, va)
@@ -63,7 +66,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return done(afv1.ReasonVMRetained, "VM "+va.Status.VM.Name+" and its Agent are kept (cleanupPolicy Retain or pool gone)")
 	}
 
-	agent, err := shared.FreshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentName)
+	agent, err := agents.FreshAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.AgentName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -72,7 +75,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if mac, bios, err = r.vmIdentity(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
-		if agent, err = shared.FreshHostAgent(ctx, r.APIReader, va.Namespace, mac, bios); err != nil {
+		if agent, err = agents.FreshHostAgent(ctx, r.APIReader, va.Namespace, mac, bios); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -80,7 +83,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	if agent != nil {
 		agentName = agent.Name
 	}
-	inUse, machine, err := shared.MachineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineName)
+	inUse, machine, err := agents.MachineReferencesAgent(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, agentName, va.Status.VM.MachineName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -90,18 +93,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		if deleting, err := machineDeleting(ctx, r.APIReader, pool.Spec.ControlPlaneNamespace, machine); err != nil {
 			return ctrl.Result{}, err
 		} else if deleting {
-			if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != afv1.ReasonWaitingForMachineDeletion {
-				r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonWaitingForMachineDeletion, shared.ActionDestroyVM, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
+			if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != afv1.ReasonWaitingForMachineDeletion {
+				r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonWaitingForMachineDeletion, events.ActionDestroyVM, "VM %s backs Machine %s, which is being deleted: destroyed once it is gone", va.Status.VM.Name, machine)
 			}
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonWaitingForMachineDeletion,
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonWaitingForMachineDeletion,
 				"VM "+va.Status.VM.Name+" backs Machine "+machine+", which is being deleted; the VM is destroyed once it is gone", va.Generation)
 			return ctrl.Result{RequeueAfter: machineDeletionPoll}, nil
 		}
 		return done(afv1.ReasonVMRetainedInUse, "VM "+va.Status.VM.Name+" still backs Machine "+machine+"; kept running")
 	}
 	if agent != nil {
-		if err := shared.Unapprove(ctx, r.Client, agent); err != nil {
-			if errors.Is(err, shared.ErrReservationWon) {
+		if err := agents.Unapprove(ctx, r.Client, agent); err != nil {
+			if errors.Is(err, agents.ErrReservationWon) {
 				return ctrl.Result{RequeueAfter: time.Second}, nil
 			}
 			return ctrl.Result{}, err
@@ -116,10 +119,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	// Destroy by instance UUID = our UID: also finds a VM whose status was never persisted.
 	if err := vs.DestroyVM(ctx, dc, string(va.UID), poolspec.Ownership(va, pool)); err != nil {
 		if vsphere.ClassOf(err) == vsphere.ClassOwnership {
-			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonDestroyRefused, shared.ActionDestroyVM, "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonDestroyRefused, events.ActionDestroyVM, "VM with instance UUID %s does not carry this VsphereAgent's ownership marker: not destroyed", va.UID)
 			return done(afv1.ReasonVMNotOwned, "the VM is not ours; nothing destroyed")
 		}
-		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMDestroyFailed, shared.ActionDestroyVM, "destroying VM %s: %v", va.Status.VM.Name, err)
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMDestroyFailed, events.ActionDestroyVM, "destroying VM %s: %v", va.Status.VM.Name, err)
 		return ctrl.Result{}, err
 	}
 	if _, err := vs.FindVM(ctx, dc, string(va.UID), ""); err == nil {
@@ -131,7 +134,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	vmName := cmp.Or(va.Status.VM.Name, va.Name) // a VM's name is its VsphereAgent's; the status may lack it
-	r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonVMDestroyed, shared.ActionDestroyVM, "destroyed VM %s", vmName)
+	r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonVMDestroyed, events.ActionDestroyVM, "destroyed VM %s", vmName)
 	if agent == nil {
 		// The VM's discovery agent may have registered between the look-up above and the destroy (a VM
 		// released right after its creation): with the VM gone, an unbound Agent of its identity would be
@@ -140,27 +143,27 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		if agent != nil {
-			if err := shared.Unapprove(ctx, r.Client, agent); errors.Is(err, shared.ErrReservationWon) {
+			if err := agents.Unapprove(ctx, r.Client, agent); errors.Is(err, agents.ErrReservationWon) {
 				agent = nil // the provider reserved it meanwhile: not ours to delete
 			} else if err != nil {
 				return ctrl.Result{}, err
 			}
 		} else {
 			// Its registration may still be on its way (or its Agent not carry its inventory yet): the
-			// pool deletes such an Agent when it shows up (shared.LateRegistrationWindow).
-			r.Opts.DestroyedHosts.Add(types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, shared.DestroyedHost{
+			// pool deletes such an Agent when it shows up (poolmemory.LateRegistrationWindow).
+			r.Opts.DestroyedHosts.Add(types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, poolmemory.DestroyedHost{
 				VM: vmName, VsphereAgent: va.Name, MAC: mac, BIOSUUID: bios, At: r.Opts.Clock.Now(),
 			})
 		}
 	}
 	if agent != nil {
-		if err := shared.DeleteAgent(ctx, r.Client, agent); err != nil {
+		if err := agents.DeleteAgent(ctx, r.Client, agent); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := crashpoint.Hit(ctx, crashpoint.AgentDeleted); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonAgentDeleted, shared.ActionDeleteAgent, "deleted Agent %s", agent.Name)
+		r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonAgentDeleted, events.ActionDeleteAgent, "deleted Agent %s", agent.Name)
 	}
 	return done(afv1.ReasonCleanedUp, "VM and Agent removed")
 }
@@ -192,7 +195,7 @@ func (r *Reconciler) vmIdentity(ctx context.Context, s *vmScope) (mac, bios stri
 
 // lateAgent is the unbound Agent of a destroyed VM's identity that registered while it was destroyed.
 func lateAgent(ctx context.Context, reader client.Reader, namespace, mac, bios string) (*agents.Agent, error) {
-	agent, err := shared.FreshHostAgent(ctx, reader, namespace, mac, bios)
+	agent, err := agents.FreshHostAgent(ctx, reader, namespace, mac, bios)
 	if err != nil || agent == nil || agent.IsBound() {
 		return nil, err
 	}
@@ -221,4 +224,16 @@ func machineDeleting(ctx context.Context, reader client.Reader, namespace, name 
 		return false, client.IgnoreNotFound(err)
 	}
 	return m.GetDeletionTimestamp() != nil, nil
+}
+
+// freshPool reads a VsphereAgent's pool from the API server (nil when it is gone).
+func freshPool(ctx context.Context, reader client.Reader, va *afv1.VsphereAgent) (*afv1.VsphereAgentPool, error) {
+	pool := &afv1.VsphereAgentPool{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Spec.PoolRef.Name}, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return pool, nil
 }

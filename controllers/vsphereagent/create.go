@@ -11,8 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/upstream"
 )
 
 // limitPoll is how often a VsphereAgent held by maxVMs looks for room again: the destroy or failure of
@@ -40,7 +43,7 @@ func (r *Reconciler) admitVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	limit := int(*pool.Spec.Limits.MaxVMs)
 	var list afv1.VsphereAgentList
-	if err := r.List(ctx, &list, client.InNamespace(va.Namespace), client.MatchingFields{shared.IndexPoolRef: pool.Name}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(va.Namespace), client.MatchingFields{watch.IndexPoolRef: pool.Name}); err != nil {
 		return false, err
 	}
 	key := client.ObjectKeyFromObject(pool).String()
@@ -63,12 +66,12 @@ func (r *Reconciler) admitVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	msg := fmt.Sprintf("limits.maxVMs is %d and %d of the pool's VMs exist or are being created (whatever their phase, until destroyed); "+
 		"%d VsphereAgent(s) created before this one wait too: no VM is created until there is room", limit, slot.holders, slot.rank)
-	if c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMCreated); c == nil || c.Reason != afv1.ReasonMaxVMsReached {
-		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonMaxVMsReached, shared.ActionCreateVM, "%s", msg)
+	if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionVMCreated); c == nil || c.Reason != afv1.ReasonMaxVMsReached {
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonMaxVMsReached, events.ActionCreateVM, "%s", msg)
 		s.log.Info("VM creation held by the pool's maxVMs", "maxVMs", limit, "holders", slot.holders)
 	}
 	r.setPhase(va, afv1.VMPhasePending, afv1.ReasonMaxVMsReached)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonMaxVMsReached, msg, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonMaxVMsReached, msg, va.Generation)
 	s.requeueAfter(limitPoll)
 	return false, nil
 }
@@ -93,7 +96,7 @@ func slotFor(vas []afv1.VsphereAgent, va *afv1.VsphereAgent, limit int, admitted
 	var waiting []*afv1.VsphereAgent
 	holders := 0
 	consider := func(o *afv1.VsphereAgent) {
-		if seen[o.UID] || shared.UpstreamPending(o) {
+		if seen[o.UID] || upstream.Pending(o) {
 			return
 		}
 		seen[o.UID] = true

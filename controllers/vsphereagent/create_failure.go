@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -44,7 +45,7 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 		msg := fmt.Sprintf("vCenter refused to create VM %s: %v; the pool replaces this VsphereAgent under a new name", vmName, err)
 		r.refusals.remember(va.UID, refusal{reason: reason, message: msg, at: r.Opts.Clock.Now()})
 		r.refusals.reapply(r, va)
-		r.Recorder.Eventf(va, nil, "Warning", reason, shared.ActionCreateVM, "%s", msg)
+		r.Recorder.Eventf(va, nil, "Warning", reason, events.ActionCreateVM, "%s", msg)
 		s.log.Info("VM creation refused for good; VsphereAgent failed", "vm", vmName, "reason", reason)
 		return false, nil
 	}
@@ -54,10 +55,10 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 			r.setPhase(va, afv1.VMPhasePending, afv1.ReasonVMCreateFailed)
 		}
 		if permanentAllowed {
-			shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, string(vsphere.ClassOf(err)), err.Error(), va.Generation)
-			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMCreateFailed, shared.ActionCreateVM, "creating VM %s: %v", vmName, err)
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, string(vsphere.ClassOf(err)), err.Error(), va.Generation)
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMCreateFailed, events.ActionCreateVM, "creating VM %s: %v", vmName, err)
 		}
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason,
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason,
 			fmt.Sprintf("VM %s not created yet: %v (retried until %s after this VsphereAgent's creation)", vmName, err, timeout), va.Generation)
 		return false, err
 	}
@@ -70,10 +71,10 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 	}
 	msg := fmt.Sprintf("VM %s could not be created within %s of this VsphereAgent's creation (last error: %v); the pool replaces it", vmName, timeout, err)
 	r.setPhase(va, afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
-	r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonRegistrationTimeout, shared.ActionAwaitAgent, "%s", msg)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonRegistrationTimeout, msg, va.Generation)
+	r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonRegistrationTimeout, events.ActionAwaitAgent, "%s", msg)
 	return false, nil
 }
 
@@ -121,7 +122,7 @@ func (m *refusalMemory) reapply(r *Reconciler, va *afv1.VsphereAgent) bool {
 		t := metav1.NewTime(f.at)
 		va.Status.VM.LastTransitionTime = &t // when it failed, not when a stale pass saw it again
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, f.reason, f.message, va.Generation)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, f.reason, f.message, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, f.reason, f.message, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, f.reason, f.message, va.Generation)
 	return true
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
@@ -22,7 +22,7 @@ func (r *Reconciler) reportImage(_ context.Context, s *vmScope) (bool, error) {
 		StaticIPLease: poolspec.HoldsLease(va),
 	})
 	if v.Reason != afv1.ReasonCurrentImageUnknown {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionImageCurrent, v.Current, v.Reason, v.Message, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionImageCurrent, v.Current, v.Reason, v.Message, va.Generation)
 	}
 	return true, nil
 }

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	kevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,8 +19,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
@@ -68,7 +71,7 @@ type lcRow struct {
 	va    *afv1.VsphereAgent
 	fake  *vspherefake.Fake
 	clock *clocktesting.FakeClock
-	rec   *events.FakeRecorder
+	rec   *kevents.FakeRecorder
 	r     *Reconciler
 }
 
@@ -316,7 +319,7 @@ func checkLifecycleStep(t *testing.T, st lcStep, row *lcRow, va *afv1.VsphereAge
 		t.Errorf("%s: phase %s/%s, want %s/%s", st.name, va.Status.VM.Phase, va.Status.VM.Reason, st.wantPhase, st.wantReason)
 	}
 	for typ, want := range st.wantConditions {
-		c := shared.FindCondition(va.Status.Conditions, typ)
+		c := conditions.FindCondition(va.Status.Conditions, typ)
 		if c == nil {
 			t.Errorf("%s: no condition %s", st.name, typ)
 			continue
@@ -347,7 +350,7 @@ func checkLifecycleStep(t *testing.T, st lcStep, row *lcRow, va *afv1.VsphereAge
 		var at time.Time
 		if typ == "Phase" {
 			at = va.Status.VM.LastTransitionTime.Time
-		} else if c := shared.FindCondition(va.Status.Conditions, typ); c != nil {
+		} else if c := conditions.FindCondition(va.Status.Conditions, typ); c != nil {
 			at = c.LastTransitionTime.Time
 		}
 		if !at.Equal(now.Truncate(time.Second)) {
@@ -387,12 +390,12 @@ func startLifecycleHarness(t *testing.T) *lcHarness {
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Client: shared.ClientOptions(),
+		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Client: config.ClientOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := shared.SetupIndexes(ctx, mgr); err != nil {
+	if err := watch.SetupIndexes(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
@@ -451,12 +454,12 @@ func (h *lcHarness) newRow(t *testing.T, row *lcRow) {
 
 	row.fake = vspherefake.New(nil)
 	row.clock = clocktesting.NewFakeClock(va.CreationTimestamp.Time)
-	row.rec = events.NewFakeRecorder(100)
+	row.rec = kevents.NewFakeRecorder(100)
 	// VM look-ups (observeVM) are paced past every row's horizon: these rows follow one lifecycle; what
 	// someone else does to a VM is specified against the simulator (controllers/external_interruptions_test.go).
-	opts := shared.Options{Clock: row.clock, BatchClock: row.clock, Sessions: vspherefake.NewSessions(row.fake), VMCheckInterval: 24 * time.Hour}
+	opts := config.Options{Clock: row.clock, BatchClock: row.clock, Sessions: vspherefake.NewSessions(row.fake), VMCheckInterval: 24 * time.Hour}
 	opts.Defaults()
-	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: shared.NewRecorder(row.rec), Opts: opts}
+	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: events.NewRecorder(row.rec), Opts: opts}
 	h.waitForCache(t, pool)
 }
 

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
 
@@ -84,7 +84,7 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 	if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: gone.Namespace, Name: gone.Name}, gone); err != nil {
 		t.Fatal(err)
 	}
-	if c := shared.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFoundUnconfirmed {
+	if c := conditions.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFoundUnconfirmed {
 		t.Fatalf("after one NotFound the gone VM's VMHealthy is %+v, want reason %s", c, afv1.ReasonVMNotFoundUnconfirmed)
 	}
 	// The confirming look-up, by instance UUID and BIOS UUID, vmGoneConfirmDelay later.
@@ -97,7 +97,7 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 	if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: gone.Namespace, Name: gone.Name}, gone); err != nil {
 		t.Fatal(err)
 	}
-	if c := shared.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFound {
+	if c := conditions.FindCondition(gone.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMNotFound {
 		t.Errorf("the gone VM's VMHealthy is %+v, want reason %s", c, afv1.ReasonVMNotFound)
 	}
 	for _, va := range vas[:2] {
@@ -105,7 +105,7 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 		if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.Name}, got); err != nil {
 			t.Fatal(err)
 		}
-		if c := shared.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMRunning {
+		if c := conditions.FindCondition(got.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMRunning {
 			t.Errorf("VM of %s: VMHealthy %+v, want reason %s", va.Name, c, afv1.ReasonVMRunning)
 		}
 	}

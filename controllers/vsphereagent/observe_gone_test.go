@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/tools/events"
+	kevents "k8s.io/client-go/tools/events"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 )
 
 // TestGoneStep: a single look-up that finds no VM never declares it gone: the first NotFound makes it
@@ -48,8 +48,8 @@ func TestGoneStep(t *testing.T) {
 // condition never said VMNotFoundUnconfirmed while the clock stood still).
 func TestVMNotFoundSuspectsOnlyOncePersisted(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	rec := events.NewFakeRecorder(4)
-	r := &Reconciler{Recorder: shared.NewRecorder(rec)}
+	rec := kevents.NewFakeRecorder(4)
+	r := &Reconciler{Recorder: events.NewRecorder(rec)}
 	va := &afv1.VsphereAgent{}
 	va.UID = "va-1"
 	va.Status.VM.InstanceUUID = "4203-aaaa"

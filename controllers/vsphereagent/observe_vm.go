@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -148,7 +150,7 @@ func (r *Reconciler) observeVM(ctx context.Context, s *vmScope) (bool, error) {
 // a VM declared gone before stays gone.
 func (r *Reconciler) vmNotFound(s *vmScope, now time.Time) bool {
 	va := s.va
-	c := shared.FindCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
+	c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionVMHealthy)
 	step, wait := goneStep(c != nil && c.Reason == afv1.ReasonVMNotFound, time.Time{}, false, now)
 	if step == goneDeclared {
 		return r.vmGone(s)
@@ -277,7 +279,7 @@ func (r *Reconciler) lookUpVM(ctx context.Context, s *vmScope, vs vsphere.Client
 // look-up is due within half an interval and that have no fetched read waiting.
 func (r *Reconciler) duePeers(ctx context.Context, s *vmScope, dc string, now time.Time) map[types.UID]string {
 	list := &afv1.VsphereAgentList{}
-	if err := r.List(ctx, list, client.InNamespace(s.va.Namespace), client.MatchingFields{shared.IndexPoolRef: s.pool.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(s.va.Namespace), client.MatchingFields{watch.IndexPoolRef: s.pool.Name}); err != nil {
 		return nil
 	}
 	out := map[types.UID]string{}
@@ -355,18 +357,18 @@ func (r *Reconciler) reportVM(s *vmScope, healthy bool, reason, eventType, msg s
 	if prev := meta.FindStatusCondition(va.Status.Conditions, afv1.ConditionVMHealthy); prev != nil {
 		prevReason = prev.Reason
 	}
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, healthy, reason, msg, va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, healthy, reason, msg, va.Generation)
 	if eventType == "" || prevReason == reason {
 		return
 	}
 	switch eventType {
 	case "Warning":
 		s.afterWrite = append(s.afterWrite, func() {
-			r.Recorder.Eventf(va, nil, "Warning", reason, shared.ActionObserveVM, "%s", msg)
+			r.Recorder.Eventf(va, nil, "Warning", reason, events.ActionObserveVM, "%s", msg)
 		})
 	default:
 		s.afterWrite = append(s.afterWrite, func() {
-			r.Recorder.Eventf(va, nil, "Normal", reason, shared.ActionObserveVM, "%s", msg)
+			r.Recorder.Eventf(va, nil, "Normal", reason, events.ActionObserveVM, "%s", msg)
 		})
 	}
 }

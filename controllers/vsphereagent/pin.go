@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
@@ -22,7 +22,7 @@ import (
 func (r *Reconciler) pinFor(ctx context.Context, a *agents.Agent, pool *afv1.VsphereAgentPool) (string, error) {
 	list := agents.NewList(agents.AgentMachineGVK)
 	key := pool.Namespace + "/" + pool.Spec.NodePoolRef.Name
-	if err := r.List(ctx, list, client.InNamespace(pool.Spec.ControlPlaneNamespace), client.MatchingFields{shared.IndexAgentMachinePool: key}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(pool.Spec.ControlPlaneNamespace), client.MatchingFields{watch.IndexAgentMachinePool: key}); err != nil {
 		return "", err
 	}
 	waiting := sets.New[string]()

@@ -18,14 +18,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/controllers/config"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
 	"github.com/containeroo/agent-forge-operator/controllers/staticip"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
+	"github.com/containeroo/agent-forge-operator/internal/credentials"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
+	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
+	"github.com/containeroo/agent-forge-operator/internal/upstream"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
@@ -38,19 +43,22 @@ import (
 type Reconciler struct {
 	client.Client
 	APIReader client.Reader
-	Recorder  *shared.Recorder
-	Opts      shared.Options
+	Recorder  *events.Recorder
+	Opts      config.Options
 	// Guard refuses ejections while the served CRD would prune the recovery record.
 	Guard *ejection.Guard
 	// Exclusion closes every pass while another agent-forge manager is active (nil: never).
 	Exclusion *exclusion.Watcher
+	// Memory is the process's registry of per-pool records, shared with the pool controller, which calls
+	// its Forget once a pool is gone; this controller's per-pool record (admits) registers with it.
+	Memory *poolmemory.Registry
 	// refusals remembers VsphereAgents failed by a permanent create refusal until the cache shows it.
 	refusals refusalMemory
 	// admits holds the maxVMs slots of VMs being created (admitVM).
 	admits admissions
 	// own lets a pass see this controller's last write of its VsphereAgent while the cache still lags
 	// (else it would create the VM again and write the same status with a stale resourceVersion).
-	own *shared.OwnWrites[*afv1.VsphereAgent]
+	own *poolmemory.OwnWrites[*afv1.VsphereAgent]
 	// eject runs the ISO ejection phase (built on first use, see ejector).
 	eject     *ejection.Ejector
 	ejectOnce sync.Once
@@ -99,9 +107,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	s := &vmScope{va: va, log: ctrl.LoggerFrom(ctx)}
 	before := va.Status.DeepCopy()
 	defer func() {
-		shared.StampTransitions(before.Conditions, va.Status.Conditions, r.Opts.Clock.Now())
+		conditions.StampTransitions(before.Conditions, va.Status.Conditions, r.Opts.Clock.Now())
 		wrote, conflict := true, false
-		if !shared.SameAsStored(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
+		if !conditions.SameAsStored(before, &va.Status) && (va.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(va, afv1.FinalizerVsphereAgent)) {
 			replaced := va.ResourceVersion
 			err := r.Status().Update(ctx, va)
 			wrote = err == nil
@@ -130,14 +138,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if retErr == nil && res.RequeueAfter == 0 {
 			res.RequeueAfter = s.requeue
 			if res.RequeueAfter == 0 && conflict {
-				res.RequeueAfter = shared.StatusConflictRequeue
+				res.RequeueAfter = config.StatusConflictRequeue
 			}
 		}
 	}()
 
 	// The one gate of a VM's pass: before its finalizer, its VM, its Agent and its cleanup.
 	if gate := r.Exclusion.Check(ctx); gate.Blocked {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, shared.StandDownReason(gate), gate.Message, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, exclusion.StandDownReason(gate), gate.Message, va.Generation)
 		s.requeueAfter(r.Exclusion.RecheckAfter())
 		return ctrl.Result{}, nil
 	}
@@ -154,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// The pass's work ends at VMPassTimeout (a hung vCenter call); its status is written with ctx.
 	work, cancel := context.WithTimeout(ctx, r.Opts.VMPassTimeout)
 	defer cancel()
-	if shared.UpstreamPending(va) { // the upstream operator's: only adoption may make it ours
+	if upstream.Pending(va) { // the upstream operator's: only adoption may make it ours
 		if done, err := r.reconcileUpstream(work, s); done || err != nil {
 			return ctrl.Result{}, err
 		}
@@ -163,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.reconcileDelete(work, s)
 	}
 	if pool == nil {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPoolNotFound, "VsphereAgentPool "+va.Spec.PoolRef.Name+" not found", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	if !createdByPool(va, pool) {
@@ -178,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.own.Wrote(replaced, va)
 	}
 	if pool.Spec.Paused {
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonPaused, "the pool is paused", va.Generation)
 		return ctrl.Result{}, nil
 	}
 	if va.Status.VM.Phase == afv1.VMPhaseFailed {
@@ -228,7 +236,7 @@ func (r *Reconciler) staticIPLease(ctx context.Context, s *vmScope) (mac string,
 	if !held.Ready {
 		va := s.va
 		r.setPhase(va, afv1.VMPhasePending, held.Reason)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, held.Reason, held.Message, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, held.Reason, held.Message, va.Generation)
 		s.requeueAfter(staticip.Poll)
 		return "", false, nil
 	}
@@ -294,7 +302,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	}
 	if pool.Status.ISO == nil || pool.Status.ISO.Path == "" {
 		r.setPhase(va, afv1.VMPhasePending, afv1.ReasonWaitingForISO)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
 		return false, nil
 	}
 	if ok, err := r.admitVM(ctx, s); err != nil || !ok {
@@ -307,13 +315,13 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	vs, err := r.client(ctx, s)
 	if err != nil {
 		r.setPhase(va, afv1.VMPhasePending, afv1.ReasonWaitingForVSphere)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, shared.VSphereReason(err), err.Error(), va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, credentials.VSphereReason(err), err.Error(), va.Generation)
 		return r.createFailed(ctx, s, nil, va.Name, err, false)
 	}
 	if _, ok := poolspec.DomainOf(pool, va.Spec.FailureDomain); !ok {
 		// The domain was removed from the pool before the VM was created: the pool releases this one.
 		r.setPhase(va, afv1.VMPhasePending, afv1.ReasonFailureDomainNotFound)
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonFailureDomainNotFound,
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonFailureDomainNotFound,
 			"failure domain "+va.Spec.FailureDomain+" is no longer in the pool's spec.vsphere.failureDomains; no VM is created", va.Generation)
 		return false, nil
 	}
@@ -341,14 +349,14 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	r.checks.done(va.UID, now.Time) // just created: the next look-up is one VMCheckInterval away
 	r.ejector().SawVM(va.UID, pool, info)
 	r.setPhase(va, afv1.VMPhaseProvisioning, afv1.ReasonAwaitingRegistration)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, afv1.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, true, afv1.ReasonVMCreated, "VM "+info.Name+" is powered on", va.Generation)
 	if !info.Adopted { // just created and powered on in the pool's folder: what the first look-up would say
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, true, afv1.ReasonVMRunning, runningMessage(info.Name, strings.Trim(spec.Folder, "/")), va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMHealthy, true, afv1.ReasonVMRunning, runningMessage(info.Name, strings.Trim(spec.Folder, "/")), va.Generation)
 	}
 	if info.Adopted {
-		r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonVMAdopted, shared.ActionCreateVM, "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
+		r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonVMAdopted, events.ActionCreateVM, "found VM %s (instance UUID %s) from an earlier attempt; adopted it instead of creating another", info.Name, info.InstanceUUID)
 	} else {
-		r.Recorder.Batch(pool, afv1.ReasonVMCreated, shared.ActionCreateVM, shared.SummaryVMCreated,
+		r.Recorder.Batch(pool, afv1.ReasonVMCreated, events.ActionCreateVM, events.SummaryVMCreated,
 			fmt.Sprintf("%s (VsphereAgent %s, instance UUID %s)", info.Name, va.Name, info.InstanceUUID))
 	}
 	return true, nil
@@ -385,7 +393,7 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 	}
 	// The cache may not have seen a registration of the last moments: confirm with a fresh read
 	// before destroying; the Agent's event brings the next reconcile.
-	if agent, err := shared.FreshHostAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
+	if agent, err := agents.FreshHostAgent(ctx, r.APIReader, va.Namespace, va.Status.VM.MACAddress, va.Status.VM.BIOSUUID); err != nil {
 		return false, err
 	} else if agent != nil && !agent.Deleting {
 		s.requeueAfter(time.Second)
@@ -396,12 +404,12 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 		return false, err
 	}
 	if err := vs.DestroyVM(ctx, poolspec.DatacenterOf(va, s.pool), string(va.UID), poolspec.Ownership(va, s.pool)); err != nil {
-		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMDestroyFailed, shared.ActionDestroyVM, "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonVMDestroyFailed, events.ActionDestroyVM, "destroying unregistered VM %s: %v", va.Status.VM.Name, err)
 		return false, err
 	}
-	r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonRegistrationTimeout, shared.ActionAwaitAgent, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
+	r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonRegistrationTimeout, events.ActionAwaitAgent, "VM %s registered no Agent within %s; destroyed, the pool replaces it", va.Status.VM.Name, timeout)
 	r.setPhase(va, afv1.VMPhaseFailed, afv1.ReasonRegistrationTimeout)
-	shared.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonRegistrationTimeout,
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonRegistrationTimeout,
 		fmt.Sprintf("no Agent registered within %s", timeout), va.Generation)
 	return false, nil
 }
@@ -442,12 +450,12 @@ func (r *Reconciler) setReady(s *vmScope) {
 		if va.Status.VM.Phase == afv1.VMPhaseBound {
 			reason = afv1.ReasonBound
 		}
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, reason, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, reason, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	default:
 		msg := "VM phase " + string(va.Status.VM.Phase)
 		if va.Status.VM.Reason == afv1.ReasonUnbindingPendingUserAction {
 			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentName, va.Status.VM.MachineName)
 		}
-		shared.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, va.Status.VM.Reason, msg, va.Generation)
 	}
 }

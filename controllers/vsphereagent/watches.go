@@ -17,14 +17,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/controllers/watch"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 )
 
 // SetupWithManager wires the VsphereAgent controller: its Agent (by label or MAC), the AgentMachine
 // that references the Agent, and its pool (ISO path, pause, policy).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.own = shared.NewOwnWrites[*afv1.VsphereAgent]()
+	r.own = poolmemory.NewOwnWrites[*afv1.VsphereAgent]()
+	r.registerMemory()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.VMWorkers, RateLimiter: newVMRateLimiter()}).
@@ -45,7 +47,7 @@ func poolChangesForVMs() predicate.Predicate {
 		return !okB || !okA || !equality.Semantic.DeepEqual(before.Status.ISO, after.Status.ISO)
 	}}
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-		predicate.LabelChangedPredicate{}, shared.DeletionPredicate(), isoChanged)
+		predicate.LabelChangedPredicate{}, watch.DeletionPredicate(), isoChanged)
 }
 
 func (r *Reconciler) vmsForAgent(ctx context.Context, o client.Object) []reconcile.Request {
@@ -53,24 +55,24 @@ func (r *Reconciler) vmsForAgent(ctx context.Context, o client.Object) []reconci
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: va}}}
 	}
 	var out []reconcile.Request
-	for _, mac := range agents.AgentFrom(shared.AsUnstructured(o)).MACs {
-		out = append(out, r.listVMs(ctx, o.GetNamespace(), shared.IndexVMMAC, mac)...)
+	for _, mac := range agents.AgentFrom(agents.AsUnstructured(o)).MACs {
+		out = append(out, r.listVMs(ctx, o.GetNamespace(), watch.IndexVMMAC, mac)...)
 	}
 	return out
 }
 
 func (r *Reconciler) vmsForAgentMachine(ctx context.Context, o client.Object) []reconcile.Request {
-	u := shared.AsUnstructured(o)
+	u := agents.AsUnstructured(o)
 	name, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "name")
 	ns, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "namespace")
 	if name == "" || ns == "" {
 		return r.vmsForPinnedAgentMachine(ctx, u)
 	}
-	return r.listVMs(ctx, ns, shared.IndexVMAgent, name)
+	return r.listVMs(ctx, ns, watch.IndexVMAgent, name)
 }
 
 func (r *Reconciler) vmsForPool(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.listVMs(ctx, o.GetNamespace(), shared.IndexPoolRef, o.GetName())
+	return r.listVMs(ctx, o.GetNamespace(), watch.IndexPoolRef, o.GetName())
 }
 
 func (r *Reconciler) listVMs(ctx context.Context, ns, index, value string) []reconcile.Request {
@@ -94,12 +96,12 @@ func (r *Reconciler) vmsForPinnedAgentMachine(ctx context.Context, u *unstructur
 		return nil
 	}
 	var pools afv1.VsphereAgentPoolList
-	if err := r.List(ctx, &pools, client.InNamespace(ns), client.MatchingFields{shared.IndexNodePool: np}); err != nil {
+	if err := r.List(ctx, &pools, client.InNamespace(ns), client.MatchingFields{watch.IndexNodePool: np}); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
 	for _, p := range pools.Items {
-		out = append(out, r.listVMs(ctx, ns, shared.IndexPoolRef, p.Name)...)
+		out = append(out, r.listVMs(ctx, ns, watch.IndexPoolRef, p.Name)...)
 	}
 	return out
 }

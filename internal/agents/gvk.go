@@ -1,7 +1,9 @@
 // Package agents reads and patches the external objects the operator works with (Agent, InfraEnv,
 // AgentMachine, Machine, NodePool, HostedCluster) as unstructured objects, through small typed views.
 // Their API modules do not build with ours (see toolchain notes), and the provider's condition shapes
-// differ between versions, so conditions are read as plain maps.
+// differ between versions, so conditions are read as plain maps. It also holds the fresh (uncached)
+// reads that guard every release of a VM and the guarded writes that follow them (Unapprove under an
+// optimistic lock, DeleteAgent under a UID precondition; fresh.go).
 package agents
 
 import (

@@ -40,7 +40,7 @@ type Event struct {
 }
 
 // EventRecorder is client-go's events.k8s.io EventRecorder (k8s.io/client-go/tools/events), which the
-// product's redacting recorder (controllers/shared.Recorder) implements.
+// product's redacting recorder (internal/events.Recorder) implements.
 type EventRecorder interface {
 	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }

@@ -212,6 +212,14 @@ func (m *Manager) Running(key types.NamespacedName) bool {
 	return ps != nil && ps.running
 }
 
+// Holds reports whether the manager keeps state of the pool (a job, its result, a failure's backoff).
+func (m *Manager) Holds(key types.NamespacedName) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.pools[key]
+	return ok
+}
+
 // Forget cancels the pool's job, if any, and drops its state (call when the pool is deleted).
 func (m *Manager) Forget(key types.NamespacedName) {
 	m.mu.Lock()

@@ -140,4 +140,12 @@ func TestManagerPruneOnlyJobsAreSpaced(t *testing.T) {
 	if s := m.Ensure(key, j); s.State != EnsureIdle || s.RetryAfter != 5*time.Minute {
 		t.Fatalf("%+v", s)
 	}
+	// A deleted pool's state goes with one Forget (the pool's poolmemory record).
+	if !m.Holds(key) {
+		t.Fatal("the manager holds nothing of the pool after its jobs")
+	}
+	m.Forget(key)
+	if m.Holds(key) {
+		t.Fatal("the manager still holds the pool after Forget")
+	}
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	kevents "k8s.io/client-go/tools/events"
 
-	"github.com/containeroo/agent-forge-operator/controllers/shared"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/redact"
 )
 
@@ -51,12 +52,12 @@ func TestEverySecretFormThroughEveryOutput(t *testing.T) {
 			outputs := map[string]string{}
 
 			var conds []metav1.Condition
-			shared.SetCondition(&conds, "VSphereReachable", false, "Test", "login failed: "+sf.text, 1)
+			conditions.SetCondition(&conds, "VSphereReachable", false, "Test", "login failed: "+sf.text, 1)
 			outputs["condition"] = conds[0].Message
-			outputs["status field"] = shared.RedactText(sf.text)
+			outputs["status field"] = redact.String(sf.text)
 
-			rec := events.NewFakeRecorder(2)
-			shared.NewRecorder(rec).Eventf(&corev1.ObjectReference{Kind: "VsphereAgentPool", Namespace: "ns", Name: "p"}, nil,
+			rec := kevents.NewFakeRecorder(2)
+			events.NewRecorder(rec).Eventf(&corev1.ObjectReference{Kind: "VsphereAgentPool", Namespace: "ns", Name: "p"}, nil,
 				"Warning", "Test", "Test", "refused: %s", sf.text)
 			outputs["event"] = <-rec.Events
 

@@ -13,7 +13,7 @@ import (
 )
 
 // legacyRecorder is client-go's core-events recorder package; the product writes events.k8s.io/v1
-// Events through controllers/shared.Recorder instead (issue #26).
+// Events through internal/events.Recorder instead (issue #26).
 const legacyRecorder = "k8s.io/client-go/tools/record"
 
 // checkEvents returns the file's uses of the deprecated core-events recorder: a call of a manager's
@@ -36,7 +36,7 @@ func checkEvents(rel string, src []byte) ([]violation, error) {
 	ast.Inspect(f, func(n ast.Node) bool {
 		if call, ok := n.(*ast.CallExpr); ok {
 			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "GetEventRecorderFor" {
-				out = append(out, violation{rel, fset.Position(call.Pos()).String() + ": GetEventRecorderFor writes core Events; use GetEventRecorder through shared.NewRecorder"})
+				out = append(out, violation{rel, fset.Position(call.Pos()).String() + ": GetEventRecorderFor writes core Events; use GetEventRecorder through events.NewRecorder"})
 			}
 		}
 		return true
