@@ -27,7 +27,7 @@ export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
 progress_pid=""
 start_progress() {
   local what="$1" started=$SECONDS
-  ( while sleep 30; do log "still building $what ($((SECONDS - started))s; usually ~8 min cold on 2 cores)"; done ) &
+  ( while sleep 30; do log "still building $what ($((SECONDS - started))s; ~11 CPU-minutes cold: ~6-8 min on an idle 2-core machine)"; done ) &
   progress_pid=$!
 }
 stop_progress() { [[ -n "$progress_pid" ]] && kill "$progress_pid" 2>/dev/null || true; progress_pid=""; }
@@ -42,7 +42,7 @@ cp "$api_dir"/crds/operators.coreos.com_*.yaml "$out/crds.tmp.$$/"
 chmod u+w "$out/crds.tmp.$$"/*.yaml
 rm -rf "$out/crds" && mv "$out/crds.tmp.$$" "$out/crds"
 
-log "building olm and catalog (${mod} ${OLM_VERSION}) from source (~8 min cold on 2 cores; a link once the Go build cache has it)"
+log "building olm and catalog (${mod} ${OLM_VERSION}) from source (~11 CPU-minutes cold; a link once the Go build cache has it)"
 start_progress "olm + catalog"
 # One go build for both: the ~1,200 shared packages compile once. OLM's own Makefile builds with the json1
 # tag and sets the version through these variables.

@@ -31,7 +31,12 @@ const (
 	catalogNamespace = "olm"
 	// operatorNamespace is where the Subscription installs the operator (the CSV's suggested namespace).
 	operatorNamespace = "agent-forge-operator"
-	catalogSourceName = "agent-forge-test"
+	// poolNamespace and controlPlaneNamespace are the targets of the MultiNamespace OperatorGroup, as
+	// docs/install.md shows it (a pool's namespace and its hosted control plane's). The operator's own
+	// namespace is no target: OLM then requires OwnNamespace, which the CSV does not support.
+	poolNamespace         = "clusters"
+	controlPlaneNamespace = "clusters-demo"
+	catalogSourceName     = "agent-forge-test"
 	// installTimeout bounds the way from the Subscription to a Succeeded CSV. OLM resolves, plans and
 	// installs within seconds here; its own limit for Installing is 5 minutes.
 	installTimeout = 4 * time.Minute
@@ -101,7 +106,7 @@ func startOLMWorld(ctx context.Context, t *testing.T) *olmWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{catalogNamespace, operatorNamespace} {
+	for _, ns := range []string{catalogNamespace, operatorNamespace, poolNamespace, controlPlaneNamespace} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -274,7 +279,24 @@ func (w *olmWorld) csvPhase(ctx context.Context, name string) (string, error) {
 // only). Afterwards the CRDs, the ServiceAccount, the RBAC OLM made from the CSV and the bundle's other
 // objects exist as OLM created them, and the manager binary, run with the CSV's arguments and a token of
 // the ServiceAccount OLM created, gets ready and takes its leader Lease under exactly that RBAC.
+//
+// Once per install mode the CSV supports: AllNamespaces (an OperatorGroup without targets) and
+// MultiNamespace (a pool namespace and a control plane namespace as targets).
 func TestOLMInstallsTheBundle(t *testing.T) {
+	for _, tc := range []struct {
+		mode    string
+		targets []string
+	}{
+		{mode: "AllNamespaces"},
+		{mode: "MultiNamespace", targets: []string{poolNamespace, controlPlaneNamespace}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) { installAndRun(t, tc.targets) })
+	}
+}
+
+// installAndRun is one install through a Subscription with an OperatorGroup targeting targets (none:
+// AllNamespaces), in a world of its own.
+func installAndRun(t *testing.T, targets []string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute) // includes a cold OLM build
 	defer cancel()
 	w := startOLMWorld(ctx, t)
@@ -283,7 +305,7 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	_, addr := ServeCatalog(t, w.opm, dir)
 	w.playDeploymentController(t, operatorNamespace)
 	started := time.Now()
-	w.subscribe(ctx, t, addr, nil) // AllNamespaces
+	w.subscribe(ctx, t, addr, targets)
 
 	w.waitFor(ctx, t, installTimeout, "the CatalogSource's gRPC connection is READY", func() (bool, error) {
 		cs := &unstructured.Unstructured{}
@@ -296,7 +318,10 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	})
 	w.waitFor(ctx, t, installTimeout, "CSV "+info.csvName+" is Succeeded", func() (bool, error) {
 		phase, err := w.csvPhase(ctx, info.csvName)
-		return phase == "Succeeded", fmt.Errorf("phase %q (%v)", phase, err)
+		if err != nil {
+			return false, err
+		}
+		return phase == "Succeeded", fmt.Errorf("phase %q", phase)
 	})
 	t.Logf("CSV %s Succeeded %s after the Subscription", info.csvName, time.Since(started).Round(time.Second))
 
@@ -333,21 +358,34 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	if err := w.c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: sa}, &corev1.ServiceAccount{}); err != nil {
 		t.Errorf("the Deployment's ServiceAccount %s: %v", sa, err)
 	}
-	// AllNamespaces: OLM binds both the CSV's clusterPermissions and its permissions cluster-wide.
+	// OLM binds the CSV's clusterPermissions cluster-wide, and its permissions cluster-wide too for
+	// AllNamespaces, or by a RoleBinding in each target namespace for MultiNamespace.
+	binds := func(subjects []rbacv1.Subject) bool {
+		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == operatorNamespace && s.Name == sa
+		})
+	}
 	var crbs rbacv1.ClusterRoleBindingList
 	if err := w.c.List(ctx, &crbs); err != nil {
 		t.Fatal(err)
 	}
 	bound := 0
 	for _, b := range crbs.Items {
-		for _, s := range b.Subjects {
-			if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == operatorNamespace && s.Name == sa {
-				bound++
-			}
+		if binds(b.Subjects) {
+			bound++
 		}
 	}
-	if bound < 2 {
-		t.Errorf("%d ClusterRoleBindings bind %s/%s, want the clusterPermissions' and the permissions' (AllNamespaces)", bound, operatorNamespace, sa)
+	if want := map[bool]int{true: 2, false: 1}[len(targets) == 0]; bound != want {
+		t.Errorf("%d ClusterRoleBindings bind %s/%s, want %d", bound, operatorNamespace, sa, want)
+	}
+	for _, ns := range targets {
+		var rbs rbacv1.RoleBindingList
+		if err := w.c.List(ctx, &rbs, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(rbs.Items, func(b rbacv1.RoleBinding) bool { return binds(b.Subjects) }) {
+			t.Errorf("no RoleBinding in target namespace %s binds %s/%s", ns, operatorNamespace, sa)
+		}
 	}
 	for _, k := range []schema.GroupVersionKind{
 		{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"},
