@@ -27,6 +27,13 @@ type bundleInfo struct {
 // a kubelet (OLM's resolver keeps a registry bundle's objects only when its path, the image, is empty).
 func renderCatalog(ctx context.Context, t *testing.T, opm string) (string, bundleInfo) {
 	t.Helper()
+	entry, info := currentBundle(ctx, t, opm)
+	return writeCatalog(ctx, t, opm, info, []any{map[string]any{"name": info.csvName}}, entry), info
+}
+
+// currentBundle renders the working tree's bundle/ with opm into an olm.bundle entry without image.
+func currentBundle(ctx context.Context, t *testing.T, opm string) (map[string]any, bundleInfo) {
+	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +83,19 @@ func renderCatalog(ctx context.Context, t *testing.T, opm string) (string, bundl
 		t.Fatalf("opm render bundle/: bundle %q embeds %d objects", info.csvName, objects)
 	}
 
+	return entry, info
+}
+
+// writeCatalog writes a file-based catalog of info's package with one channel (entries as given) and the
+// bundles, validates it with opm and returns its directory.
+func writeCatalog(ctx context.Context, t *testing.T, opm string, info bundleInfo, entries []any, bundles ...map[string]any) string {
+	t.Helper()
 	docs := []any{
 		map[string]any{"schema": "olm.package", "name": info.pkg, "defaultChannel": info.channel},
-		map[string]any{"schema": "olm.channel", "package": info.pkg, "name": info.channel,
-			"entries": []any{map[string]any{"name": info.csvName}}},
-		entry,
+		map[string]any{"schema": "olm.channel", "package": info.pkg, "name": info.channel, "entries": entries},
+	}
+	for _, b := range bundles {
+		docs = append(docs, b)
 	}
 	var catalog []string
 	for _, d := range docs {
@@ -97,9 +112,35 @@ func renderCatalog(ctx context.Context, t *testing.T, opm string) (string, bundl
 	if err := os.WriteFile(filepath.Join(dir, info.pkg, "catalog.yaml"), []byte(strings.Join(catalog, "---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd = exec.CommandContext(ctx, opm, "validate", dir)
+	cmd := exec.CommandContext(ctx, opm, "validate", dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("opm validate of the test catalog: %v\n%s", err, out)
 	}
-	return dir, info
+	return dir
+}
+
+// fixtureBundle reads the olm.bundle entry of a catalog file under test/olm/testdata (a previous release's
+// bundle with its objects embedded) and drops its image, as currentBundle does.
+func fixtureBundle(t *testing.T, name string) map[string]any {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "test", "olm", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		var entry map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &entry); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if entry["schema"] == "olm.bundle" {
+			delete(entry, "image")
+			return entry
+		}
+	}
+	t.Fatalf("%s has no olm.bundle entry", name)
+	return nil
 }
