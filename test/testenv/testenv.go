@@ -43,6 +43,9 @@ func RepoRoot() (string, error) {
 type Options struct {
 	// WithoutExternalCRDs skips the Agent/InfraEnv/AgentMachine/Machine/NodePool/HostedCluster fixtures.
 	WithoutExternalCRDs bool
+	// WithoutOwnCRDs skips config/crd/bases: something under test installs our CRDs itself (OLM, from
+	// the bundle).
+	WithoutOwnCRDs bool
 	// ExtraCRDPaths are installed too.
 	ExtraCRDPaths []string
 	// LegacyAgentProvider installs the AgentMachine CRD of older Agent CAPI providers (CAPI v1beta1
@@ -128,7 +131,10 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths := []string{filepath.Join(root, "config", "crd", "bases")}
+	var paths []string
+	if !opts.WithoutOwnCRDs {
+		paths = append(paths, filepath.Join(root, "config", "crd", "bases"))
+	}
 	if !opts.WithoutExternalCRDs {
 		external, err := externalCRDPaths(root, opts.LegacyAgentProvider)
 		if err != nil {
