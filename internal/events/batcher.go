@@ -52,7 +52,7 @@ type Batcher struct {
 	wake    chan struct{}
 }
 
-// New returns a Batcher; Start runs its flush loop.
+// NewBatcher returns a Batcher; Start runs its flush loop.
 func NewBatcher(o BatcherOptions) *Batcher {
 	if o.NoteLimit <= 0 {
 		o.NoteLimit = 1024
