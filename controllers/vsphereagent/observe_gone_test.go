@@ -9,6 +9,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/events"
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
 // TestGoneStep: a single look-up that finds no VM never declares it gone: the first NotFound makes it
@@ -75,5 +76,43 @@ func TestVMNotFoundSuspectsOnlyOncePersisted(t *testing.T) {
 	}
 	if since, suspected := r.checks.missingSince(va.UID); !suspected || !since.Equal(now) {
 		t.Fatalf("after the write: missingSince = %s, %t; want %s, true", since, suspected, now)
+	}
+}
+
+// TestPowerOnReportSurvivesAConflictedWrite: a discovery VM this process powered on again is reported
+// VMPoweredOn (condition and Event) even when the pass that did it could not write its status (a
+// conflict); the next look-up finds the VM running and must not report only that (CI at 1e03ddd: the
+// condition said VMRunning and no Event told anyone the VM had been powered off and on).
+func TestPowerOnReportSurvivesAConflictedWrite(t *testing.T) {
+	rec := kevents.NewFakeRecorder(4)
+	r := &Reconciler{Recorder: events.NewRecorder(rec)}
+	running := &vsphere.VMInfo{Name: "hc-worker-1", Folder: "agent-forge/t/workers", PoweredOn: true}
+	newScope := func() *vmScope {
+		va := &afv1.VsphereAgent{}
+		va.UID = "va-1"
+		r.reportVM(&vmScope{va: va}, true, afv1.ReasonVMRunning, "", "running") // what the stored object says
+		return &vmScope{va: va}
+	}
+
+	first := newScope()
+	r.reportPoweredOn(first, "VM hc-worker-1 was powered off outside the operator; it had not joined a cluster, so it was powered on again")
+	// first's status write conflicted: its afterWrite never runs.
+
+	second := newScope()
+	r.reportRunning(second, running)
+	if c := meta.FindStatusCondition(second.va.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMPoweredOn {
+		t.Fatalf("after a conflicted write, the next pass reports VMHealthy %+v; want reason %s", c, afv1.ReasonVMPoweredOn)
+	}
+	for _, f := range second.afterWrite {
+		f()
+	}
+	if len(rec.Events) != 1 {
+		t.Fatalf("%d Events once the report was written, want the one VMPoweredOn", len(rec.Events))
+	}
+
+	third := newScope()
+	r.reportRunning(third, running)
+	if c := meta.FindStatusCondition(third.va.Status.Conditions, afv1.ConditionVMHealthy); c == nil || c.Reason != afv1.ReasonVMRunning {
+		t.Fatalf("once VMPoweredOn was written, a later look-up reports %+v; want %s", c, afv1.ReasonVMRunning)
 	}
 }

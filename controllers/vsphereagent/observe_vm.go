@@ -29,6 +29,10 @@ type vmChecks struct {
 	m       sync.Map
 	fetched sync.Map // UID -> fetchedRead
 	missing sync.Map // UID -> time.Time: when a look-up first found no VM (goneStep confirms it)
+	// poweredOn holds the report of a power-on this process did (UID -> message) until a status saying
+	// VMPoweredOn is written: a pass whose write conflicts would otherwise lose it, and the next look-up
+	// finds the VM running and reports only that.
+	poweredOn sync.Map
 }
 
 // fetchedRead is a VM read by another VsphereAgent's look-up (lookUpVM), waiting for its own pass.
@@ -56,6 +60,7 @@ func (c *vmChecks) forget(uid types.UID) {
 	c.m.Delete(uid)
 	c.fetched.Delete(uid)
 	c.missing.Delete(uid)
+	c.poweredOn.Delete(uid)
 }
 
 // missingSince is when a look-up of this process first found no VM for uid (ok false: none did).
@@ -236,9 +241,28 @@ func (r *Reconciler) observeFound(ctx context.Context, s *vmScope, vs vsphere.Cl
 		r.reportVM(s, true, afv1.ReasonVMRenamed, "Normal", fmt.Sprintf("VM %s was renamed to %s in vCenter; it is still tracked, and destroyed when released, by its instance UUID %s",
 			va.Status.VM.Name, info.Name, va.Status.VM.InstanceUUID))
 	default:
-		r.reportVM(s, true, afv1.ReasonVMRunning, "", runningMessage(info.Name, info.Folder))
+		r.reportRunning(s, info)
 	}
 	return nil
+}
+
+// reportRunning reports a VM found running where it belongs, or, while the report of a power-on this
+// process did is not written yet (its pass's write conflicted), that power-on.
+func (r *Reconciler) reportRunning(s *vmScope, info *vsphere.VMInfo) {
+	if msg, ok := r.checks.poweredOn.Load(s.va.UID); ok {
+		r.reportPoweredOn(s, msg.(string))
+		return
+	}
+	r.reportVM(s, true, afv1.ReasonVMRunning, "", runningMessage(info.Name, info.Folder))
+}
+
+// reportPoweredOn reports a power-on this process did, and keeps the report until a status saying so
+// is written.
+func (r *Reconciler) reportPoweredOn(s *vmScope, msg string) {
+	uid := s.va.UID
+	r.checks.poweredOn.Store(uid, msg)
+	r.reportVM(s, true, afv1.ReasonVMPoweredOn, "Warning", msg)
+	s.afterWrite = append(s.afterWrite, func() { r.checks.poweredOn.Delete(uid) })
 }
 
 // lookUpVM reads the VM for observeVM and returns when it was read. A read fetched along with another
@@ -345,7 +369,7 @@ func (r *Reconciler) vmPoweredOff(ctx context.Context, s *vmScope, vs vsphere.Cl
 		r.reportVM(s, false, afv1.ReasonVMPoweredOff, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; powering it on again failed: %v", info.Name, err))
 		return err
 	}
-	r.reportVM(s, true, afv1.ReasonVMPoweredOn, "Warning", fmt.Sprintf("VM %s was powered off outside the operator; it had not joined a cluster, so it was powered on again", info.Name))
+	r.reportPoweredOn(s, fmt.Sprintf("VM %s was powered off outside the operator; it had not joined a cluster, so it was powered on again", info.Name))
 	return nil
 }
 

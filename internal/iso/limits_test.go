@@ -39,8 +39,15 @@ func scenarioTooLarge(t *testing.T, b backend) {
 		if st := h.status(); st.Path != "" || !strings.Contains(st.LastError, afv1.ReasonISOTooLarge) {
 			t.Fatalf("%s: status %+v", what, st)
 		}
-		// Nothing is kept: neither a cached file nor the temporary upload.
-		h.expectOnly()
+		// Nothing is cached. Refused before reading, nothing was uploaded at all; refused mid-stream, the
+		// temporary upload is deleted, but a datastore's PUT handler may still finish writing it after the
+		// client gave up (the simulator did so in CI at 1e03ddd): such a leftover is a temporary name, and
+		// Prune deletes it once past the grace period (the stale-temporaries scenario).
+		if what == "announced" {
+			h.expectOnly()
+		} else {
+			h.expectCached()
+		}
 		if what == "announced" && b.uploads() != uploads {
 			t.Fatalf("announced: %d uploads started, want none (refused before reading)", b.uploads()-uploads)
 		}
