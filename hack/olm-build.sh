@@ -11,11 +11,11 @@ OLM_VERSION="${OLM_VERSION:-v0.46.0}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${OLM_DIR:-$root/bin/peers/olm-${OLM_VERSION}}"
 
+# shellcheck source=hack/peer-build-lib.sh
+source "$root/hack/peer-build-lib.sh"
 log() { printf 'olm-build: %s\n' "$*" >&2; }
 
-# The stamp names the sources the binaries were built from: an edit of hack/olm rebuilds (a link, with
-# the Go build cache kept), an unchanged tree is reused at once.
-stamp="$(cd "$root/hack/olm" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)"
+stamp="$(source_stamp "$root/hack/olm")"
 if [[ -x "$out/olm" && -x "$out/catalog" && -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp" ]]; then
   echo "$out"
   exit 0
@@ -24,13 +24,6 @@ fi
 mkdir -p "$out"
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
 
-progress_pid=""
-start_progress() {
-  local what="$1" started=$SECONDS
-  ( while sleep 30; do log "still building $what ($((SECONDS - started))s; ~11 CPU-minutes cold: ~6-8 min on an idle 2-core machine)"; done ) &
-  progress_pid=$!
-}
-stop_progress() { [[ -n "$progress_pid" ]] && kill "$progress_pid" 2>/dev/null || true; progress_pid=""; }
 trap stop_progress EXIT
 
 cd "$root/hack/olm"
@@ -43,7 +36,7 @@ chmod u+w "$out/crds.tmp.$$"/*.yaml
 rm -rf "$out/crds" && mv "$out/crds.tmp.$$" "$out/crds"
 
 log "building olm and catalog (${mod} ${OLM_VERSION}) from source (~11 CPU-minutes cold; a link once the Go build cache has it)"
-start_progress "olm + catalog"
+start_progress "olm + catalog" "~11 CPU-minutes cold: ~6-8 min on an idle 2-core machine"
 # One go build for both: the ~1,200 shared packages compile once. OLM's own Makefile builds with the json1
 # tag and sets the version through these variables.
 ldflags="-s -w -X ${mod}/pkg/version.OLMVersion=${OLM_VERSION} -X ${mod}/pkg/version.GitCommit=${OLM_VERSION}"
