@@ -26,11 +26,7 @@ func startAPIServerWith(t *testing.T, crds map[string]*apiextensionsv1.CustomRes
 			t.Errorf("stopping envtest: %v", err)
 		}
 	})
-	scheme := testenv.Scheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	c, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,11 +98,7 @@ func startOLMWorld(ctx context.Context, t *testing.T) *olmWorld {
 			t.Errorf("stopping envtest: %v", err)
 		}
 	})
-	scheme := testenv.Scheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	c, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
