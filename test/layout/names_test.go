@@ -3,8 +3,7 @@ package layout
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,31 +36,18 @@ func TestNoGrabBagPackages(t *testing.T) {
 		t.Fatal(err)
 	}
 	packages := map[string]bool{}
-	for _, top := range []string{"controllers", "internal"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
-				return err
-			}
-			src, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.PackageClauseOnly)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, filepath.Dir(path))
-			dir := filepath.ToSlash(rel)
-			if why := grabBag(dir, f.Name.Name); why != "" && !packages[dir] {
-				t.Error(why)
-			}
-			packages[dir] = true
-			return nil
-		})
+	eachGoFile(t, root, func(rel string, src []byte) error {
+		f, err := parser.ParseFile(token.NewFileSet(), rel, src, parser.PackageClauseOnly)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-	}
+		dir := path.Dir(rel)
+		if why := grabBag(dir, f.Name.Name); why != "" && !packages[dir] {
+			t.Error(why)
+		}
+		packages[dir] = true
+		return nil
+	})
 	if len(packages) < 20 {
 		t.Fatalf("found %d packages: the walk missed the tree", len(packages))
 	}

@@ -88,38 +88,24 @@ func TestRoomsStayRooms(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, subpackages := 0, map[string]bool{}
-	for _, top := range []string{"controllers", "internal"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
-				return err
-			}
-			src, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, path)
-			rel = filepath.ToSlash(rel)
-			files++
-			if why := tooLong(src); why != "" {
-				t.Errorf("%s: %s", rel, why)
-			}
-			dir := filepath.ToSlash(filepath.Dir(rel))
-			if strings.HasPrefix(dir, "controllers/") {
-				subpackages[dir] = true
-			}
-			bad, err := forbiddenImports(dir, src)
-			if err != nil {
-				return err
-			}
-			for _, b := range bad {
-				t.Errorf("%s: %s", rel, b)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	eachGoFile(t, root, func(rel string, src []byte) error {
+		files++
+		if why := tooLong(src); why != "" {
+			t.Errorf("%s: %s", rel, why)
 		}
-	}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		if strings.HasPrefix(dir, "controllers/") {
+			subpackages[dir] = true
+		}
+		bad, err := forbiddenImports(dir, src)
+		if err != nil {
+			return err
+		}
+		for _, b := range bad {
+			t.Errorf("%s: %s", rel, b)
+		}
+		return nil
+	})
 	for _, pair := range siblings {
 		for _, p := range pair {
 			if !subpackages[p] {
@@ -172,6 +158,28 @@ func TestRoomChecks(t *testing.T) {
 		}
 		if len(got) != tc.want {
 			t.Errorf("%s: %d violations %v, want %d", tc.name, len(got), got, tc.want)
+		}
+	}
+}
+
+// eachGoFile calls fn with the repository-relative path (slash-separated) and the source of every Go file
+// under controllers/ and internal/; an error from the walk or from fn fails the test.
+func eachGoFile(t *testing.T, root string, fn func(rel string, src []byte) error) {
+	t.Helper()
+	for _, top := range []string{"controllers", "internal"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			return fn(filepath.ToSlash(rel), src)
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }
