@@ -4,13 +4,15 @@
 // per VM, and API writes during a 30 s window with nothing changing (target 0). While demand is open it
 // logs progress lines (machines rendered, VsphereAgents requested, VMs created and powered on, Agents
 // registered, prepared and bound, with the operator's queues and the world driver's pass), and at the
-// end names every plateau (a stage that stood still for 15 s) with the stage that held it and why
+// end names every plateau (a stage that stood still for 10 s) with the stage that held it and why
 // (plateau.go). It breaks the writes down by verb and resource and the vSphere calls by method. It ends with
 //
 //	scale: <pools> pools, <vms> VMs, demand satisfied in <s> s, <w> API writes/VM, <c> vSphere calls/VM, <idle> writes while idle
 //
-// and exits non-zero when writes/VM exceed -max-writes-per-vm (6), calls/VM exceed -max-calls-per-vm (10)
-// or any write happened while idle.
+// and exits non-zero when writes/VM exceed -max-writes-per-vm (6), calls/VM exceed -max-calls-per-vm (10),
+// any write happened while idle, or the operator held demand idle for minPlateau or longer (a plateau
+// whose cause is its own timers or a queue it did not work: nothing but the operator kept the
+// AgentMachines waiting).
 //
 // Flags: -pools, -per-pool, -idle (window), -timeout, -max-writes-per-vm, -max-calls-per-vm.
 package main
@@ -58,10 +60,10 @@ var (
 )
 
 // sampleEvery spaces progress samples (every other one is logged); minPlateau is how long a stage
-// must stand still to be named as a plateau.
+// must stand still to be named as a plateau (and, when the operator held it idle, to fail the bench).
 const (
 	sampleEvery = 2500 * time.Millisecond
-	minPlateau  = 15 * time.Second
+	minPlateau  = 10 * time.Second
 )
 
 func main() {
@@ -332,12 +334,17 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	logf("API writes per pool: %.0f", float64(provisionWrites)/float64(nPools))
 	fmt.Printf("scale: %d pools, %d VMs, demand satisfied in %.1f s, %.2f API writes/VM, %.2f vSphere calls/VM, %d writes while idle\n",
 		nPools, vms, satisfied.Seconds(), writesPerVM, callsPerVM, idleWrites)
-	return overBudget(writesPerVM, callsPerVM, idleWrites, *maxWrites, *maxCalls)
+	return overBudget(writesPerVM, callsPerVM, idleWrites, *maxWrites, *maxCalls, ps)
 }
 
 // overBudget is the bench's verdict: an error naming every figure above its budget.
-func overBudget(writesPerVM, callsPerVM float64, idleWrites int64, maxWrites, maxCalls float64) error {
+func overBudget(writesPerVM, callsPerVM float64, idleWrites int64, maxWrites, maxCalls float64, ps []plateau) error {
 	var over []string
+	for _, p := range ps {
+		if p.OperatorIdle {
+			over = append(over, fmt.Sprintf("the operator held %s idle for %.0f s (%s)", p.Stage, (p.To-p.From).Seconds(), p.Cause))
+		}
+	}
 	if writesPerVM > maxWrites {
 		over = append(over, fmt.Sprintf("%.2f API writes/VM > %.0f", writesPerVM, maxWrites))
 	}

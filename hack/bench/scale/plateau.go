@@ -113,6 +113,10 @@ type plateau struct {
 	Holder   stage
 	Owner    string
 	Cause    string
+	// OperatorIdle: the operator held it with work waiting and nothing in flight (its queue empty and
+	// workers idle, or items queued while workers were free): a wait of its own making, which the bench
+	// does not accept (issue #39).
+	OperatorIdle bool
 }
 
 func (p plateau) String() string {
@@ -152,9 +156,9 @@ func plateaus(samples []sample, target int, minFor time.Duration) []plateau {
 				window := samples[i : j+1]
 				holder := majorityHolder(window, target, s)
 				if holder == s || s == stageBound {
-					owner, cause := attribute(window, holder)
+					owner, cause, idle := attribute(window, holder)
 					out = append(out, plateau{Stage: s, Count: samples[i].Counts[s], From: samples[i].At, To: samples[j].At,
-						Holder: holder, Owner: owner, Cause: cause})
+						Holder: holder, Owner: owner, Cause: cause, OperatorIdle: idle})
 				}
 			}
 			i = j + 1
@@ -183,11 +187,12 @@ func majorityHolder(window []sample, target int, s stage) stage {
 	return best
 }
 
-// attribute names the owner of a holding stage and the cause the signals point to.
-func attribute(window []sample, holder stage) (owner, cause string) {
+// attribute names the owner of a holding stage and the cause the signals point to, and whether the
+// operator sat idle through it.
+func attribute(window []sample, holder stage) (owner, cause string, operatorIdle bool) {
 	first, last := window[0], window[len(window)-1]
 	if stages[holder].owner == ownerWorld {
-		return ownerWorld, worldCause(window, holder)
+		return ownerWorld, worldCause(window, holder), false
 	}
 	ctl := controllerOf(holder)
 	maxQueue, allBusy := 0, 0
@@ -201,18 +206,18 @@ func attribute(window []sample, holder stage) (owner, cause string) {
 	}
 	switch {
 	case breakers > 0:
-		return ownerOperator, fmt.Sprintf("breaker: %d pool(s) RegistrationHealthy=False, creation stopped", breakers)
+		return ownerOperator, fmt.Sprintf("breaker: %d pool(s) RegistrationHealthy=False, creation stopped", breakers), false
 	case allBusy*2 > len(window):
 		return ownerOperator, fmt.Sprintf("worker count: all %d %s workers busy, queue up to %d (%s)",
-			last.Op.Workers[ctl], ctl, maxQueue, stages[holder].actor)
+			last.Op.Workers[ctl], ctl, maxQueue, stages[holder].actor), false
 	case maxQueue > 0 && allBusy == 0:
-		return ownerOperator, fmt.Sprintf("queue: up to %d %s items waiting while workers were free", maxQueue, ctl)
+		return ownerOperator, fmt.Sprintf("queue: up to %d %s items waiting while workers were free", maxQueue, ctl), true
 	case last.Op.Throttled > first.Op.Throttled:
-		return ownerOperator, fmt.Sprintf("rate limiter: %d API requests throttled (429)", last.Op.Throttled-first.Op.Throttled)
+		return ownerOperator, fmt.Sprintf("rate limiter: %d API requests throttled (429)", last.Op.Throttled-first.Op.Throttled), false
 	case last.Op.Retries > first.Op.Retries:
-		return ownerOperator, fmt.Sprintf("backoff: %d rate-limited requeues", last.Op.Retries-first.Op.Retries)
+		return ownerOperator, fmt.Sprintf("backoff: %d rate-limited requeues", last.Op.Retries-first.Op.Retries), false
 	default:
-		return ownerOperator, fmt.Sprintf("timers: %s queue empty and workers idle (debounce, status batching or a requeue delay)", ctl)
+		return ownerOperator, fmt.Sprintf("timers: %s queue empty and workers idle (debounce, status batching or a requeue delay)", ctl), true
 	}
 }
 

@@ -27,6 +27,7 @@ func TestPlateaus(t *testing.T) {
 		name    string
 		samples []sample
 		want    []string // substrings, one per reported plateau, in order
+		idle    []bool   // OperatorIdle per reported plateau, when given
 	}{
 		{
 			name: "steady progress: no plateau",
@@ -91,6 +92,7 @@ func TestPlateaus(t *testing.T) {
 				"requested stayed at 3 for 15 s (0 s to 15 s), held by its own step (operator: backoff: 30 rate-limited requeues)",
 				"bound stayed at 3 for 15 s",
 			},
+			idle: []bool{false, false},
 		},
 		{
 			name: "no VsphereAgent requested and nothing busy: a timer (debounce)",
@@ -101,6 +103,7 @@ func TestPlateaus(t *testing.T) {
 				"requested stayed at 0 for 15 s (0 s to 15 s), held by its own step (operator: timers: pool queue empty and workers idle",
 				"bound stayed at 0 for 15 s",
 			},
+			idle: []bool{true, true},
 		},
 		{
 			name: "a stage that waits for its upstream is not reported on its own (only the last stage is)",
@@ -135,6 +138,9 @@ func TestPlateaus(t *testing.T) {
 			for i, p := range got {
 				if !strings.Contains(p.String(), tc.want[i]) {
 					t.Errorf("plateau %d:\n got %s\nwant it to contain %s", i, p, tc.want[i])
+				}
+				if tc.idle != nil && p.OperatorIdle != tc.idle[i] {
+					t.Errorf("plateau %d (%s): OperatorIdle %v, want %v", i, p, p.OperatorIdle, tc.idle[i])
 				}
 			}
 		})
