@@ -43,7 +43,8 @@ type Result struct {
 	RequeueAfter time.Duration
 }
 
-// Run checks, in order, the spec values this operator cannot honour as written, the NodePool's
+// Run checks, in order, the spec values this operator cannot honour as written, the template against
+// assisted-service's default hardware minimum (a warning, HardwareSufficient, never a block), the NodePool's
 // agentLabelSelector against the labels the pool's Agents get, that every object named in spec.vsphere
 // resolves in vCenter, and that the credentials hold the privileges the operator uses there. Each
 // check sets its pool condition (SpecHonoured, AgentLabelsMatch, PlacementValid,
@@ -52,6 +53,7 @@ type Result struct {
 func (c *Checker) Run(ctx context.Context, in Input) (Result, error) {
 	s := &pass{pool: in.Pool, vs: in.VS, user: in.User}
 	c.checkSpec(s)
+	c.checkHardware(s)
 	if err := c.checkSelector(ctx, s); err != nil {
 		return s.result(), err
 	}
