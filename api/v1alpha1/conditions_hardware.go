@@ -21,3 +21,23 @@ const (
 	// hardware validation failing; no further VM of that shape is created.
 	ReasonHostValidationFailing = "HostValidationFailing"
 )
+
+// ConditionAgentValidated is a VsphereAgent's view of assisted-service's validations of its host
+// (the Agent's Validated condition and status.validationsInfo).
+const ConditionAgentValidated = "AgentValidated"
+
+// Reasons for AgentValidated, and the VM phase reason of a host replaced for its validations.
+const (
+	// ReasonHostValidationsPassing: the Agent reports Validated=True.
+	ReasonHostValidationsPassing = "HostValidationsPassing"
+	// ReasonHostValidationsPending: the Agent has not reported a verdict yet (no validation failing).
+	ReasonHostValidationsPending = "HostValidationsPending"
+	// ReasonHostValidationsFailing: the Agent reports validations failing; the message names each (id,
+	// category and the hub's message). A Warning Event says the same.
+	ReasonHostValidationsFailing = "HostValidationsFailing"
+	// ReasonHostValidationFailed: the VM is Failed for its host's validations: at once for a hardware
+	// validation (every VM of the template would fail it), else after failing for the pool's
+	// registrationTimeout. Not supply; it counts towards the registration breaker, which bounds how
+	// many such VMs the pool replaces.
+	ReasonHostValidationFailed = "HostValidationFailed"
+)

@@ -169,6 +169,9 @@ type poolScope struct {
 	// preflightBlock is the reason of a failed preflight check (selector, placement, privileges): no
 	// VsphereAgent is created while it is set.
 	preflightBlock string
+	// hardwareRefusal says why no VM of the current template shape is created: a host of it failed a
+	// hardware validation (hardwareRefusal; "" when none).
+	hardwareRefusal string
 	requeue        time.Duration
 	// domains are the pool's failure domains (one, "", without any) as observeDomains found them.
 	domains []domainView
@@ -467,6 +470,7 @@ func (r *Reconciler) observeCapacity(ctx context.Context, s *poolScope) error {
 	for i := range list.Items {
 		s.matching = append(s.matching, agents.AgentFrom(&list.Items[i]))
 	}
+	s.hardwareRefusal = hardwareRefusal(s)
 	return nil
 }
 

@@ -23,7 +23,7 @@ func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 		Now: r.Opts.Clock.Now(), Waiting: s.waiting, PendingCreates: pendingCreates, Paused: s.pool.Spec.Paused,
 		RemoveSurplus: s.pool.Spec.CleanupPolicy != afv1.CleanupPolicyRetain,
 		Blocks: planner.Blocks{
-			Preflight: s.preflightBlock, StaticIP: s.staticIP.Block(), NoSession: s.vs == nil,
+			Preflight: s.preflightBlock, Hardware: s.hardwareRefusal, StaticIP: s.staticIP.Block(), NoSession: s.vs == nil,
 			NoISO: s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "",
 		},
 		CurrentImage: currentImage(s), ReplaceOutdated: poolspec.ReplaceOutdated(s.pool),
@@ -78,7 +78,11 @@ func observeVMs(s *poolScope, deleting sets.Set[string]) []planner.VMObservation
 		if t := va.Status.VM.LastTransitionTime; t != nil {
 			o.PhaseChangedAt = t.Time
 		}
-		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
+		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentValidated); c != nil {
+			if c.Status == "True" {
+				o.RegisteredAt = c.LastTransitionTime.Time
+			}
+		} else if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentRegistered); c != nil && c.Status == "True" {
 			o.RegisteredAt = c.LastTransitionTime.Time
 		}
 		out = append(out, o)

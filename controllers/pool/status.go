@@ -121,6 +121,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	}
 
 	r.setRegistrationOK(s)
+	r.setHardwareRefused(s)
 
 	// Capacity.
 	switch {

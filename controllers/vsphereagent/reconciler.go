@@ -194,7 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	for _, phase := range []func(context.Context, *vmScope) (bool, error){
-		r.ensureVM, r.matchAgent, r.observeVM, r.prepareAgent, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
+		r.ensureVM, r.matchAgent, r.observeVM, r.prepareAgent, r.checkValidations, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
 	} {
 		cont, err := phase(work, s)
 		if err != nil {

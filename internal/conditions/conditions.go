@@ -38,3 +38,10 @@ func StampTransitions(before, after []metav1.Condition, now time.Time) {
 func FindCondition(conds []metav1.Condition, condType string) *metav1.Condition {
 	return meta.FindStatusCondition(conds, condType)
 }
+
+// SetUnknown sets a condition to Unknown (a verdict not reached yet), as SetCondition does otherwise.
+func SetUnknown(conds *[]metav1.Condition, condType, reason, message string, generation int64) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: condType, Status: metav1.ConditionUnknown, Reason: reason, Message: redact.String(message), ObservedGeneration: generation,
+	})
+}

@@ -12,6 +12,8 @@ package hostreqs
 import (
 	"fmt"
 	"strings"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 )
 
 // Minimum is one role's requirement.
@@ -43,6 +45,17 @@ type Template struct {
 	MemoryMiB int64
 	// DisksGiB are the sizes of every disk the VM gets (boot disk first), in GiB.
 	DisksGiB []int64
+}
+
+// TemplateOf is the hardware a pool's template gives each VM: its CPUs, memory, boot disk and data disks.
+func TemplateOf(t afv1.VMTemplateSpec) Template {
+	out := Template{CPUs: int64(t.NumCPUs), MemoryMiB: t.MemoryMiB, DisksGiB: []int64{int64(t.DiskGiB)}}
+	if t.Hardware != nil {
+		for _, d := range t.Hardware.DataDisks {
+			out.DisksGiB = append(out.DisksGiB, int64(d.SizeGiB))
+		}
+	}
+	return out
 }
 
 const bytesPerGiB, bytesPerGB = 1 << 30, 1_000_000_000
@@ -81,4 +94,38 @@ func Warning(t Template, role string) string {
 	return fmt.Sprintf("spec.template gives each VM %s: assisted-service's default minimum for a %s; a hub with the default "+
 		"requirements marks such hosts insufficient and never installs them (its requirements are configurable, so VMs are still created)",
 		strings.Join(s, ", "), r)
+}
+
+// Host is a host of the pool as the hub judged it: the hardware it reported (status.inventory; zero
+// when not reported) and the hardware validations it failed.
+type Host struct {
+	CPUs, MemoryBytes, LargestDiskBytes int64
+	FailedValidations                   []string
+}
+
+// SameShortfall reports whether a VM made from t would fail a hardware validation h failed: t gives no
+// more than h had in that validation's dimension (CPU cores, memory, disk). Unknown hardware (zero)
+// counts as the same: the cautious answer, as another VM of an unknown shape could only fail again.
+func SameShortfall(t Template, h Host) bool {
+	largest := int64(0)
+	for _, d := range t.DisksGiB {
+		largest = max(largest, d)
+	}
+	for _, id := range h.FailedValidations {
+		switch id {
+		case "has-min-cpu-cores", "has-cpu-cores-for-role":
+			if h.CPUs == 0 || t.CPUs <= h.CPUs {
+				return true
+			}
+		case "has-min-memory", "has-memory-for-role":
+			if h.MemoryBytes == 0 || t.MemoryMiB*(1<<20) <= h.MemoryBytes {
+				return true
+			}
+		case "has-min-valid-disks":
+			if h.LargestDiskBytes == 0 || largest*bytesPerGiB <= h.LargestDiskBytes {
+				return true
+			}
+		}
+	}
+	return false
 }

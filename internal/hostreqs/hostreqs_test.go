@@ -50,3 +50,28 @@ func TestWarning(t *testing.T) {
 		t.Errorf("a sufficient master warns %q", w)
 	}
 }
+
+func TestSameShortfall(t *testing.T) {
+	small := Host{CPUs: 2, MemoryBytes: 4096 << 20, LargestDiskBytes: 120 << 30, FailedValidations: []string{"has-memory-for-role"}}
+	for _, tc := range []struct {
+		name string
+		t    Template
+		h    Host
+		want bool
+	}{
+		{"the same template fails again", Template{CPUs: 2, MemoryMiB: 4096, DisksGiB: []int64{120}}, small, true},
+		{"more CPUs do not help a memory failure", Template{CPUs: 8, MemoryMiB: 4096, DisksGiB: []int64{120}}, small, true},
+		{"more memory is a new shape", Template{CPUs: 2, MemoryMiB: 8192, DisksGiB: []int64{120}}, small, false},
+		{"unknown memory is the same", Template{CPUs: 2, MemoryMiB: 8192, DisksGiB: []int64{120}}, Host{FailedValidations: []string{"has-min-memory"}}, true},
+		{"a larger disk answers a disk failure", Template{CPUs: 2, MemoryMiB: 4096, DisksGiB: []int64{20, 200}},
+			Host{LargestDiskBytes: 20 << 30, FailedValidations: []string{"has-min-valid-disks"}}, false},
+		{"cores", Template{CPUs: 2}, Host{CPUs: 2, FailedValidations: []string{"has-cpu-cores-for-role"}}, true},
+		{"a validation of no hardware dimension is no shortfall", Template{CPUs: 2}, Host{CPUs: 2, FailedValidations: []string{"hostname-unique"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SameShortfall(tc.t, tc.h); got != tc.want {
+				t.Errorf("SameShortfall = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

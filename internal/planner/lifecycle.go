@@ -45,7 +45,10 @@ type VMObservation struct {
 	CreatedAt time.Time
 	// PhaseChangedAt is status.vm.lastTransitionTime: when a Failed VM failed (zero when unknown).
 	PhaseChangedAt time.Time
-	// RegisteredAt is when its AgentRegistered condition last became True (zero when never).
+	// RegisteredAt is when the VM last proved its host usable (zero when never): its AgentValidated
+	// condition's move to True, or, for a VsphereAgent without that condition (written by an earlier
+	// version), AgentRegistered's. A host that registers and then fails its validations is no success:
+	// the registration breaker counts it as a failure.
 	RegisteredAt time.Time
 }
 
@@ -102,7 +105,8 @@ func failedExpired(o VMObservation, now time.Time, retention time.Duration) bool
 // CountsTowardsBreaker reports whether a Failed VM with this reason counts towards the breaker.
 func CountsTowardsBreaker(reason string) bool {
 	switch reason {
-	case afv1.ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, afv1.ReasonOwnershipMismatch:
+	case afv1.ReasonRegistrationTimeout, afv1.ReasonDuplicateName, afv1.ReasonInvalidPlacement, afv1.ReasonOwnershipMismatch,
+		afv1.ReasonHostValidationFailed:
 		return true
 	}
 	return false

@@ -107,6 +107,7 @@ func TestRegistrationFailing(t *testing.T) {
 func TestCountsTowardsBreaker(t *testing.T) {
 	for reason, want := range map[string]bool{
 		afv1.ReasonRegistrationTimeout: true, afv1.ReasonDuplicateName: true, afv1.ReasonInvalidPlacement: true, afv1.ReasonOwnershipMismatch: true,
+		afv1.ReasonHostValidationFailed: true,
 		afv1.ReasonVMCreateFailed: false, "VMNotFound": false, "": false,
 	} {
 		if got := CountsTowardsBreaker(reason); got != want {

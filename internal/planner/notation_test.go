@@ -30,6 +30,7 @@ import (
 //	max=N conc=N                   limits.maxVMs, limits.maxConcurrentProvisioning
 //	paused retain                  spec.paused, cleanupPolicy Retain (default Delete)
 //	preflight=R staticip=R         a failed preflight check, a static addressing block, with reason R
+//	hardware                       a host of the current template shape failed a hardware validation
 //	nosession noiso                no vCenter session, no cached ISO
 //	noreplace image=unknown        replaceOutdatedVMs false, the current image not known yet
 //	debounce=I/M burst=V/F/L       burst window idle/max (default off); a burst open since an earlier
@@ -86,6 +87,8 @@ func snapshotOf(t *testing.T, line string) Snapshot {
 			s.Blocks.Preflight = val
 		case "staticip":
 			s.Blocks.StaticIP = val
+		case "hardware":
+			s.Blocks.Hardware = "VM v1 (has-memory-for-role: Insufficient memory)"
 		case "nosession":
 			s.Blocks.NoSession = true
 		case "noiso":

@@ -76,6 +76,9 @@ type VM struct {
 type Blocks struct {
 	// Preflight is the reason of a failed preflight check (selector, placement, privileges), "" if none.
 	Preflight string
+	// Hardware says why a VM of the current template would fail assisted-service's hardware validations
+	// as a host of the pool did ("" if none).
+	Hardware string
 	// StaticIP is why static addressing cannot serve a lease now, "" if it can (or the pool uses DHCP).
 	StaticIP string
 	// NoSession: the pool has no usable vCenter session (credentials or login failed).
@@ -165,6 +168,7 @@ var blockRules = []func(Snapshot) string{
 		return when(state == BreakerOpen, afv1.ReasonRegistrationFailing)
 	},
 	func(s Snapshot) string { return s.Blocks.Preflight },
+	func(s Snapshot) string { return when(s.Blocks.Hardware != "", afv1.ReasonHostValidationFailing) },
 	func(s Snapshot) string { return s.Blocks.StaticIP },
 	func(s Snapshot) string { return when(s.Blocks.NoSession, afv1.ReasonWaitingForVSphere) },
 	func(s Snapshot) string { return when(s.Blocks.NoISO, afv1.ReasonWaitingForISO) },

@@ -258,7 +258,8 @@ func checkPlan(t *testing.T, s Snapshot, d Decisions) {
 	for _, b := range []struct {
 		on     bool
 		reason string
-	}{{failures >= 3, afv1.ReasonRegistrationFailing}, {s.Blocks.Preflight != "", s.Blocks.Preflight}, {s.Blocks.StaticIP != "", s.Blocks.StaticIP},
+	}{{failures >= 3, afv1.ReasonRegistrationFailing}, {s.Blocks.Preflight != "", s.Blocks.Preflight},
+		{s.Blocks.Hardware != "", afv1.ReasonHostValidationFailing}, {s.Blocks.StaticIP != "", s.Blocks.StaticIP},
 		{s.Blocks.NoSession, afv1.ReasonWaitingForVSphere}, {s.Blocks.NoISO, afv1.ReasonWaitingForISO}} {
 		if b.on {
 			wantBlock = b.reason

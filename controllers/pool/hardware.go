@@ -1,0 +1,76 @@
+package pool
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
+	"github.com/containeroo/agent-forge-operator/internal/hostreqs"
+)
+
+// hardwareRefusal gathers, from the pool's VMs Failed for their host's validations, the hardware
+// validations a VM of the current template would fail the same way (hostreqs.SameShortfall against the
+// hardware the hub saw): the message naming each VM, validation and the hub's message ("" when none).
+// A Failed VM whose Agent is gone says nothing about the shape any more; the registration breaker
+// bounds what it costs.
+func hardwareRefusal(s *poolScope) string {
+	agentOf := map[string]agents.Agent{}
+	for _, a := range s.matching {
+		if name := a.Labels[afv1.LabelVsphereAgent]; name != "" && s.ourAgents.Has(a.Name) {
+			agentOf[name] = a
+		}
+	}
+	tmpl := hostTemplate(s.pool)
+	var found []string
+	for i := range s.vas {
+		va := &s.vas[i]
+		if va.Status.VM.Phase != afv1.VMPhaseFailed || va.Status.VM.Reason != afv1.ReasonHostValidationFailed || !va.DeletionTimestamp.IsZero() {
+			continue
+		}
+		a, ok := agentOf[va.Name]
+		if !ok {
+			continue
+		}
+		inv := agents.InventoryOf(a.Obj)
+		host := hostreqs.Host{CPUs: inv.CPUCount, MemoryBytes: inv.MemoryBytes, LargestDiskBytes: inv.LargestDiskBytes}
+		var msgs []string
+		for _, v := range agents.FailingValidations(a.Obj) {
+			if agents.IsShapeValidation(v.ID) {
+				host.FailedValidations = append(host.FailedValidations, v.ID)
+				msgs = append(msgs, v.ID+": "+v.Message)
+			}
+		}
+		if len(host.FailedValidations) > 0 && hostreqs.SameShortfall(tmpl, host) {
+			found = append(found, fmt.Sprintf("VM %s (%s)", va.Status.VM.Name, strings.Join(msgs, "; ")))
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	sort.Strings(found)
+	return "a host of the pool fails assisted-service's hardware validations, and spec.template gives each VM no more in that respect: " +
+		strings.Join(found, ", ") + "; no further VM of this shape is created until spec.template changes"
+}
+
+// hostTemplate is the hardware the pool gives each VM, as the hub's requirements see it.
+func hostTemplate(p *afv1.VsphereAgentPool) hostreqs.Template {
+	return hostreqs.TemplateOf(p.Spec.Template)
+}
+
+// setHardwareRefused reports the refusal: HardwareSufficient=False/HostValidationFailing and a Warning
+// Event when its message changes. When the refusal has ended, the preflight's warning verdict stands.
+func (r *Reconciler) setHardwareRefused(s *poolScope) {
+	p := s.pool
+	if s.hardwareRefusal == "" {
+		return
+	}
+	prev := conditions.FindCondition(p.Status.Conditions, afv1.ConditionHardwareSufficient)
+	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionHardwareSufficient, false, afv1.ReasonHostValidationFailing, s.hardwareRefusal, p.Generation)
+	if prev == nil || prev.Reason != afv1.ReasonHostValidationFailing || prev.Message != s.hardwareRefusal {
+		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonHostValidationFailing, events.ActionCreateVM, "%s", s.hardwareRefusal)
+	}
+}

@@ -1,0 +1,83 @@
+package vsphereagent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/events"
+)
+
+// defaultValidationGrace is how long a host may fail a validation that is not about its hardware
+// before it is replaced, when the pool sets no registrationTimeout (the same default).
+const defaultValidationGrace = 20 * time.Minute
+
+// describeValidations names each failing validation with its category and the hub's own message.
+func describeValidations(vs []agents.Validation) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%s (%s): %s", v.ID, v.Category, v.Message)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkValidations reports assisted-service's verdict on the host (condition AgentValidated, a Warning
+// Event when it starts failing or fails differently) and gives up on a host that cannot pass: Failed/
+// HostValidationFailed at once when a hardware validation fails (every VM of the template would fail
+// it the same way; the pool stops creating that shape), else once the failure has lasted the pool's
+// registrationTimeout. A Failed VM is not supply and counts towards the registration breaker, which
+// bounds how many the pool replaces. A host bound to or leaving a cluster is the provider's.
+func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, error) {
+	a, va := s.agent, s.va
+	if a == nil || a.IsBound() || a.IsUnbinding() || va.Status.VM.Phase == afv1.VMPhaseReleased {
+		return true, nil
+	}
+	prev := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentValidated)
+	failing := agents.FailingValidations(a.Obj)
+	if len(failing) == 0 {
+		if agents.IsTrue(a.Conditions, "Validated") {
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentValidated, true, afv1.ReasonHostValidationsPassing,
+				"the host passes assisted-service's validations", va.Generation)
+		} else {
+			conditions.SetUnknown(&va.Status.Conditions, afv1.ConditionAgentValidated, afv1.ReasonHostValidationsPending,
+				"assisted-service has not reported a verdict on the host yet", va.Generation)
+		}
+		return true, nil
+	}
+	msg := "the host fails assisted-service's validations: " + describeValidations(failing)
+	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentValidated, false, afv1.ReasonHostValidationsFailing, msg, va.Generation)
+	if prev == nil || prev.Message != msg {
+		s.afterWrite = append(s.afterWrite, func() {
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonHostValidationsFailing, events.ActionAwaitAgent, "VM %s: %s", va.Status.VM.Name, msg)
+		})
+	}
+	hardware := false
+	for _, v := range failing {
+		hardware = hardware || agents.IsShapeValidation(v.ID)
+	}
+	if !hardware {
+		grace := defaultValidationGrace
+		if s.pool.Spec.RegistrationTimeout != nil {
+			grace = s.pool.Spec.RegistrationTimeout.Duration
+		}
+		since := r.Opts.Clock.Now()
+		if prev != nil && prev.Status == "False" {
+			since = prev.LastTransitionTime.Time
+		}
+		if left := since.Add(grace).Sub(r.Opts.Clock.Now()); left > 0 {
+			s.requeueAfter(left)
+			return true, nil
+		}
+	}
+	r.setPhase(va, afv1.VMPhaseFailed, afv1.ReasonHostValidationFailed)
+	name := va.Status.VM.Name
+	s.afterWrite = append(s.afterWrite, func() {
+		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonHostValidationFailed, events.ActionAwaitAgent,
+			"VM %s is Failed for its host's validations (%s); the pool replaces it within the registration breaker's budget", name, describeValidations(failing))
+	})
+	return false, nil
+}
