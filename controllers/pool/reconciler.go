@@ -172,7 +172,7 @@ type poolScope struct {
 	// hardwareRefusal says why no VM of the current template shape is created: a host of it failed a
 	// hardware validation (hardwareRefusal; "" when none).
 	hardwareRefusal string
-	requeue        time.Duration
+	requeue         time.Duration
 	// domains are the pool's failure domains (one, "", without any) as observeDomains found them.
 	domains []domainView
 	// staticIP is the pass's view of the leases of a static-IP pool (nil for DHCP pools).

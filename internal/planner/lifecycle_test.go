@@ -108,7 +108,7 @@ func TestCountsTowardsBreaker(t *testing.T) {
 	for reason, want := range map[string]bool{
 		afv1.ReasonRegistrationTimeout: true, afv1.ReasonDuplicateName: true, afv1.ReasonInvalidPlacement: true, afv1.ReasonOwnershipMismatch: true,
 		afv1.ReasonHostValidationFailed: true,
-		afv1.ReasonVMCreateFailed: false, "VMNotFound": false, "": false,
+		afv1.ReasonVMCreateFailed:       false, "VMNotFound": false, "": false,
 	} {
 		if got := CountsTowardsBreaker(reason); got != want {
 			t.Errorf("CountsTowardsBreaker(%q) = %t, want %t", reason, got, want)
