@@ -32,9 +32,14 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 )
 
-// Options configure the controllers (see config.Options); the alias keeps cmd/ and cmd/app
-// unchanged.
-type Options = config.Options
+// Options configure the controllers (see config.Options): Settings from flags, Services the wiring
+// hands over, test Hooks. The aliases spare cmd/ and cmd/app an import of controllers/config.
+type (
+	Options  = config.Options
+	Settings = config.Settings
+	Services = config.Services
+	Hooks    = config.Hooks
+)
 
 // ClientOptions makes the manager's client serve unstructured external objects from its cache too
 // (controller-runtime reads unstructured objects live by default).
