@@ -32,13 +32,16 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 )
 
-// Options configure the controllers (see config.Options): Settings from flags, Services the wiring
-// hands over, test Hooks. The aliases spare cmd/ and cmd/app an import of controllers/config.
+// The aliases spare cmd/ and cmd/app an import of controllers/config.
 type (
-	Options  = config.Options
+	// Options configure the controllers (see config.Options).
+	Options = config.Options
+	// Settings are the values from flags (config.Settings).
 	Settings = config.Settings
+	// Services are what the wiring hands the controllers: clients, clocks, memories (config.Services).
 	Services = config.Services
-	Hooks    = config.Hooks
+	// Hooks are the test seams (config.Hooks).
+	Hooks = config.Hooks
 )
 
 // ClientOptions makes the manager's client serve unstructured external objects from its cache too

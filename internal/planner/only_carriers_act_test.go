@@ -145,13 +145,13 @@ func TestCarriersCheckCatchesAPlantedDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	const target = "pool/reconciler.go"
-	real, ok := files[target]
+	original, ok := files[target]
 	if !ok {
 		t.Fatalf("%s not read", target)
 	}
 	// The planted code goes at the start of the body of func (r *Reconciler) Reconcile, which has a ctx.
 	anchor := "func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {\n"
-	if !strings.Contains(string(real), anchor) {
+	if !strings.Contains(string(original), anchor) {
 		t.Fatalf("%s has no %q to plant at: update the self-test", target, anchor)
 	}
 	tests := []struct {
@@ -181,7 +181,7 @@ func TestCarriersCheckCatchesAPlantedDecision(t *testing.T) {
 			for k, v := range files {
 				planted[k] = v
 			}
-			planted[target] = []byte(strings.Replace(string(real), anchor, anchor+tt.plant, 1))
+			planted[target] = []byte(strings.Replace(string(original), anchor, anchor+tt.plant, 1))
 			got, err := fleetPaths(planted)
 			if err != nil {
 				t.Fatal(err)
