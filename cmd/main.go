@@ -115,8 +115,8 @@ func main() {
 		TLSOpts:                 tlsOpts,
 		ClusterTLSProfile:       tlsProfileFromCluster,
 		TLSProfileCheckInterval: tlsProfileCheck,
-		Controllers: controllers.Options{CredentialsSecretNamespaces: splitNamespaces(secretNamespaces), CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle,
-			PoolPassTimeout: poolPassTimeout, VMPassTimeout: vmPassTimeout, ManagerCheckInterval: managerCheck},
+		Controllers: controllers.Options{Settings: controllers.Settings{CredentialsSecretNamespaces: splitNamespaces(secretNamespaces), CRDPollInterval: crdPoll, TrustedCABundleFile: trustedCABundle,
+			PoolPassTimeout: poolPassTimeout, VMPassTimeout: vmPassTimeout, ManagerCheckInterval: managerCheck}},
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to set up the manager")

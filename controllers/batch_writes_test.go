@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/events"
+	"github.com/containeroo/agent-forge-operator/test/sim/bindable"
 )
 
 // batchLines lists the lines naming VsphereAgent va in the pool's batch Events with reason (VMCreated,
@@ -47,7 +47,7 @@ var _ = Describe("API writes per VM", func() {
 			g.Expect(k8s.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{afv1.LabelPool: pool.Name})).To(Succeed())
 			n := 0
 			for i := range list.Items {
-				if a := agents.AgentFrom(&list.Items[i]); a.Labels[afv1.LabelVsphereAgent] != "" && a.IsSuitable() {
+				if a := &list.Items[i]; a.GetLabels()[afv1.LabelVsphereAgent] != "" && bindable.Agent(a) {
 					n++
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
@@ -214,20 +215,8 @@ func markInstalled(ctx context.Context, va *afv1.VsphereAgent) {
 	GinkgoHelper()
 	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		a := agentOf(ctx, va)
-		conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
-		found := false
-		for _, c := range conds {
-			if m := c.(map[string]any); m["type"] == world.CondInstalled {
-				m["status"], m["reason"], m["message"], found = "True", world.ReasonInstallationCompleted, "The installation has completed: Done", true
-			}
-		}
-		if !found {
-			conds = append(conds, map[string]any{"type": world.CondInstalled, "status": "True", "reason": world.ReasonInstallationCompleted,
-				"message": "The installation has completed: Done", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
-		}
-		if err := unstructured.SetNestedSlice(a.Object, conds, "status", "conditions"); err != nil {
-			return err
-		}
+		unstructuredcond.Set(a, time.Now(), unstructuredcond.Condition{Type: world.CondInstalled, Status: unstructuredcond.True,
+			Reason: world.ReasonInstallationCompleted, Message: "The installation has completed: Done"})
 		return k8s.Status().Update(ctx, a)
 	})).To(Succeed())
 }

@@ -15,6 +15,7 @@ import (
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
@@ -36,24 +37,19 @@ var _ = Describe("ISO ejection trigger", func() {
 
 	for _, tc := range []struct {
 		name   string
-		change func(conds []any) []any
+		change func(a *unstructured.Unstructured)
 	}{
-		{"reports Installed=Unknown", func(conds []any) []any {
-			for _, c := range conds {
-				if m := c.(map[string]any); m["type"] == "Installed" {
-					m["status"], m["reason"] = "Unknown", "InstallationInProgress"
-				}
-			}
-			return conds
+		{"reports Installed=Unknown", func(a *unstructured.Unstructured) {
+			unstructuredcond.Set(a, time.Now(), unstructuredcond.Condition{Type: world.CondInstalled, Status: unstructuredcond.Unknown, Reason: "InstallationInProgress"})
 		}},
-		{"reports no Installed condition", func(conds []any) []any {
-			var out []any
-			for _, c := range conds {
-				if c.(map[string]any)["type"] != "Installed" {
-					out = append(out, c)
+		{"reports no Installed condition", func(a *unstructured.Unstructured) {
+			var out []map[string]any
+			for _, m := range unstructuredcond.Entries(a) {
+				if m["type"] != world.CondInstalled {
+					out = append(out, m)
 				}
 			}
-			return out
+			unstructuredcond.Replace(a, out)
 		}},
 	} {
 		It("does not eject when the Agent "+tc.name, func(ctx context.Context) {
@@ -65,10 +61,7 @@ var _ = Describe("ISO ejection trigger", func() {
 				if err := k8s.Get(ctx, key(va.Namespace, va.Status.VM.AgentName), a); err != nil {
 					return err
 				}
-				conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
-				if err := unstructured.SetNestedSlice(a.Object, tc.change(conds), "status", "conditions"); err != nil {
-					return err
-				}
+				tc.change(a)
 				return k8s.Status().Update(ctx, a)
 			})).To(Succeed())
 			Eventually(func() string { return ejectReason(&va) }, 20*time.Second, 250*time.Millisecond).Should(Equal(afv1.ReasonWaitingForInstallation))

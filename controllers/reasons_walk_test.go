@@ -54,6 +54,11 @@ func isReasonName(name string) bool { return strings.HasSuffix(strings.ToLower(n
 // newReasonEnv collects the constants and the reason parameters of files.
 func newReasonEnv(files []walkedFile) *reasonEnv {
 	env := &reasonEnv{consts: map[string]map[string]bool{}, apiReasons: map[string]string{}, reasonParams: map[string]map[int]bool{}}
+	// Recorders the walk does not parse: client-go's record.EventRecorder takes its reason third
+	// (Event(object, eventtype, reason, message)) or fourth (AnnotatedEventf(object, annotations,
+	// eventtype, reason, ...)); its Eventf is left out, its reason's place being events.k8s.io's eventtype's.
+	env.reasonParams["Event"] = map[int]bool{2: true}
+	env.reasonParams["AnnotatedEventf"] = map[int]bool{3: true}
 	addParams := func(name string, ft *ast.FuncType) {
 		i := 0
 		for _, field := range ft.Params.List {

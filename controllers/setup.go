@@ -32,9 +32,17 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 )
 
-// Options configure the controllers (see config.Options); the alias keeps cmd/ and cmd/app
-// unchanged.
-type Options = config.Options
+// The aliases spare cmd/ and cmd/app an import of controllers/config.
+type (
+	// Options configure the controllers (see config.Options).
+	Options = config.Options
+	// Settings are the values from flags (config.Settings).
+	Settings = config.Settings
+	// Services are what the wiring hands the controllers: clients, clocks, memories (config.Services).
+	Services = config.Services
+	// Hooks are the test seams (config.Hooks).
+	Hooks = config.Hooks
+)
 
 // ClientOptions makes the manager's client serve unstructured external objects from its cache too
 // (controller-runtime reads unstructured objects live by default).

@@ -195,17 +195,20 @@ func startOperator(o operatorOptions) *operator {
 		o.orphanScan = time.Hour
 	}
 	Expect(controllers.Setup(mgr, controllers.Options{
-		// VMWorkers: the production default (16); the simulator's own races stay in its process.
-		Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere")}), DebounceIdle: -1,
-		OrphanScanInterval: o.orphanScan, BeforeUnapprove: o.beforeUnapprove,
-		CrashPoint: o.crashPoint, SchemaCheckInterval: o.schemaCheckInterval, VMPassTimeout: o.vmPassTimeout,
-		PoolPassTimeout: o.poolPassTimeout, Liveness: o.liveness,
-		Namespace: o.namespace, ManagerCheckInterval: o.managerCheck, BatchClock: o.batchClock,
-		AvailableHoldMax: cmp.Or(o.availableHoldMax, -1),
-		// The batch windows the specs were written against (production: status 2s / 1m, Events 10s / 2m):
-		// the windows are the batcher's and the status batch's unit tests' to vary, and a spec that waits
-		// for an Event or a pool counter should not wait two minutes for it.
-		StatusBatchMax: 30 * time.Second, EventBatchIdle: 2 * time.Second, EventBatchMax: 30 * time.Second,
+		Settings: controllers.Settings{
+			// VMWorkers: the production default (16); the simulator's own races stay in its process.
+			DebounceIdle: -1, OrphanScanInterval: o.orphanScan, SchemaCheckInterval: o.schemaCheckInterval,
+			VMPassTimeout: o.vmPassTimeout, PoolPassTimeout: o.poolPassTimeout,
+			Namespace: o.namespace, ManagerCheckInterval: o.managerCheck,
+			AvailableHoldMax: cmp.Or(o.availableHoldMax, -1),
+			// The batch windows the specs were written against (production: status 2s / 1m, Events 10s / 2m):
+			// the windows are the batcher's and the status batch's unit tests' to vary, and a spec that waits
+			// for an Event or a pool counter should not wait two minutes for it.
+			StatusBatchMax: 30 * time.Second, EventBatchIdle: 2 * time.Second, EventBatchMax: 30 * time.Second,
+		},
+		Services: controllers.Services{Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere")}),
+			Liveness: o.liveness, BatchClock: o.batchClock},
+		Hooks: controllers.Hooks{BeforeUnapprove: o.beforeUnapprove, CrashPoint: o.crashPoint},
 	})).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clk, cancel: cancel, done: make(chan struct{})}

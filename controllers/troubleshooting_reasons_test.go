@@ -13,11 +13,11 @@ import (
 // now only points to it).
 var troubleshootingDoc = filepath.Join("..", "docs", "troubleshooting.md")
 
-// walkProduct parses every non-test, non-generated Go file under api/, controllers/ and internal/.
+// walkProduct parses every non-test, non-generated Go file under api/, cmd/, controllers/ and internal/.
 func walkProduct(t *testing.T, fset *token.FileSet) []walkedFile {
 	t.Helper()
 	var files []walkedFile
-	for _, top := range []string{"api", "controllers", "internal"} {
+	for _, top := range []string{"api", "cmd", "controllers", "internal"} {
 		root := filepath.Join("..", top)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") ||
@@ -44,7 +44,7 @@ func walkProduct(t *testing.T, fset *token.FileSet) []walkedFile {
 }
 
 // TestReasonsAreAPIConstants: every condition reason, planned-action reason and Event reason the operator
-// gives a value to under api/, controllers/ and internal/ is a constant of api/v1alpha1 named after its
+// gives a value to under api/, cmd/, controllers/ and internal/ is a constant of api/v1alpha1 named after its
 // value and with a doc comment (see reasons_walk_test.go for what the walker reads as a reason).
 func TestReasonsAreAPIConstants(t *testing.T) {
 	fset := token.NewFileSet()
@@ -102,6 +102,9 @@ var _ = metav1.Condition{}
 		{"an API constant as Event reason", `func f() { rec.Eventf(nil, nil, "Warning", afv1.ReasonReady, "A", "n") }`, 0},
 		{"a string literal as Event reason", `func f() { rec.Eventf(nil, nil, "Warning", "Foo", "A", "n") }`, 1},
 		{"a string literal as batch reason", `func f() { rec.Batch(nil, "Foo", "A", "s", "l") }`, 1},
+		{"a string literal as client-go recorder's reason", `func f(r interface{ Event(any, string, string, string) }) { r.Event(nil, "Warning", "Foo", "m") }`, 1},
+		{"a string literal as client-go AnnotatedEventf's reason", `func f(r interface{ AnnotatedEventf(any, map[string]string, string, string, string, ...any) }) { r.AnnotatedEventf(nil, nil, "Warning", "Foo", "m") }`, 1},
+		{"an API constant as client-go recorder's reason", `func f(r interface{ Event(any, string, string, string) }) { r.Event(nil, "Normal", afv1.ReasonReady, "m") }`, 0},
 		{"another package's constant as condition reason", `func f() { plant.SetCondition(nil, "T", true, plant.ReasonLocal, "m", 1) }`, 1},
 		{"a local constant in a Condition literal", `const reasonMine = "Mine"
 func f() any { return metav1.Condition{Type: "T", Reason: reasonMine} }`, 1},

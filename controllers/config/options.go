@@ -17,28 +17,26 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// Options configure the controllers. Zero values are production defaults.
+// Options configure the controllers: what the flags set, the services the wiring hands over and the
+// test seams, each its own type (their fields are promoted, so r.Opts.Clock reads as before). Zero
+// values are production defaults.
 type Options struct {
+	Settings
+	Services
+	Hooks
+}
+
+// Settings are the values the operator's flags (cmd/) or a test set: namespaces, intervals, windows,
+// timeouts and worker counts. Zero values are production defaults (Defaults).
+type Settings struct {
 	// CredentialsSecretNamespaces are the namespaces whose Secrets a pool in another namespace may name
 	// as its credentialsSecretRef (empty: none; a pool's own namespace is always allowed).
 	CredentialsSecretNamespaces []string
-	// Clock drives every time-based decision (registration timeout, debounce, ISO checks); tests inject a fake.
-	Clock clock.WithTicker
 	// TrustedCABundleFile is the cluster's injected trusted CA bundle (PEM; OpenShift fills the
 	// ConfigMap labelled config.openshift.io/inject-trusted-cabundle). It is trusted, with the system
 	// roots, for the ISO download and for vCenter, and re-read when it changes. Empty or absent: system
 	// roots only.
 	TrustedCABundleFile string
-	// Sessions hands out vSphere clients (default: a process-wide session cache).
-	Sessions vsphere.Sessions
-	// Credentials shares the credentials a pool's pass read with its VM passes for a short time
-	// (default: credentials.DefaultMaxAge on Clock; see credentials.Cache).
-	Credentials *credentials.Cache
-	// NoVMYet passes the VsphereAgents the pool created to the VsphereAgent controller (see poolmemory.NoVMYet).
-	NoVMYet *poolmemory.NoVMYet
-	// DestroyedHosts passes the VMs a cleanup destroyed before their Agent appeared to the pool, which
-	// deletes such an Agent when it shows up late (see poolmemory.LateRegistrationWindow).
-	DestroyedHosts *poolmemory.DestroyedHosts
 	// DebounceIdle and DebounceMax batch bursts of demand: creation waits until demand was stable for
 	// DebounceIdle, or DebounceMax after the first change (defaults 1s / 10s; negative disables).
 	DebounceIdle, DebounceMax time.Duration
@@ -66,9 +64,6 @@ type Options struct {
 	// most (default 2m); the pass's status is still written, with VSphereReachable=False/VCenterTimeout,
 	// and the pool is retried with backoff.
 	PoolPassTimeout time.Duration
-	// Liveness, when set, is told when each pool and VsphereAgent pass starts and ends; the manager's
-	// healthz check "reconcilers" fails while a pass runs beyond twice its pass timeout.
-	Liveness *liveness.Tracker
 	// StatusBatchInterval and StatusBatchMax batch pool status writes that only move counters, the VM
 	// list or messages: such a change is written once the status stood still for StatusBatchInterval,
 	// or StatusBatchMax after the first unwritten change (defaults 2s / 1m; a negative interval
@@ -78,21 +73,14 @@ type Options struct {
 	// EventBatchIdle and EventBatchMax batch a pool's batch Events (VMCreated, ISOEjected, CopyFound): one goes out
 	// once no VM joined it for EventBatchIdle, at the latest EventBatchMax after its first VM (defaults
 	// 10s / 2m; a negative idle writes each line at once). A steady scale-up adds a VM every few seconds
-	// to each pool, and 2s / 30s windows wrote an Event per pool and reason every 30 s (0.5 per VM
-	// each in the 50-pool bench). Kubernetes' own event correlator folds similar Events of an object
-	// within 10 minutes.
+	// to each pool, and shorter windows wrote an Event per pool and reason every window (figures:
+	// docs/performance.md, "Two of the three taken"). Kubernetes' own event correlator folds similar
+	// Events of an object within 10 minutes.
 	EventBatchIdle, EventBatchMax time.Duration
 	// AvailableHoldMax is how long a prepared VM's Available write may wait while AgentMachines of its
 	// pool wait (the provider is about to bind it, and then Provisioning -> Bound is one write); default
 	// 30s; a negative value holds it for StatusBatchInterval only.
 	AvailableHoldMax time.Duration
-	// BatchClock drives write batching on the StatusBatch windows: the pool's status batch, the pools'
-	// batch Events (VMCreated, ISOEjected, CopyFound) and the deferred Available phase. Batching is a rate limit on
-	// writes, so it runs in real time by default even where Clock is faked (the scenario suite freezes
-	// Clock for the registration timeout); the specs of batching inject a fake one.
-	BatchClock clock.WithTicker
-	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its Unapprove patch.
-	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
 	// VMCheckInterval is how often a VsphereAgent looks its VM up in vCenter (by instance UUID) to see
 	// whether someone else deleted, powered off, renamed or moved it (default 2m).
 	VMCheckInterval time.Duration
@@ -107,6 +95,37 @@ type Options struct {
 	LeaderElection bool
 	// ManagerCheckInterval is how often the other managers' Leases are read (default 30s).
 	ManagerCheckInterval time.Duration
+}
+
+// Services are the process-wide clients, clocks and memories the wiring hands both controllers; nil
+// fields are made by Defaults.
+type Services struct {
+	// Clock drives every time-based decision (registration timeout, debounce, ISO checks); tests inject a fake.
+	Clock clock.WithTicker
+	// Sessions hands out vSphere clients (default: a process-wide session cache).
+	Sessions vsphere.Sessions
+	// Credentials shares the credentials a pool's pass read with its VM passes for a short time
+	// (default: credentials.DefaultMaxAge on Clock; see credentials.Cache).
+	Credentials *credentials.Cache
+	// NoVMYet passes the VsphereAgents the pool created to the VsphereAgent controller (see poolmemory.NoVMYet).
+	NoVMYet *poolmemory.NoVMYet
+	// DestroyedHosts passes the VMs a cleanup destroyed before their Agent appeared to the pool, which
+	// deletes such an Agent when it shows up late (see poolmemory.LateRegistrationWindow).
+	DestroyedHosts *poolmemory.DestroyedHosts
+	// Liveness, when set, is told when each pool and VsphereAgent pass starts and ends; the manager's
+	// healthz check "reconcilers" fails while a pass runs beyond twice its pass timeout.
+	Liveness *liveness.Tracker
+	// BatchClock drives write batching on the StatusBatch windows: the pool's status batch, the pools'
+	// batch Events (VMCreated, ISOEjected, CopyFound) and the deferred Available phase. Batching is a rate limit on
+	// writes, so it runs in real time by default even where Clock is faked (the scenario suite freezes
+	// Clock for the registration timeout); the specs of batching inject a fake one.
+	BatchClock clock.WithTicker
+}
+
+// Hooks are test seams; nil (the shipped binary) disables each.
+type Hooks struct {
+	// BeforeUnapprove is a test seam called between the fresh read of a surplus Agent and its Unapprove patch.
+	BeforeUnapprove func(ctx context.Context, agentNamespace, agentName string)
 	// CrashPoint is a test seam called at every crash point (internal/crashpoint: VsphereAgent created,
 	// VM create task started, ..., pool status written) with the object the pass works on (the pool or
 	// the VsphereAgent); a seam that waits until ctx ends simulates the operator dying there. Nil (the
@@ -115,7 +134,7 @@ type Options struct {
 }
 
 // WithCrashPoint returns ctx carrying the crash-point seam bound to key (ctx unchanged without a seam).
-func (o *Options) WithCrashPoint(ctx context.Context, key types.NamespacedName) context.Context {
+func (o *Hooks) WithCrashPoint(ctx context.Context, key types.NamespacedName) context.Context {
 	if o.CrashPoint == nil {
 		return ctx
 	}
@@ -125,6 +144,13 @@ func (o *Options) WithCrashPoint(ctx context.Context, key types.NamespacedName) 
 
 // Defaults fills in the production default of every zero field.
 func (o *Options) Defaults() {
+	o.Settings.Defaults()
+	o.Services.Defaults(o.TrustedCABundleFile)
+}
+
+// Defaults makes every nil service: real clocks, the credentials cache, the pool memories and
+// a session cache that trusts trustedCABundleFile with the system roots.
+func (o *Services) Defaults(trustedCABundleFile string) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -141,8 +167,12 @@ func (o *Options) Defaults() {
 		o.DestroyedHosts = &poolmemory.DestroyedHosts{}
 	}
 	if o.Sessions == nil {
-		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere"), Clock: o.Clock, ExtraCAFile: o.TrustedCABundleFile})
+		o.Sessions = vsphere.NewSessions(vsphere.SessionOptions{Logger: ctrl.Log.WithName("vsphere"), Clock: o.Clock, ExtraCAFile: trustedCABundleFile})
 	}
+}
+
+// Defaults fills in the production default of every zero setting.
+func (o *Settings) Defaults() {
 	if o.DebounceIdle == 0 {
 		o.DebounceIdle = time.Second
 	}

@@ -102,9 +102,9 @@ func runCredentials(t testing.TB, in credentialsInput, store secretStore) creden
 	r := &Reconciler{
 		APIReader: store(t, secret),
 		Recorder:  events.NewRecorder(rec),
-		Opts: config.Options{Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{
+		Opts: config.Options{Services: config.Services{Clock: clk, Sessions: vsphere.NewSessions(vsphere.SessionOptions{
 			Logger: sink.WithName("vsphere"), Clock: clk, LoginTimeout: time.Nanosecond,
-		})},
+		})}},
 	}
 	s := &poolScope{pool: pool, log: sink}
 	if err := r.connectVSphere(ctx, s); err != nil {

@@ -128,7 +128,7 @@ func (r *Reconciler) createVsphereAgents(ctx context.Context, s *poolScope, pool
 		r.Opts.NoVMYet.Add(va.UID) // its first create skips the search for an earlier attempt's VM
 		// No Event of its own: the VMCreated batch Event names the VsphereAgent with its VM seconds later
 		// (a failed VM creation is a Warning about the VsphereAgent), status.plannedActions gives the
-		// decision, and an Event per pass was a write per 4 VMs in the 50-pool bench.
+		// decision, and an Event per pass was an API write per few VMs (docs/performance.md, API economy).
 		s.log.Info("created VsphereAgent", "vsphereAgent", va.Name, "failureDomain", domain, "waiting", s.waiting)
 		r.expectations.expectCreate(poolKey, va.Name)
 		r.domains.created(poolKey, va.Name, domain)

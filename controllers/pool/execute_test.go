@@ -65,7 +65,7 @@ func TestLostCreateResponseKeepsTheVsphereAgentExpected(t *testing.T) {
 				},
 			})
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			r := &Reconciler{Client: c, Recorder: events.NewRecorder(kevents.NewFakeRecorder(8)), Opts: config.Options{Clock: clk},
+			r := &Reconciler{Client: c, Recorder: events.NewRecorder(kevents.NewFakeRecorder(8)), Opts: config.Options{Services: config.Services{Clock: clk}},
 				expectations: newExpectations(clk)}
 			poolKey := ns.Name + "/pool"
 			if err := r.createVsphereAgents(ctx, &poolScope{pool: pool}, poolKey, []string{""}); err == nil {

@@ -75,7 +75,7 @@ func TestEveryPoolRecordIsForgotten(t *testing.T) {
 
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
 	iso := &isoMemory{pools: sets.New[types.NamespacedName]()}
-	r := &Reconciler{Opts: config.Options{Clock: clk, BatchClock: clk, DestroyedHosts: &poolmemory.DestroyedHosts{}}, ISO: iso}
+	r := &Reconciler{Opts: config.Options{Services: config.Services{Clock: clk, BatchClock: clk, DestroyedHosts: &poolmemory.DestroyedHosts{}}}, ISO: iso}
 	r.Opts.Defaults()
 	r.initMemory()
 	registered["pool/iso"] = true

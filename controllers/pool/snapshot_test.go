@@ -20,7 +20,7 @@ import (
 func TestSnapshotCopiesFacts(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(now)
-	r := &Reconciler{Opts: config.Options{Clock: clk, RegistrationFailureThreshold: 3, FailedRetention: time.Hour},
+	r := &Reconciler{Opts: config.Options{Services: config.Services{Clock: clk}, Settings: config.Settings{RegistrationFailureThreshold: 3, FailedRetention: time.Hour}},
 		expectations: newExpectations(clk), debounce: newDebouncer(clk, time.Second, 10*time.Second)}
 	pool := &afv1.VsphereAgentPool{}
 	pool.Namespace, pool.Name = "ns", "pool"

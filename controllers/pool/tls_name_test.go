@@ -45,7 +45,7 @@ func TestVCenterByIPWithAnotherNamesCertificate(t *testing.T) {
 		sessions := vsphere.NewSessions(vsphere.SessionOptions{LoginTimeout: 30 * time.Second})
 		t.Cleanup(func() { sessions.Close(context.Background()) })
 		r := &Reconciler{APIReader: store(t, secret), Recorder: events.NewRecorder(rec),
-			Opts: config.Options{Clock: clocktesting.NewFakeClock(time.Now()), Sessions: sessions}}
+			Opts: config.Options{Services: config.Services{Clock: clocktesting.NewFakeClock(time.Now()), Sessions: sessions}}}
 		s := &poolScope{pool: pool}
 		if err := r.connectVSphere(context.Background(), s); err != nil {
 			t.Fatal(err)

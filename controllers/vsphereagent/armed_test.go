@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/controllers/ejection"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
 
@@ -100,12 +100,8 @@ func installAgent(t *testing.T, h *lcHarness, row *lcRow) {
 	if err := h.admin.Get(h.ctx, types.NamespacedName{Namespace: row.ns, Name: "agent-" + row.ns}, a); err != nil {
 		t.Fatal(err)
 	}
-	conds, _, _ := unstructured.NestedSlice(a.Object, "status", "conditions")
-	conds = append(conds, map[string]any{"type": "Installed", "status": "True", "reason": "InstallationCompleted",
-		"message": "The installation has completed: Done", "lastTransitionTime": row.clock.Now().UTC().Format(time.RFC3339)})
-	if err := unstructured.SetNestedSlice(a.Object, conds, "status", "conditions"); err != nil {
-		t.Fatal(err)
-	}
+	unstructuredcond.Set(a, row.clock.Now(), unstructuredcond.Condition{Type: "Installed", Status: unstructuredcond.True,
+		Reason: "InstallationCompleted", Message: "The installation has completed: Done"})
 	if err := h.admin.Status().Update(h.ctx, a); err != nil {
 		t.Fatal(err)
 	}

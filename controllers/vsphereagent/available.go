@@ -46,7 +46,7 @@ func (r *Reconciler) holdAvailable(s *vmScope, before *afv1.VsphereAgentStatus) 
 // availableHold is how long a prepared VM's Available write waits: StatusBatchInterval, or up to
 // AvailableHoldMax (default 30 s) while AgentMachines of its pool wait (pool.status.waitingAgentMachines): then the
 // provider is about to bind an Agent of the pool, and under load it does so tens of seconds after the
-// preparation (10-20 s in the 50-pool bench, where the 2 s hold wrote Available for nearly every VM).
+// preparation, past a hold of StatusBatchInterval alone (figures: docs/performance.md, "Two of the three taken").
 // Not with limits.maxConcurrentProvisioning: a held VM counts as provisioning, and a longer hold would
 // slow the creations the limit lets through.
 func (r *Reconciler) availableHold(pool *afv1.VsphereAgentPool) time.Duration {

@@ -457,7 +457,7 @@ func (h *lcHarness) newRow(t *testing.T, row *lcRow) {
 	row.rec = kevents.NewFakeRecorder(100)
 	// VM look-ups (observeVM) are paced past every row's horizon: these rows follow one lifecycle; what
 	// someone else does to a VM is specified against the simulator (controllers/external_interruptions_test.go).
-	opts := config.Options{Clock: row.clock, BatchClock: row.clock, Sessions: vspherefake.NewSessions(row.fake), VMCheckInterval: 24 * time.Hour}
+	opts := config.Options{Services: config.Services{Clock: row.clock, BatchClock: row.clock, Sessions: vspherefake.NewSessions(row.fake)}, Settings: config.Settings{VMCheckInterval: 24 * time.Hour}}
 	opts.Defaults()
 	row.r = &Reconciler{Client: h.cached, APIReader: h.reader, Recorder: events.NewRecorder(row.rec), Opts: opts}
 	h.waitForCache(t, pool)

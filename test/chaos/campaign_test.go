@@ -167,7 +167,7 @@ func TestChaosCampaign(t *testing.T) {
 	if mode == "sigkill" {
 		op = startProcessOperator(ctx, t, h, k, note, args)
 	} else {
-		ip := &inProcessOperator{h: h, wrap: wrap, opts: controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second, CrashPoint: k.seam}}
+		ip := &inProcessOperator{h: h, wrap: wrap, opts: controllers.Options{Settings: controllers.Settings{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second}, Hooks: controllers.Hooks{CrashPoint: k.seam}}}
 		if err := ip.start(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -120,9 +120,9 @@ func startE2E(ctx context.Context, t *testing.T, o e2eOptions) *e2e {
 // startManager runs the operator's controllers in this process (again, after stopManager).
 func (e *e2e) startManager() {
 	e.t.Helper()
-	m, err := e.h.StartManagerInProcess(harness.InProcessOptions{Controllers: controllers.Options{
+	m, err := e.h.StartManagerInProcess(harness.InProcessOptions{Controllers: controllers.Options{Settings: controllers.Settings{
 		DebounceIdle: 200 * time.Millisecond, DebounceMax: 2 * time.Second,
-	}})
+	}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

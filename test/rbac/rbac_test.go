@@ -245,7 +245,7 @@ func runScenario(parent context.Context, t *testing.T, h *harness.Harness, ns, i
 	m, err := h.StartManagerInProcess(harness.InProcessOptions{
 		Identity: id, LeaderElection: true, SecureMetricsAddr: metricsAddr, WrapConfig: rec.wrap,
 		Namespaces: s.Namespaces(), StopTimeout: stopTimeout,
-		Controllers: controllers.Options{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second},
+		Controllers: controllers.Options{Settings: controllers.Settings{DebounceIdle: 100 * time.Millisecond, DebounceMax: time.Second}},
 	})
 	if err != nil {
 		return rec, err

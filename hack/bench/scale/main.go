@@ -149,9 +149,9 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}
 	// The world runs as the real systems do: HyperShift/CAPI, assisted-service and the Agent CAPI
 	// provider each in its own loop, each working ten objects at once (CAPI's default concurrency).
-	// The upstream provider has one worker; with one, binding 1 000 AgentMachines alone takes ~300 s
-	// here (six writes per reservation at ~20-60 ms each on this 2-core machine), which would hide the
-	// operator's pace: -provider-workers 1 measures that.
+	// The upstream provider has one worker; with one, binding the AgentMachines alone takes most of the
+	// run (docs/performance.md, "The world as the real systems run"), which would hide the operator's
+	// pace: -provider-workers 1 measures that.
 	wo := world.Options{Namespaces: namespaces, InstallDelay: time.Second, Loops: true, Reader: worldCache, Workers: 10, ProviderWorkers: *providerWorkers}
 	if *serialWorld { // the world before: one serial pass of every behaviour, lists from the API server
 		wo = world.Options{Namespaces: namespaces, InstallDelay: time.Second}
@@ -169,7 +169,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		return soapCalls{RoundTripper: rt, n: &soapN, byMethod: soapByMethod}
 	}})
 	if _, err := h.StartManagerInProcess(harness.InProcessOptions{
-		Controllers: controllers.Options{Sessions: sessions},
+		Controllers: controllers.Options{Services: controllers.Services{Sessions: sessions}},
 		WrapConfig: func(c *rest.Config) {
 			c.QPS = -1 // as the manager binary: no client-side throttling, the API server's fairness decides
 			c.WrapTransport = writes.wrap

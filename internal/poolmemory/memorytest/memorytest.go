@@ -10,8 +10,8 @@ import (
 
 var syncMap = reflect.TypeOf(sync.Map{})
 
-// Holders lists the fields of the struct v points to (one level into embedded structs and into fields
-// named in open, as "Opts.DestroyedHosts") whose type holds a map or a sync.Map anywhere within it,
+// Holders lists the fields of the struct v points to (one level into embedded structs, whose fields are
+// named as promoted, and into fields named in open, as "Opts.DestroyedHosts") whose type holds a map or a sync.Map anywhere within it,
 // through pointers, slices, arrays and nested structs. Interfaces and functions are not looked into:
 // what they hold is the injected implementation's business.
 func Holders(v any, open ...string) []string {
@@ -27,8 +27,12 @@ func Holders(v any, open ...string) []string {
 			opened = opened || o == f.Name
 		}
 		if opened {
+			prefix := f.Name + "."
+			if f.Anonymous {
+				prefix = "" // promoted: the code names Opts.Clock, not Opts.Services.Clock
+			}
 			for _, sub := range Holders(reflect.New(f.Type).Interface()) {
-				out = append(out, f.Name+"."+sub)
+				out = append(out, prefix+sub)
 			}
 			continue
 		}
