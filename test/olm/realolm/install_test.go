@@ -394,5 +394,11 @@ func installAndRun(t *testing.T, targets []string) {
 		}
 	}
 
-	w.runManagerUnderOLM(ctx, t, &deps.Items[0])
+	m := w.runManagerUnderOLM(ctx, t, &deps.Items[0])
+	if len(targets) == 0 { // once: the RBAC of both modes grants the same verbs, AllNamespaces cluster-wide
+		w.servePoolUnderOLM(ctx, t, m)
+		if strings.Contains(m.Tail(), "forbidden") {
+			t.Errorf("the manager logged a refusal under OLM's RBAC while serving the pool:\n%s", m.Tail())
+		}
+	}
 }
