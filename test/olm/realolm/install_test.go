@@ -58,8 +58,8 @@ type olmWorld struct {
 
 // startOLMWorld starts envtest with OLM's CRDs and the kinds the bundle ships besides its own
 // (monitoring.coreos.com, console.openshift.io) but without our CRDs (OLM installs them from the bundle),
-// then OLM's two operators as processes.
-func startOLMWorld(ctx context.Context, t *testing.T) *olmWorld {
+// then OLM's two operators as processes (catalogArgs: extra flags of the catalog operator).
+func startOLMWorld(ctx context.Context, t *testing.T, catalogArgs ...string) *olmWorld {
 	t.Helper()
 	dir, err := Dir(ctx)
 	if err != nil {
@@ -108,7 +108,7 @@ func startOLMWorld(ctx context.Context, t *testing.T) *olmWorld {
 		}
 	}
 	w := &olmWorld{env: env, c: c, opm: opm}
-	w.olm, w.cat = StartOLM(t, dir, WriteKubeconfig(t, env.Config), catalogNamespace)
+	w.olm, w.cat = StartOLM(t, dir, WriteKubeconfig(t, env.Config), catalogNamespace, catalogArgs...)
 	return w
 }
 
