@@ -44,7 +44,7 @@ func (w *olmWorld) storeRecords(ctx context.Context, t *testing.T) []*unstructur
 	}
 	adopted := &afv1.VsphereAgent{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo-workers-7c9d4-h2x8k", Namespace: poolNamespace,
-			Labels: map[string]string{afv1.LabelUpstreamPool: pool.Name, afv1.LabelUpstreamCreatedFor: "agent-machine"},
+			Labels:      map[string]string{afv1.LabelUpstreamPool: pool.Name, afv1.LabelUpstreamCreatedFor: "agent-machine"},
 			Annotations: map[string]string{afv1.AnnotationUpstreamVMName: "demo-workers-7c9d4-h2x8k"},
 			Finalizers:  []string{afv1.FinalizerUpstreamVsphereAgent}},
 		Spec: afv1.VsphereAgentSpec{PoolRef: afv1.LocalObjectReference{Name: pool.Name}},
