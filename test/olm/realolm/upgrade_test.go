@@ -110,6 +110,21 @@ func TestOLMUpgradesThroughTheChannel(t *testing.T) {
 	if got.Status.ISOEjection == nil || !equality.Semantic.DeepEqual(got.Status.ISOEjection, record) {
 		t.Errorf("the ejection record changed across OLM's upgrade:\ngot  %+v\nwant %+v", got.Status.ISOEjection, record)
 	}
+	// A status write of the new release goes through the new schema's pruning and keeps the record.
+	created := metav1.NewTime(started.Add(-time.Hour))
+	got.Status.VM.CreatedAt = &created
+	got.Status.ISOEjection.Attempts = 2
+	if err := w.c.Status().Update(ctx, got); err != nil {
+		t.Fatalf("a status write under the new CRDs: %v", err)
+	}
+	record.Attempts = 2
+	after := &afv1.VsphereAgent{}
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(va), after); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(after.Status.ISOEjection, record) || after.Status.VM.CreatedAt == nil || !after.Status.VM.CreatedAt.Equal(&created) {
+		t.Errorf("after a status write under the new CRDs: isoEjection %+v, vm.createdAt %v", after.Status.ISOEjection, after.Status.VM.CreatedAt)
+	}
 	w.assertRecordsKept(ctx, t, stored, "after OLM's upgrade")
 
 	// A next head whose CRD breaks the stored objects: OLM itself refuses it, the installed release stays.
