@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -111,39 +110,4 @@ func loadCatalog(dir string) ([]fbcObject, error) {
 		}
 	}
 	return out, nil
-}
-
-// catalogBundleCRDs extracts the CRDs that a catalog's olm.bundle entry carries as olm.bundle.object
-// properties (what OLM installs for that version).
-func catalogBundleCRDs(objs []fbcObject, bundleName string) (map[string]*apiextensionsv1.CustomResourceDefinition, error) {
-	crds := map[string]*apiextensionsv1.CustomResourceDefinition{}
-	for _, o := range objs {
-		if o.Schema != "olm.bundle" || o.Name != bundleName {
-			continue
-		}
-		for _, p := range o.Properties {
-			if p.Type != "olm.bundle.object" {
-				continue
-			}
-			var v struct {
-				Data string `json:"data"`
-			}
-			if err := json.Unmarshal(p.Value, &v); err != nil {
-				return nil, err
-			}
-			raw, err := base64.StdEncoding.DecodeString(v.Data)
-			if err != nil {
-				return nil, err
-			}
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := json.Unmarshal(raw, crd); err != nil || crd.Kind != "CustomResourceDefinition" {
-				continue
-			}
-			crds[crd.Name] = crd
-		}
-	}
-	if len(crds) == 0 {
-		return nil, fmt.Errorf("catalog bundle %s carries no CRDs (olm.bundle.object)", bundleName)
-	}
-	return crds, nil
 }

@@ -12,26 +12,13 @@ import (
 
 const packageName = "agent-forge-operator"
 
-// upgradeFixtureBundle is the olm.bundle of test/olm/testdata: an older schema for the upgrade test. It was never
-// released, so it lives beside the tests and never in catalog/.
+// upgradeFixtureBundle is the olm.bundle of test/olm/testdata: an older schema for realolm's upgrade test. It was
+// never released, so it lives beside the tests and never in catalog/.
 const upgradeFixtureBundle = "agent-forge-operator.v0.1.0"
 
 func loadCurrentCatalog(t *testing.T) []fbcObject {
 	t.Helper()
 	dir, err := repoPath("catalog", packageName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := loadCatalog(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objs
-}
-
-func loadUpgradeFixture(t *testing.T) []fbcObject {
-	t.Helper()
-	dir, err := repoPath("test", "olm", "testdata")
 	if err != nil {
 		t.Fatal(err)
 	}

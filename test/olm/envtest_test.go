@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/containeroo/agent-forge-operator/test/olm/olmcheck"
@@ -35,18 +34,6 @@ func startAPIServerWith(t *testing.T, crds map[string]*apiextensionsv1.CustomRes
 		olmcheck.ReinstallCRD(ctx, t, c, name, want)
 	}
 	return c
-}
-
-// loadCRDs reads the CustomResourceDefinitions of a file under testdata, by name.
-func loadCRDs(t *testing.T, elem ...string) map[string]*apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	return olmcheck.LoadCRDs(t, olmcheck.Testdata(t, elem...))
-}
-
-// poll waits (bounded) for cond; the API server applies CRD changes asynchronously.
-func poll(ctx context.Context, t *testing.T, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	olmcheck.Poll(ctx, t, what, cond)
 }
 
 func ensureNamespace(ctx context.Context, t *testing.T, c client.Client, name string) {

@@ -58,8 +58,8 @@ type olmWorld struct {
 
 // startOLMWorld starts envtest with OLM's CRDs and the kinds the bundle ships besides its own
 // (monitoring.coreos.com, console.openshift.io) but without our CRDs (OLM installs them from the bundle),
-// then OLM's two operators as processes.
-func startOLMWorld(ctx context.Context, t *testing.T) *olmWorld {
+// then OLM's two operators as processes (catalogArgs: extra flags of the catalog operator).
+func startOLMWorld(ctx context.Context, t *testing.T, catalogArgs ...string) *olmWorld {
 	t.Helper()
 	dir, err := Dir(ctx)
 	if err != nil {
@@ -108,7 +108,7 @@ func startOLMWorld(ctx context.Context, t *testing.T) *olmWorld {
 		}
 	}
 	w := &olmWorld{env: env, c: c, opm: opm}
-	w.olm, w.cat = StartOLM(t, dir, WriteKubeconfig(t, env.Config), catalogNamespace)
+	w.olm, w.cat = StartOLM(t, dir, WriteKubeconfig(t, env.Config), catalogNamespace, catalogArgs...)
 	return w
 }
 
@@ -276,8 +276,10 @@ func (w *olmWorld) csvPhase(ctx context.Context, name string) (string, error) {
 // objects exist as OLM created them, and the manager binary, run with the CSV's arguments and a token of
 // the ServiceAccount OLM created, gets ready and takes its leader Lease under exactly that RBAC.
 //
-// Once per install mode the CSV supports: AllNamespaces (an OperatorGroup without targets) and
-// MultiNamespace (a pool namespace and a control plane namespace as targets).
+// Once per install mode the CSV supports: AllNamespaces (an OperatorGroup without targets; there the manager
+// also serves a pool end to end), and MultiNamespace (a pool namespace and a control plane namespace as
+// targets) on a cluster that ran the upstream Helm operator: OLM replaces upstream's CRDs only after its own
+// check of the stored upstream objects, and nothing upstream wrote is lost.
 func TestOLMInstallsTheBundle(t *testing.T) {
 	for _, tc := range []struct {
 		mode    string
@@ -300,6 +302,12 @@ func installAndRun(t *testing.T, targets []string) {
 	w.info = info
 	_, addr := ServeCatalog(t, w.opm, dir)
 	w.playDeploymentController(t, operatorNamespace)
+	// MultiNamespace installs on a cluster that ran the upstream Helm operator: its CRDs and objects exist,
+	// and OLM's own CRD check of them must pass.
+	var upstream []*unstructured.Unstructured
+	if len(targets) > 0 {
+		upstream = w.storeUpstreamObjects(ctx, t)
+	}
 	started := time.Now()
 	w.subscribe(ctx, t, addr, targets)
 
@@ -394,5 +402,14 @@ func installAndRun(t *testing.T, targets []string) {
 		}
 	}
 
-	w.runManagerUnderOLM(ctx, t, &deps.Items[0])
+	if upstream != nil {
+		w.assertUpstreamKept(ctx, t, upstream)
+	}
+	m := w.runManagerUnderOLM(ctx, t, &deps.Items[0])
+	if len(targets) == 0 { // once: the RBAC of both modes grants the same verbs, AllNamespaces cluster-wide
+		w.servePoolUnderOLM(ctx, t, m)
+		if strings.Contains(m.Tail(), "forbidden") {
+			t.Errorf("the manager logged a refusal under OLM's RBAC while serving the pool:\n%s", m.Tail())
+		}
+	}
 }

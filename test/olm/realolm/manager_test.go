@@ -106,7 +106,7 @@ func serviceAccountConfig(ctx context.Context, t *testing.T, admin *rest.Config,
 // ServiceAccount OLM created and bound from the CSV, and the CSV's arguments. It waits until the manager
 // holds its leader-election Lease and answers /readyz (its caches synced): every list and watch it starts
 // with passed under exactly the RBAC OLM made.
-func (w *olmWorld) runManagerUnderOLM(ctx context.Context, t *testing.T, d *appsv1.Deployment) {
+func (w *olmWorld) runManagerUnderOLM(ctx context.Context, t *testing.T, d *appsv1.Deployment) *Child {
 	t.Helper()
 	bin := buildManager(ctx, t, t.TempDir())
 	id := serviceAccountConfig(ctx, t, w.env.Config, d.Namespace, d.Spec.Template.Spec.ServiceAccountName)
@@ -142,4 +142,5 @@ func (w *olmWorld) runManagerUnderOLM(ctx context.Context, t *testing.T, d *apps
 	if strings.Contains(m.Tail(), "forbidden") {
 		t.Errorf("the manager logged a refusal under OLM's RBAC:\n%s", m.Tail())
 	}
+	return m
 }

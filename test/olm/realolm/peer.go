@@ -250,13 +250,13 @@ func WriteKubeconfig(t testing.TB, cfg *rest.Config) string {
 // OperatorGroups, the install strategy) and the catalog operator (CatalogSources, Subscriptions,
 // InstallPlans, with catalogNamespace as its global catalog namespace). OLM's health and metrics server
 // listens on :8080 in both, an address no flag changes (pkg/lib/server); the second one only logs the
-// bind failure, and the tests use neither.
-func StartOLM(t testing.TB, dir, kubeconfig, catalogNamespace string) (olm, catalog *Child) {
+// bind failure, and the tests use neither. catalogArgs are extra flags of the catalog operator.
+func StartOLM(t testing.TB, dir, kubeconfig, catalogNamespace string, catalogArgs ...string) (olm, catalog *Child) {
 	t.Helper()
 	env := []string{"KUBECONFIG=" + kubeconfig}
 	olm = Start(t, "olm-operator", filepath.Join(dir, "olm"), []string{"--writeStatusName=", "--writePackageServerStatusName="}, env)
 	catalog = Start(t, "catalog-operator", filepath.Join(dir, "catalog"),
-		[]string{"--kubeconfig=" + kubeconfig, "--namespace=" + catalogNamespace, "--writeStatusName="}, env)
+		append([]string{"--kubeconfig=" + kubeconfig, "--namespace=" + catalogNamespace, "--writeStatusName="}, catalogArgs...), env)
 	return olm, catalog
 }
 

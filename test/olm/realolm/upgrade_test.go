@@ -4,6 +4,9 @@ package realolm
 
 import (
 	"context"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
 	"testing"
 	"time"
 
@@ -11,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -28,7 +30,9 @@ const previousBundleFile = "previous-bundle-v0.1.0.yaml"
 func TestOLMUpgradesThroughTheChannel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute) // includes a cold OLM build
 	defer cancel()
-	w := startOLMWorld(ctx, t)
+	// OLM retries a failing InstallPlan for --install-plan-retry-timeout (1 minute by default) before it
+	// fails it; the refusal below needs the terminal state sooner.
+	w := startOLMWorld(ctx, t, "--install-plan-retry-timeout=15s")
 	cur, info := currentBundle(ctx, t, w.opm)
 	w.info = info
 	prev := fixtureBundle(t, previousBundleFile)
@@ -65,22 +69,14 @@ func TestOLMUpgradesThroughTheChannel(t *testing.T) {
 		t.Fatalf("writing the ejection record under %s's CRDs: %v", prevName, err)
 	}
 
+	// The other records of that release: the pool's, a bound VM's and an adopted upstream VM's.
+	stored := w.storeRecords(ctx, t)
+
 	// The new head of the channel, published where the CatalogSource points.
 	entries := []any{map[string]any{"name": prevName}, map[string]any{"name": info.csvName, "replaces": prevName}}
 	dirNext := writeCatalog(ctx, t, w.opm, info, entries, prev, cur)
 	_, addrNext := ServeCatalog(t, w.opm, dirNext)
-	cs := &unstructured.Unstructured{}
-	cs.SetGroupVersionKind(olmGVK("v1alpha1", "CatalogSource"))
-	if err := w.c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: catalogSourceName}, cs); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(cs.DeepCopy())
-	if err := unstructured.SetNestedField(cs.Object, addrNext, "spec", "address"); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.c.Patch(ctx, cs, patch); err != nil {
-		t.Fatalf("moving the CatalogSource to the new catalog: %v", err)
-	}
+	w.moveCatalog(ctx, t, addrNext)
 	started2 := time.Now()
 	w.waitFor(ctx, t, installTimeout, "CSV "+info.csvName+" replaces "+prevName+" and is Succeeded", func() (bool, error) {
 		phase, err := w.csvPhase(ctx, info.csvName)
@@ -114,4 +110,56 @@ func TestOLMUpgradesThroughTheChannel(t *testing.T) {
 	if got.Status.ISOEjection == nil || !equality.Semantic.DeepEqual(got.Status.ISOEjection, record) {
 		t.Errorf("the ejection record changed across OLM's upgrade:\ngot  %+v\nwant %+v", got.Status.ISOEjection, record)
 	}
+	// A status write of the new release goes through the new schema's pruning and keeps the record.
+	created := metav1.NewTime(started.Add(-time.Hour))
+	got.Status.VM.CreatedAt = &created
+	got.Status.ISOEjection.Attempts = 2
+	if err := w.c.Status().Update(ctx, got); err != nil {
+		t.Fatalf("a status write under the new CRDs: %v", err)
+	}
+	record.Attempts = 2
+	after := &afv1.VsphereAgent{}
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(va), after); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(after.Status.ISOEjection, record) || after.Status.VM.CreatedAt == nil || !after.Status.VM.CreatedAt.Equal(&created) {
+		t.Errorf("after a status write under the new CRDs: isoEjection %+v, vm.createdAt %v", after.Status.ISOEjection, after.Status.VM.CreatedAt)
+	}
+	w.assertRecordsKept(ctx, t, stored, "after OLM's upgrade")
+
+	// A next head whose CRD breaks the stored objects: OLM itself refuses it, the installed release stays.
+	bad, badName := breakingBundle(t, cur, info.csvName)
+	entries = append(entries, map[string]any{"name": badName, "replaces": info.csvName})
+	dirBad := writeCatalog(ctx, t, w.opm, info, entries, prev, cur, bad)
+	_, addrBad := ServeCatalog(t, w.opm, dirBad)
+	w.moveCatalog(ctx, t, addrBad)
+	msg := w.assertRefused(ctx, t, badName, "vsphereagents.agent-forge.containeroo.ch",
+		[]string{"status.vm.phase", `Unsupported value: "Bound"`})
+	t.Logf("OLM refused %s: %s", badName, msg)
+	// What OLM v0.46.0 does besides failing the plan: the plan's CSV step has already created the new CSV,
+	// which its requirements keep Pending (its CRD was never updated), and the installed CSV is Replacing but
+	// stays, with its Deployment: the installed release keeps running. A new CSV only replaces the old one
+	// once it succeeds.
+	if phase, err := w.csvPhase(ctx, info.csvName); err != nil || (phase != "Succeeded" && phase != "Replacing") {
+		t.Errorf("after the refusal the installed CSV %s is %q (%v), want Succeeded or Replacing", info.csvName, phase, err)
+	}
+	if phase, err := w.csvPhase(ctx, badName); err == nil && phase == "Succeeded" {
+		t.Errorf("the refused CSV %s succeeded", badName)
+	} else {
+		t.Logf("the refused CSV %s: phase %q (%v)", badName, phase, err)
+	}
+	var deps appsv1.DeploymentList
+	if err := w.c.List(ctx, &deps, client.InNamespace(operatorNamespace)); err != nil || len(deps.Items) != 1 {
+		t.Errorf("after the refusal %d operator Deployments (%v), want the installed release's one", len(deps.Items), err)
+	}
+	if err := w.c.Get(ctx, client.ObjectKey{Name: "vsphereagents.agent-forge.containeroo.ch"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range crd.Spec.Versions {
+		phase := v.Schema.OpenAPIV3Schema.Properties["status"].Properties["vm"].Properties["phase"]
+		if !slices.ContainsFunc(phase.Enum, func(e apiextensionsv1.JSON) bool { return string(e.Raw) == `"Bound"` }) {
+			t.Errorf("after the refusal the served CRD %s no longer accepts status.vm.phase Bound", v.Name)
+		}
+	}
+	w.assertRecordsKept(ctx, t, stored, "after OLM's refusal")
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/vim25"
 	"sigs.k8s.io/yaml"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
@@ -40,6 +41,17 @@ func LoadSamplePool() (*afv1.VsphereAgentPool, error) {
 // simulator to the simulator's equivalents, and returns one human-readable line per change. It also
 // prepares the pool's VM folder before anything runs (see vcsim.EnsureFolder for why).
 func (h *Harness) AdaptToSimulator(ctx context.Context, pool *afv1.VsphereAgentPool) ([]string, error) {
+	isoURL := ""
+	if h.ISO != nil {
+		isoURL = h.ISO.URL()
+	}
+	return AdaptPoolToSimulator(ctx, h.VC, h.govmomi.Client, isoURL, pool)
+}
+
+// AdaptPoolToSimulator is AdaptToSimulator for a simulator and ISO server started without a Harness (test/olm
+// runs them beside OLM's API server): vc is the simulator, vim a session to it, isoURL the discovery image's
+// URL ("" when none is served).
+func AdaptPoolToSimulator(ctx context.Context, vc *vcsim.Env, vim *vim25.Client, isoURL string, pool *afv1.VsphereAgentPool) ([]string, error) {
 	var changes []string
 	set := func(field string, v *string, replacement string, ok bool) {
 		if !ok {
@@ -54,7 +66,7 @@ func (h *Harness) AdaptToSimulator(ctx context.Context, pool *afv1.VsphereAgentP
 	set("isoDatastore", &vs.ISODatastore, vcsim.Datastore, slices.Contains(datastores[:2], vs.ISODatastore))
 	set("resourcePool", &vs.ResourcePool, vcsim.ResourcePool, vs.ResourcePool == "" || vs.ResourcePool == vcsim.ResourcePool)
 
-	finder := find.NewFinder(h.govmomi.Client, false)
+	finder := find.NewFinder(vim, false)
 	dc, err := finder.Datacenter(ctx, vcsim.Datacenter)
 	if err != nil {
 		return nil, err
@@ -76,7 +88,7 @@ func (h *Harness) AdaptToSimulator(ctx context.Context, pool *afv1.VsphereAgentP
 		changes = append(changes, fmt.Sprintf("spec.vsphere.vmTags: %v -> %v (simulator tags: %v in category %q)", vs.VMTags, tags, vcsim.Tags, vcsim.TagCategory))
 		vs.VMTags = tags
 	}
-	if h.ISO != nil && strings.HasPrefix(h.ISO.URL(), "http://") && !pool.Spec.ISO.AllowPlainHTTP {
+	if strings.HasPrefix(isoURL, "http://") && !pool.Spec.ISO.AllowPlainHTTP {
 		changes = append(changes, "spec.iso.allowPlainHTTP: false -> true (the simulated image service serves plain HTTP)")
 		pool.Spec.ISO.AllowPlainHTTP = true
 	}
@@ -84,7 +96,7 @@ func (h *Harness) AdaptToSimulator(ctx context.Context, pool *afv1.VsphereAgentP
 	if folder == "" {
 		folder = pool.Spec.HostedClusterRef.Name
 	}
-	if err := h.VC.EnsureFolder(ctx, folder); err != nil {
+	if err := vc.EnsureFolder(ctx, folder); err != nil {
 		return nil, err
 	}
 	return changes, nil
