@@ -55,9 +55,9 @@ func createVM(t *testing.T, c *vim25.Client, name, iso string) *object.VirtualMa
 type vmShape struct {
 	name, iso string
 	// content is what is uploaded to iso (nil: the file is not touched).
-	content          []byte
-	cpus, memoryMB   int32
-	diskGiB          int64
+	content           []byte
+	cpus, memoryMB    int32
+	diskGiB           int64
 	diskUUID, stayOff bool
 }
 
