@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
@@ -23,6 +24,9 @@ import (
 // what the file is called. The world reads the ISO file's bytes from the datastore and compares their
 // SHA-256 with every image the InfraEnvs in scope have had (current and earlier).
 
+// isoReadTimeout bounds reading one ISO file from a datastore.
+const isoReadTimeout = 30 * time.Second
+
 // isoContent returns the SHA-256 of the ISO at a datastore path ("[ds] dir/file.iso"), read through the
 // datastore's file service (cached by path: a datastore file the operator uploaded is not rewritten).
 // ok is false when the file cannot be read (a host cannot boot it either).
@@ -37,6 +41,8 @@ func (d *Driver) isoContent(ctx context.Context, path string) (string, bool) {
 	if !p.FromString(path) {
 		return "", false
 	}
+	ctx, cancel := context.WithTimeout(ctx, isoReadTimeout) // every remote call has a deadline
+	defer cancel()
 	finder := find.NewFinder(d.vc, false)
 	dc, err := finder.DatacenterOrDefault(ctx, d.opts.Datacenter)
 	if err != nil {
@@ -117,6 +123,13 @@ func (d *Driver) infraEnvFor(ctx context.Context, vm *VM) (types.NamespacedName,
 	}
 	sum, ok := d.isoContent(ctx, vm.ISOPath)
 	if !ok {
+		// Not a readable datastore file (e.g. a backing fileName without "[datastore]"): nothing boots.
+		d.stateMu.Lock()
+		if d.foreign[vm.Name] == "" {
+			d.log.Info("VM not registered: its CD-ROM file cannot be read as a datastore path", "vm", vm.Name, "iso", vm.ISOPath)
+		}
+		d.foreign[vm.Name] = fmt.Sprintf("booted %q: not a readable datastore file", vm.ISOPath)
+		d.stateMu.Unlock()
 		return types.NamespacedName{}, false
 	}
 	vm.ISOSHA256 = sum
@@ -163,8 +176,8 @@ func (d *Driver) bootsDiscovery(ctx context.Context, vm VM) bool {
 	return false
 }
 
-// ForeignBoots lists the powered-on VMs that boot an ISO no InfraEnv in scope generated (VM name ->
-// what it booted): assisted-service never hears of them.
+// ForeignBoots lists the powered-on VMs that boot an ISO no InfraEnv in scope generated, or a CD-ROM
+// file that cannot be read (VM name -> what it booted): assisted-service never hears of them.
 func (d *Driver) ForeignBoots() map[string]string {
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
