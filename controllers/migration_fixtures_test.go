@@ -128,6 +128,15 @@ func createUpstreamVM(ctx context.Context, spec upstreamVM) (biosUUID, mac strin
 		cd = devices.InsertIso(cd, spec.iso)
 	}
 	devices = append(devices, cd)
+	// A worker-sized boot disk (assisted-service's minimum: 100 GB), thin: the simulator writes no data.
+	scsi, err := devices.CreateSCSIController("pvscsi")
+	Expect(err).NotTo(HaveOccurred())
+	scsi.GetVirtualDevice().Key = devices.NewKey()
+	devices = append(devices, scsi)
+	disk := devices.CreateDisk(scsi.(types.BaseVirtualController), types.ManagedObjectReference{}, "")
+	disk.CapacityInKB = 100 << 20
+	disk.Key = devices.NewKey()
+	devices = append(devices, disk)
 	nic, err := devices.CreateEthernetCard("vmxnet3", backing)
 	Expect(err).NotTo(HaveOccurred())
 	nic.GetVirtualDevice().Key = devices.NewKey()
@@ -135,7 +144,7 @@ func createUpstreamVM(ctx context.Context, spec upstreamVM) (biosUUID, mac strin
 	changes, err := devices.ConfigSpec(types.VirtualDeviceConfigSpecOperationAdd)
 	Expect(err).NotTo(HaveOccurred())
 	task, err := folder.CreateVM(ctx, types.VirtualMachineConfigSpec{
-		Name: spec.name, GuestId: "rhel9_64Guest", NumCPUs: 2, MemoryMB: 4096, Annotation: spec.notes,
+		Name: spec.name, GuestId: "rhel9_64Guest", NumCPUs: 2, MemoryMB: 8192, Annotation: spec.notes,
 		Files:        &types.VirtualMachineFileInfo{VmPathName: "[" + vcsim.Datastore + "]"},
 		DeviceChange: changes,
 		ExtraConfig:  []types.BaseOptionValue{&types.OptionValue{Key: "disk.enableUUID", Value: "TRUE"}},

@@ -89,6 +89,13 @@ var _ = Describe("Moving from the upstream operator: adoption evidence that disa
 			}
 			// Upstream's status: what it read back, and what a status writer would claim to get a VM adopted.
 			recorded := afv1.VMStatus{BIOSUUID: bios, MACAddress: mac, Phase: afv1.VMPhaseAvailable}
+			if f.agent && f.vm.iso == otherISO {
+				// Its Agent is from an earlier boot of the discovery image; the CD-ROM holds the rescue image now
+				// (the world registers only hosts booting an InfraEnv's image).
+				_, err := d.RegisterHost(ctx, world.VM{Name: name, BIOSUUID: bios, MAC: mac, NumCPU: 2, MemoryMB: 8192,
+					Disks: []world.Disk{{CapacityBytes: 100 << 30}}}, s.InfraEnv)
+				Expect(err).NotTo(HaveOccurred())
+			}
 			if f.agent {
 				a := agentOfVM(ctx, s.Namespace, mac, bios)
 				prepareAgentAsUpstream(ctx, s, a.Name, name)

@@ -143,7 +143,7 @@ func upstreamPoolObject(s *world.Scenario, name string) *unstructured.Unstructur
 				"datastoreCluster": vcsim.Datastore, "isoDatastore": vcsim.Datastore, "resourcePool": vcsim.ResourcePool,
 				"network": vcsim.Network, "folder": "agent-forge/" + s.Namespace,
 			},
-			"template":      map[string]any{"numCPUs": 2, "memoryMiB": 4096, "diskGiB": 20},
+			"template":      map[string]any{"numCPUs": 2, "memoryMiB": 8192, "diskGiB": 100},
 			"agent":         map[string]any{"role": "worker", "labels": labels, "approve": true},
 			"iso":           map[string]any{"checkInterval": "10m", "retainVersions": 2},
 			"cleanupPolicy": "Delete",

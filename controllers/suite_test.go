@@ -294,7 +294,7 @@ func newPool(s *world.Scenario, name string) *afv1.VsphereAgentPool {
 				Datacenter:           vcsim.Datacenter, DatastoreCluster: vcsim.Datastore, ISODatastore: vcsim.Datastore,
 				ResourcePool: vcsim.ResourcePool, Network: vcsim.Network, Folder: "agent-forge/" + s.Namespace,
 			},
-			Template: afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20},
+			Template: afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 8192, DiskGiB: 100}, // assisted-service's worker minimums (thin disk)
 			Agent:    afv1.AgentBindingSpec{Labels: labels},
 			// The suite's image server (sim.NewISOServer) is plain HTTP, which a pool must opt in to.
 			ISO: afv1.ISOSpec{AllowPlainHTTP: true},

@@ -229,7 +229,7 @@ func (r *run) newPool(mutate func(*afv1.VsphereAgentPool)) error {
 	for k, v := range r.s.AgentLabels {
 		pool.Spec.Agent.Labels[k] = afv1.LabelValue(v)
 	}
-	pool.Spec.Template.NumCPUs, pool.Spec.Template.MemoryMiB, pool.Spec.Template.DiskGiB = 2, 4096, 20
+	pool.Spec.Template.NumCPUs, pool.Spec.Template.MemoryMiB, pool.Spec.Template.DiskGiB = 2, 8192, 100 // assisted-service's worker minimums
 	pool.Spec.ISO.EjectAfterInstall = false
 	pool.Spec.Limits = nil
 	if mutate != nil {

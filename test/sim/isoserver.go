@@ -111,6 +111,8 @@ type ISOServer struct {
 	conns           sync.Map // net.Conn -> true: TLS connections already counted in handshakes
 	handshakeErrors atomic.Int64
 	minTLSVersion   atomic.Uint32
+	// history holds the SHA-256 of the images SetContent replaced, oldest first (see Generated).
+	history []string
 }
 
 // NewISOServer starts a server on 127.0.0.1. Close it when done.
@@ -145,6 +147,7 @@ func NewISOServer(opts ISOServerOptions) *ISOServer {
 	default:
 		s.srv.Start()
 	}
+	registerImageServer(s)
 	return s
 }
 
@@ -173,6 +176,7 @@ func (c handshakeErrorCounter) Write(p []byte) (int, error) {
 
 // Close stops the server and closes open connections.
 func (s *ISOServer) Close() {
+	unregisterImageServer(s)
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
@@ -237,8 +241,10 @@ func (s *ISOServer) SetContent(seed uint64, size int64) {
 	if size < isoMinSize {
 		size = isoMinSize
 	}
+	previous := s.SHA256() // the image service keeps knowing the image it replaces
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.history = append(s.history, previous)
 	s.opts.Seed, s.opts.Size = seed, size
 	s.generation++
 	s.sha = ""

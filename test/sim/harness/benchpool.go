@@ -25,7 +25,7 @@ func BenchPool(sample *afv1.VsphereAgentPool, s *world.Scenario) *afv1.VsphereAg
 	p.Spec.VSphere.CredentialsSecretRef.Name = s.Secret.Name
 	p.Spec.VSphere.Folder = "agent-forge/" + s.Namespace
 	p.Spec.Agent.Labels = map[string]afv1.LabelValue{BenchPoolLabel: afv1.LabelValue(s.Namespace)}
-	p.Spec.Template = afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 4096, DiskGiB: 20}
+	p.Spec.Template = afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 8192, DiskGiB: 100} // assisted-service's worker minimums (thin disk)
 	return p
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,7 +26,13 @@ func (d *Driver) registerAgents(ctx context.Context) error {
 		d.setVMs(nil, false)
 		return err
 	}
-	candidates := d.registrationCandidates(vms)
+	if err := d.learnImages(ctx); err != nil {
+		return err
+	}
+	candidates, reboots := d.registrationCandidates(vms)
+	if err := d.rebootInstalled(ctx, reboots); err != nil {
+		return err
+	}
 	type group struct {
 		namespace string
 		vms       []VM
@@ -36,12 +41,9 @@ func (d *Driver) registerAgents(ctx context.Context) error {
 	var groups []*group
 	byNS := map[string]*group{}
 	for _, vm := range candidates {
-		infraEnv, ok, err := d.infraEnvFor(ctx, vm)
-		if err != nil {
-			return err
-		}
+		infraEnv, ok := d.infraEnvFor(ctx, &vm)
 		if !ok {
-			continue
+			continue // an empty drive or an image of no InfraEnv here: the host never reaches the service
 		}
 		if _, ok := d.staticAddressFor(vm); !ok {
 			continue // no DHCP: a host whose image lacks its config never reaches assisted-service
@@ -94,14 +96,21 @@ func (d *Driver) setVMs(vms map[string]VM, listed bool) {
 	d.vms, d.vmsListed = vms, listed
 }
 
-// registrationCandidates records the powered-on VMs and returns those that boot a discovery ISO,
-// have not registered yet and have been on for RegistrationDelay.
-func (d *Driver) registrationCandidates(vms []VM) []VM {
+// hostReboot is a registered host seen powered on again after it was off.
+type hostReboot struct {
+	vm    VM
+	agent types.NamespacedName
+}
+
+// registrationCandidates records the powered-on VMs and returns those that have an ISO attached, have
+// not registered yet and have been on for RegistrationDelay, and the registered hosts that booted again.
+func (d *Driver) registrationCandidates(vms []VM) ([]VM, []hostReboot) {
 	now := d.now()
 	d.stateMu.Lock()
 	register := d.register
 	seen := make(map[string]VM, len(vms))
 	var out []VM
+	var reboots []hostReboot
 	for _, vm := range vms {
 		key := strings.ToLower(vm.BIOSUUID)
 		seen[key] = vm
@@ -109,6 +118,9 @@ func (d *Driver) registrationCandidates(vms []VM) []VM {
 			// The agent registers at every boot; a host whose Agent was deleted meanwhile (assisted-service
 			// deregistered it, and its agent stopped asking) comes back as a new registration.
 			_, tracked := d.registeredAt[agent]
+			if d.rebooted[key] && tracked {
+				reboots = append(reboots, hostReboot{vm: vm, agent: agent})
+			}
 			if !d.rebooted[key] || tracked {
 				delete(d.rebooted, key)
 				continue
@@ -117,8 +129,8 @@ func (d *Driver) registrationCandidates(vms []VM) []VM {
 			delete(d.firstSeen, key)
 		}
 		delete(d.rebooted, key)
-		if vm.ISOPath == "" && !d.opts.RegisterWithoutISO {
-			continue
+		if vm.ISOPath == "" {
+			continue // an empty drive boots nothing that calls home
 		}
 		out = append(out, vm)
 	}
@@ -149,7 +161,7 @@ func (d *Driver) registrationCandidates(vms []VM) []VM {
 			ready = append(ready, vm)
 		}
 	}
-	return ready
+	return ready, reboots
 }
 
 // trackExisting adopts an Agent a VM registered before this Driver started.
@@ -177,25 +189,6 @@ func agentOf(agents []*unstructured.Unstructured, vm VM) *unstructured.Unstructu
 		}
 	}
 	return nil
-}
-
-func (d *Driver) infraEnvFor(ctx context.Context, vm VM) (types.NamespacedName, bool, error) {
-	if d.opts.InfraEnvFor != nil {
-		k, ok := d.opts.InfraEnvFor(vm)
-		return k, ok, nil
-	}
-	if d.opts.InfraEnv != nil {
-		return *d.opts.InfraEnv, true, nil
-	}
-	ies, err := d.list(ctx, InfraEnvGVK)
-	if err != nil {
-		return types.NamespacedName{}, false, err
-	}
-	if len(ies) != 1 {
-		d.log.V(1).Info("VM not registered: cannot tell its InfraEnv", "vm", vm.Name, "infraEnvs", len(ies))
-		return types.NamespacedName{}, false, nil
-	}
-	return client.ObjectKeyFromObject(ies[0]), true, nil
 }
 
 // RegisterHost plays a registration assisted-service accepted from vm before the VM was destroyed: it
@@ -234,26 +227,11 @@ func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.Names
 	d.wrote()
 	now := d.now()
 	agent.Object["status"] = map[string]any{
-		"role":      "auto-assign",
-		"bootstrap": false,
-		"inventory": map[string]any{
-			"hostname": d.opts.ReportedHostname,
-			// HostInterface: flags, ipV4Addresses and ipV6Addresses are required by the Agent CRD
-			// (no omitempty in agent_types.go). The simulated host has no address to report.
-			"interfaces": []any{map[string]any{
-				"name": "ens192", "macAddress": vm.MAC, "speedMbps": int64(10000), "mtu": int64(1500),
-				"hasCarrier": true, "vendor": "0x15ad", "product": "0x07b0",
-				"flags":         []any{"up", "broadcast", "running", "multicast"},
-				"ipV4Addresses": d.reportedIPv4(vm), "ipV6Addresses": []any{},
-			}},
-			"systemVendor": map[string]any{
-				"serialNumber": SerialFromBIOSUUID(vm.BIOSUUID), "productName": "VMware7,1",
-				"manufacturer": "VMware, Inc.", "virtual": true,
-			},
-		},
-		"debugInfo": map[string]any{"state": "known-unbound"},
+		"role": "auto-assign", "bootstrap": false,
+		"inventory": d.inventory(vm),
+		"debugInfo": map[string]any{"state": stateDiscoveringUnbound},
 	}
-	unstructuredcond.Set(agent, now, d.agentConditions(agent, true, now, now)...)
+	d.applyStatus(agent, d.hostStatus(agent, true, now, now), now)
 	if err := d.c.Status().Update(ctx, agent); err != nil {
 		return nil, fmt.Errorf("agent status: %w", err)
 	}
@@ -267,36 +245,9 @@ func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.Names
 	return agent, nil
 }
 
-// agentConditions are assisted-service's conditions of an unbound Agent, or of a bound one for the
-// Connected/Validated part only.
-func (d *Driver) agentConditions(agent *unstructured.Unstructured, connected bool, registeredAt, now time.Time) []cond {
-	conn := cond{Type: CondConnected, Status: "True", Reason: ReasonAgentIsConnected, Message: "The agent's connection to the installation service is unimpaired"}
-	if !connected {
-		conn = cond{Type: CondConnected, Status: "False", Reason: ReasonAgentIsDisconnected, Message: "The agent has not contacted the installation service in some time, user action should be taken"}
-	}
-	valid := cond{Type: CondValidated, Status: "True", Reason: ReasonValidationsPassing, Message: "The agent's validations are passing"}
-	if now.Sub(registeredAt) < d.opts.ValidationDelay {
-		valid = cond{Type: CondValidated, Status: "Unknown", Reason: ReasonValidationsUnknown, Message: "The agent's validations have not yet been calculated"}
-	}
-	out := []cond{{Type: CondSpecSynced, Status: "True", Reason: "SyncOK", Message: "The Spec has been successfully applied"}, conn}
-	if !unbinding(agent) { // syncBindings owns Validated while the host is on its way out
-		out = append(out, valid)
-	}
-	if unstructuredcond.Raw(agent, CondBound) == nil {
-		out = append(out,
-			cond{Type: CondBound, Status: "False", Reason: ReasonUnbound, Message: "The agent is not bound to any cluster deployment"},
-			cond{Type: CondInstalled, Status: "False", Reason: ReasonInstallationNotStarted, Message: "The installation has not yet started"},
-		)
-	}
-	if !unstructuredcond.IsTrue(agent, CondBound) && !unbinding(agent) {
-		approved, _, _ := unstructured.NestedBool(agent.Object, "spec", "approved")
-		out = append(out, requirementsMet(approved))
-	}
-	return out
-}
-
 // updateAgentStatus keeps the Agents the world registered current: Connected follows the VM's
-// power state/existence, Validated turns True after ValidationDelay, RequirementsMet follows approval.
+// power state/existence; after ValidationDelay an unbound host's validations are calculated (its state
+// known-unbound or insufficient-unbound); RequirementsMet follows approval and validity.
 func (d *Driver) updateAgentStatus(ctx context.Context) error {
 	d.stateMu.Lock()
 	tracked := len(d.registeredAt)
@@ -336,9 +287,9 @@ func (d *Driver) updateAgentStatus(ctx context.Context) error {
 		if d.vmsListed {
 			_, connected = d.vms[biosOf[key]]
 		}
-		if conds := d.agentConditions(agent, connected, at, now); unstructuredcond.WouldChange(agent, now, conds...) {
+		if st := d.hostStatus(agent, connected, at, now); st.changes(agent, now) {
 			agent = agent.DeepCopy() // the list may be a shared cache
-			unstructuredcond.Set(agent, now, conds...)
+			d.applyStatus(agent, st, now)
 			updates = append(updates, update{agent: agent, connected: connected})
 		}
 	}

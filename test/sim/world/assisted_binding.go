@@ -56,15 +56,13 @@ func (d *Driver) syncBindings(ctx context.Context) error {
 		approved, _, _ := unstructured.NestedBool(a.Object, "spec", "approved")
 		state, _, _ := unstructured.NestedString(a.Object, "status", "debugInfo", "state")
 		var conds []cond
+		var validations []validation
 		next := state
 		switch {
-		case cd != nil && !unstructuredcond.IsTrue(a, CondBound) && !unbinding(a) && approved:
-			conds = []cond{
-				{Type: CondBound, Status: "True", Reason: ReasonBound, Message: "The agent is bound to a cluster deployment"},
-				{Type: CondRequirementsMet, Status: "True", Reason: "AgentAlreadyInstalling", Message: "Installation already started and is in progress"},
-				{Type: CondInstalled, Status: "False", Reason: ReasonInstallationInProgress, Message: "The installation is in progress"},
-			}
-			next = "installing"
+		case cd != nil && !unbinding(a) && approved && (!unstructuredcond.IsTrue(a, CondBound) || state == stateInsufficient):
+			// Binding, or a bound host waiting on its validations: the cluster-scoped validations join in.
+			st := d.boundStatus(all, a)
+			conds, validations, next = st.conds, st.validations, st.state
 		case cd == nil && unstructuredcond.IsTrue(a, CondBound) && unstructuredcond.IsTrue(a, CondInstalled) && d.opts.UnbindInstalled == UnbindPendingUserAction:
 			conds = []cond{
 				{Type: CondBound, Status: "False", Reason: ReasonUnbindingPendingUser, Message: "The agent is unbound from the cluster deployment, but its host must be rebooted into the discovery image"},
@@ -84,13 +82,13 @@ func (d *Driver) syncBindings(ctx context.Context) error {
 			conds = append(unboundConditions(approved), cond{Type: CondValidated, Status: "True", Reason: ReasonValidationsPassing, Message: "The agent's validations are passing"})
 			next = "known-unbound"
 		}
-		if conds == nil || (!unstructuredcond.WouldChange(a, now, conds...) && next == state) {
+		st := hostStatus{conds: conds, state: next, validations: validations}
+		if conds == nil || !st.changes(a, now) {
 			continue
 		}
 		a = a.DeepCopy() // the list may be a shared cache
-		unstructuredcond.Set(a, now, conds...)
-		_ = unstructured.SetNestedField(a.Object, next, "status", "debugInfo", "state")
-		if next != "installing" {
+		d.applyStatus(a, st, now)
+		if next != stateInstalling {
 			unstructured.RemoveNestedField(a.Object, "status", "progress", "currentStage")
 		}
 		updates = append(updates, a)

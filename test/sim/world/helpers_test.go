@@ -1,7 +1,9 @@
 package world_test
 
 import (
+	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/soap"
 	vimtypes "github.com/vmware/govmomi/vim25/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,8 +43,25 @@ func startVCenter(t *testing.T) *vim25.Client {
 	return c.Client
 }
 
-// createVM creates and powers on a VM with a vmxnet3 NIC and, when iso is set, a CD-ROM booting it.
+// createVM creates and powers on a worker-sized VM (2 vCPU, 8 GiB, a 120 GiB thin disk,
+// disk.EnableUUID) with a vmxnet3 NIC and, when iso is set, a CD-ROM booting the discovery image the
+// scenarios' InfraEnvs serve (uploaded to that datastore path).
 func createVM(t *testing.T, c *vim25.Client, name, iso string) *object.VirtualMachine {
+	t.Helper()
+	return createVMWith(t, c, vmShape{name: name, iso: iso, content: images.Content(), cpus: 2, memoryMB: 8192, diskGiB: 120, diskUUID: true})
+}
+
+// vmShape is a test VM's hardware and boot medium.
+type vmShape struct {
+	name, iso string
+	// content is what is uploaded to iso (nil: the file is not touched).
+	content           []byte
+	cpus, memoryMB    int32
+	diskGiB           int64
+	diskUUID, stayOff bool
+}
+
+func createVMWith(t *testing.T, c *vim25.Client, v vmShape) *object.VirtualMachine {
 	t.Helper()
 	ctx := t.Context()
 	finder := find.NewFinder(c)
@@ -54,37 +74,70 @@ func createVM(t *testing.T, c *vim25.Client, name, iso string) *object.VirtualMa
 	must(t, err)
 	network, err := finder.Network(ctx, "VM Network")
 	must(t, err)
+	ds, err := finder.Datastore(ctx, "LocalDS_0")
+	must(t, err)
 	backing, err := network.EthernetCardBackingInfo(ctx)
 	must(t, err)
 	nic, err := object.EthernetCardTypes().CreateEthernetCard("vmxnet3", backing)
 	must(t, err)
 	devices := object.VirtualDeviceList{nic}
-	if iso != "" {
+	scsi, err := devices.CreateSCSIController("pvscsi")
+	must(t, err)
+	devices = append(devices, scsi)
+	disk := devices.CreateDisk(scsi.(vimtypes.BaseVirtualController), ds.Reference(), "")
+	disk.CapacityInKB = v.diskGiB << 20
+	devices = append(devices, disk)
+	if v.iso != "" {
+		if v.content != nil {
+			uploadISO(t, c, dc, ds, v.iso, v.content)
+		}
 		ide, err := devices.CreateIDEController()
 		must(t, err)
 		devices = append(devices, ide)
 		cdrom, err := devices.CreateCdrom(ide.(*vimtypes.VirtualIDEController))
 		must(t, err)
-		cdrom = devices.InsertIso(cdrom, iso)
+		cdrom = devices.InsertIso(cdrom, v.iso)
 		cdrom.Connectable = &vimtypes.VirtualDeviceConnectInfo{StartConnected: true, Connected: true}
 		devices = append(devices, cdrom)
 	}
 	changes, err := devices.ConfigSpec(vimtypes.VirtualDeviceConfigSpecOperationAdd)
 	must(t, err)
 	spec := vimtypes.VirtualMachineConfigSpec{
-		Name: name, GuestId: "rhel9_64Guest", NumCPUs: 1, MemoryMB: 128,
+		Name: v.name, GuestId: "rhel9_64Guest", NumCPUs: v.cpus, MemoryMB: int64(v.memoryMB),
 		Files:        &vimtypes.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"},
 		DeviceChange: changes,
+	}
+	if v.diskUUID {
+		spec.ExtraConfig = []vimtypes.BaseOptionValue{&vimtypes.OptionValue{Key: "disk.EnableUUID", Value: "TRUE"}}
 	}
 	task, err := folders.VmFolder.CreateVM(ctx, spec, pool, nil)
 	must(t, err)
 	info, err := task.WaitForResult(ctx)
 	must(t, err)
 	vm := object.NewVirtualMachine(c, info.Result.(vimtypes.ManagedObjectReference))
-	task, err = vm.PowerOn(ctx)
-	must(t, err)
-	must(t, task.Wait(ctx))
+	if !v.stayOff {
+		task, err = vm.PowerOn(ctx)
+		must(t, err)
+		must(t, task.Wait(ctx))
+	}
 	return vm
+}
+
+// uploadISO writes content to the datastore path "[LocalDS_0] dir/file.iso", as the operator uploads
+// the image it downloaded.
+func uploadISO(t *testing.T, c *vim25.Client, dc *object.Datacenter, ds *object.Datastore, path string, content []byte) {
+	t.Helper()
+	var p object.DatastorePath
+	if !p.FromString(path) {
+		t.Fatalf("bad datastore path %q", path)
+	}
+	if dir := filepath.Dir(p.Path); dir != "." {
+		err := object.NewFileManager(c).MakeDirectory(t.Context(), ds.Path(dir), dc, true)
+		must(t, err)
+	}
+	up := soap.DefaultUpload
+	up.ContentLength = int64(len(content))
+	must(t, ds.Upload(t.Context(), bytes.NewReader(content), p.Path, &up))
 }
 
 func must(t *testing.T, err error) {
@@ -98,7 +151,7 @@ func must(t *testing.T, err error) {
 func scenario(t *testing.T) *world.Scenario {
 	t.Helper()
 	ns := newNamespace(t)
-	s, err := world.Setup(t.Context(), k8s, world.SetupOptions{Namespace: ns, ISOURL: "https://127.0.0.1:1/iso?api_key=x"})
+	s, err := world.Setup(t.Context(), k8s, world.SetupOptions{Namespace: ns, ISOURL: images.URL()})
 	must(t, err)
 	return s
 }
@@ -199,6 +252,12 @@ func prepareAgent(t *testing.T, s *world.Scenario, name string, approved bool) t
 	// The hostname names the Node the installed host registers: unique in the shared API server.
 	a.Object["spec"] = map[string]any{"approved": approved, "hostname": name + "-" + s.Namespace, "role": "worker"}
 	must(t, k8s.Create(t.Context(), a))
+	// A worker-sized host's inventory: its validations pass once it is bound.
+	a.Object["status"] = map[string]any{"inventory": map[string]any{
+		"hostname": name, "cpu": map[string]any{"count": int64(4)}, "memory": map[string]any{"physicalBytes": int64(16) << 30},
+		"disks": []any{map[string]any{"id": "/dev/sda", "name": "sda", "driveType": "HDD", "sizeBytes": int64(120) << 30,
+			"serial": "6000c29" + name, "installationEligibility": map[string]any{"eligible": true, "notEligibleReasons": []any{}}}},
+	}, "debugInfo": map[string]any{"state": "known-unbound"}}
 	unstructuredcond.Set(a, time.Now(),
 		unstructuredcond.Condition{Type: "SpecSynced", Status: "True", Reason: "SyncOK"},
 		unstructuredcond.Condition{Type: "Connected", Status: "True", Reason: "AgentIsConnected"},

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -214,8 +213,8 @@ func configAddress(c *unstructured.Unstructured) (mac, address string) {
 	return mac, ""
 }
 
-// staticAddressFor decides whether a booted host gets an address: its ISO (cached by the bytes' SHA-256,
-// the file name) is an image version that embeds its MAC's config. ok is false when it does not (the
+// staticAddressFor decides whether a booted host gets an address: its ISO's content (SHA-256) is an
+// image version that embeds its MAC's config. ok is false when it does not (the
 // host never registers; recorded as a violation of the ordering rule). Without StaticIP: "", true.
 func (d *Driver) staticAddressFor(vm VM) (string, bool) {
 	if d.opts.StaticIP == nil || d.opts.StaticIP.Images == nil {
@@ -224,11 +223,10 @@ func (d *Driver) staticAddressFor(vm VM) (string, bool) {
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
 	st := d.static
-	base := vm.ISOPath
-	if i := strings.Index(base, "]"); i >= 0 {
-		base = strings.TrimSpace(base[i+1:])
+	sha := vm.ISOSHA256 // the content the host boots (infraEnvFor read it)
+	if sha == "" {
+		sha = isoBase(vm.ISOPath)
 	}
-	sha := strings.TrimSuffix(path.Base(base), ".iso")
 	n, known := st.bySHA[sha]
 	if !known {
 		st.bootedWithout[vm.Name] = "booted " + vm.ISOPath + ", not a discovery image version the world generated"

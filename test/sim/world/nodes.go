@@ -28,6 +28,9 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 		if !d.inScope(agent.GetNamespace()) || !unstructuredcond.IsTrue(agent, CondBound) || unstructuredcond.IsTrue(agent, CondInstalled) {
 			continue
 		}
+		if s := stateOf(agent); s == stateInsufficient || s == statePendingUserAction {
+			continue // waiting on its validations, or on the user after booting discovery again
+		}
 		if since := unstructuredcond.LastTransition(agent, CondBound); now.Sub(since) < d.opts.InstallDelay {
 			continue
 		}
@@ -39,7 +42,7 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 			cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
 			cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
 		)
-		_ = unstructured.SetNestedField(agent.Object, "added-to-existing-cluster", "status", "debugInfo", "state")
+		_ = unstructured.SetNestedField(agent.Object, stateAddedToCluster, "status", "debugInfo", "state")
 		_ = unstructured.SetNestedField(agent.Object, "Done", "status", "progress", "currentStage")
 		if err := d.c.Status().Update(ctx, agent); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/containeroo/agent-forge-operator/test/sim"
 	"github.com/containeroo/agent-forge-operator/test/sim/capicore"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 	"github.com/containeroo/agent-forge-operator/test/testenv"
@@ -23,6 +24,8 @@ import (
 var (
 	k8s        client.Client
 	kubeconfig []byte
+	// images serves the discovery image of every scenario's InfraEnv.
+	images *sim.ISOServer
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +57,9 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = capi.Stop() }()
 	defer stopLegacy()
+	// The discovery image every scenario's InfraEnv serves (the tests' VMs boot its bytes).
+	images = sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: 64 << 10})
+	defer images.Close()
 	return m.Run()
 }
 

@@ -31,6 +31,29 @@ type VM struct {
 	MAC string
 	// ISOPath is the datastore path of the first connected ISO-backed CD-ROM ("" if none).
 	ISOPath string
+	// ISOSHA256 is the hex SHA-256 of the ISO file's content on the datastore, filled in by the
+	// registration behaviour when it reads the file ("" before, or when it could not be read).
+	ISOSHA256 string
+	// NumCPU and MemoryMB are config.hardware.numCPU and memoryMB: what the guest sees.
+	NumCPU   int32
+	MemoryMB int32
+	// Disks are the VM's virtual disks in device order.
+	Disks []Disk
+	// DiskUUIDEnabled is extraConfig disk.EnableUUID=TRUE: only then does the guest see the disks' UUIDs
+	// (their serial numbers and WWNs).
+	DiskUUIDEnabled bool
+	// CDROMBootsFirst is whether firmware tries the CD-ROM before the disks at the next boot:
+	// config.bootOptions.bootOrder puts a CD-ROM entry before every disk entry, or names no device at all
+	// (the firmware's own order then decides; see the world's docs for the cautious choice).
+	CDROMBootsFirst bool
+}
+
+// Disk is one virtual disk as the guest will see it.
+type Disk struct {
+	// CapacityBytes is capacityInBytes (or capacityInKB x 1024).
+	CapacityBytes int64
+	// UUID is the backing's uuid ("6000C29x-..."): with disk.EnableUUID it is the guest's disk serial.
+	UUID string
 }
 
 // SerialFromBIOSUUID renders a BIOS UUID the way VMware firmware reports the system serial number:
@@ -82,7 +105,8 @@ func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM
 	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
 
 	var mvms []mo.VirtualMachine
-	props := []string{"name", "parent", "runtime.powerState", "config.uuid", "config.instanceUuid", "config.hardware.device"}
+	props := []string{"name", "parent", "runtime.powerState", "config.uuid", "config.instanceUuid", "config.hardware",
+		"config.extraConfig", "config.bootOptions"}
 	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, props, &mvms); err != nil {
 		return nil, fmt.Errorf("listing VMs: %w", err)
 	}
@@ -92,9 +116,25 @@ func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM
 		if m.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || m.Config == nil {
 			continue
 		}
-		vm := VM{Name: m.Name, BIOSUUID: m.Config.Uuid, InstanceUUID: m.Config.InstanceUuid}
+		vm := VM{Name: m.Name, BIOSUUID: m.Config.Uuid, InstanceUUID: m.Config.InstanceUuid,
+			NumCPU: m.Config.Hardware.NumCPU, MemoryMB: m.Config.Hardware.MemoryMB}
+		for _, o := range m.Config.ExtraConfig {
+			if ov := o.GetOptionValue(); strings.EqualFold(ov.Key, "disk.EnableUUID") {
+				vm.DiskUUIDEnabled = strings.EqualFold(fmt.Sprint(ov.Value), "true")
+			}
+		}
+		vm.CDROMBootsFirst = cdromBootsFirst(m.Config.BootOptions)
 		for _, dev := range m.Config.Hardware.Device {
 			switch d := dev.(type) {
+			case *types.VirtualDisk:
+				disk := Disk{CapacityBytes: d.CapacityInBytes}
+				if disk.CapacityBytes == 0 {
+					disk.CapacityBytes = d.CapacityInKB * 1024
+				}
+				if b, ok := d.Backing.(*types.VirtualDiskFlatVer2BackingInfo); ok {
+					disk.UUID = b.Uuid
+				}
+				vm.Disks = append(vm.Disks, disk)
 			case types.BaseVirtualEthernetCard:
 				if vm.MAC == "" {
 					vm.MAC = strings.ToLower(d.GetVirtualEthernetCard().MacAddress)
@@ -138,6 +178,23 @@ func stillPoweredOn(ctx context.Context, c *vim25.Client, vm VM) (bool, error) {
 		return false, fmt.Errorf("reading VM %s: %w", vm.Name, err)
 	}
 	return m.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn, nil
+}
+
+// cdromBootsFirst reads the boot order: true when a CD-ROM entry comes before every disk entry, or when
+// the order names no device (cautious: the firmware may try a bootable CD-ROM first).
+func cdromBootsFirst(o *types.VirtualMachineBootOptions) bool {
+	if o == nil {
+		return true
+	}
+	for _, dev := range o.BootOrder {
+		switch dev.(type) {
+		case *types.VirtualMachineBootOptionsBootableCdromDevice:
+			return true
+		case *types.VirtualMachineBootOptionsBootableDiskDevice:
+			return false
+		}
+	}
+	return true
 }
 
 // cdromConnected reports whether a CD-ROM is (or will be at power-on) connected: a booting host

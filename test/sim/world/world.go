@@ -45,14 +45,14 @@ type Options struct {
 	UnbindInstalled UnbindOutcome
 	// ReclaimDelay is how long a reclaimed host takes to come back unbound (UnbindReclaim).
 	ReclaimDelay time.Duration
-	// InfraEnvFor picks the InfraEnv a powered-on VM registers with (its ISO's InfraEnv). Nil means:
-	// InfraEnv when set, else the only InfraEnv in scope. Return false to skip the VM.
+	// InfraEnvFor narrows which hub a powered-on VM reaches (tests sharing one simulator give each world
+	// its VMs): the VM registers with the returned InfraEnv only if the ISO it boots is one of that
+	// InfraEnv's images (by content). Return false to skip the VM. Nil: InfraEnv when set, else the
+	// InfraEnv in scope whose image the VM boots.
 	InfraEnvFor func(VM) (types.NamespacedName, bool)
-	// InfraEnv is the InfraEnv every VM registers with when InfraEnvFor is nil.
+	// InfraEnv, when InfraEnvFor is nil, is the only InfraEnv VMs register with (again only when they boot
+	// one of its images).
 	InfraEnv *types.NamespacedName
-	// RegisterWithoutISO registers powered-on VMs even without a connected ISO CD-ROM. By default
-	// only VMs booting an ISO register (the simulator's stock VMs never do).
-	RegisterWithoutISO bool
 	// Register decides whether a VM ever registers (false: the host never calls home). Nil: all do.
 	Register func(VM) bool
 	// RegistrationDelay is how long a VM must be powered on before its Agent appears.
@@ -61,8 +61,16 @@ type Options struct {
 	ValidationDelay time.Duration
 	// InstallDelay is how long after Bound=True the Agent reports Installed=True and its Node registers.
 	InstallDelay time.Duration
-	// ReportedHostname is the inventory hostname a new host reports (default "localhost").
+	// ReportedHostname is the inventory hostname a new host reports. Default: what the discovery agent
+	// reports for a host whose DHCP gave it no name (its NIC's MAC with dashes, e.g. 00-50-56-aa-bb-cc).
 	ReportedHostname string
+	// WorkerRequirements and MasterRequirements are the hub's hardware requirements
+	// (HW_VALIDATOR_REQUIREMENTS); zero values take the documented defaults (DefaultWorkerRequirements,
+	// DefaultMasterRequirements). A spec that wants a failing host raises them or makes a small VM.
+	WorkerRequirements, MasterRequirements Requirements
+	// ClusterPlatform is the platform of the cluster deployment hosts bind to; the vSphere disk UUID
+	// validation runs only on PlatformVSphere, the default (cautious: see the world's docs).
+	ClusterPlatform string
 	// ManualMachines stops Step from following NodePool replicas into the MachineDeployment (only
 	// SetReplicas does), for tests that scale the MachineDeployment themselves.
 	ManualMachines bool
@@ -112,6 +120,12 @@ type Driver struct {
 	registered map[string]types.NamespacedName
 	// registeredAt is when the world created each Agent (drives ValidationDelay).
 	registeredAt map[types.NamespacedName]time.Time
+	// isoSHAs caches the content hash of each ISO file read from a datastore, by datastore path.
+	isoSHAs map[string]string
+	// images are the discovery images (content SHA-256) each InfraEnv has had, current and earlier.
+	images map[types.NamespacedName]map[string]bool
+	// foreign records VMs that booted an ISO no InfraEnv in scope generated (VM name -> what it booted).
+	foreign map[string]string
 	// vms are the powered-on VMs the registration behaviour saw last, by lower-case BIOS UUID
 	// (valid when vmsListed).
 	vms       map[string]VM
@@ -148,8 +162,14 @@ func New(opts Options) (*Driver, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	if opts.ReportedHostname == "" {
-		opts.ReportedHostname = "localhost"
+	if opts.WorkerRequirements == (Requirements{}) {
+		opts.WorkerRequirements = DefaultWorkerRequirements
+	}
+	if opts.MasterRequirements == (Requirements{}) {
+		opts.MasterRequirements = DefaultMasterRequirements
+	}
+	if opts.ClusterPlatform == "" {
+		opts.ClusterPlatform = PlatformVSphere
 	}
 	scope := map[string]struct{}{}
 	for _, ns := range opts.Namespaces {
@@ -164,6 +184,9 @@ func New(opts Options) (*Driver, error) {
 		rebooted:            map[string]bool{},
 		registered:          map[string]types.NamespacedName{},
 		registeredAt:        map[types.NamespacedName]time.Time{},
+		isoSHAs:             map[string]string{},
+		images:              map[types.NamespacedName]map[string]bool{},
+		foreign:             map[string]string{},
 		renderedOnce:        map[string]bool{},
 		bootstraps:          map[string]bootstrap{},
 		nodesWithProviderID: map[string]bool{},
