@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/conditions"
@@ -61,16 +63,18 @@ func hostTemplate(p *afv1.VsphereAgentPool) hostreqs.Template {
 	return hostreqs.TemplateOf(p.Spec.Template)
 }
 
-// setHardwareRefused reports the refusal: HardwareSufficient=False/HostValidationFailing and a Warning
-// Event when its message changes. When the refusal has ended, the preflight's warning verdict stands.
+// setHardwareRefused reports the refusal: HardwareSufficient=False/HostValidationFailing over the
+// preflight's verdict of this pass, and a Warning Event when its message is new (rate-limited like the
+// pool's other refusals). When the refusal has ended, the preflight's verdict stands.
 func (r *Reconciler) setHardwareRefused(s *poolScope) {
 	p := s.pool
+	topic := client.ObjectKeyFromObject(p).String() + "/hardware-refusal"
 	if s.hardwareRefusal == "" {
+		r.refusalEvents.Clear(topic)
 		return
 	}
-	prev := conditions.FindCondition(p.Status.Conditions, afv1.ConditionHardwareSufficient)
 	conditions.SetCondition(&p.Status.Conditions, afv1.ConditionHardwareSufficient, false, afv1.ReasonHostValidationFailing, s.hardwareRefusal, p.Generation)
-	if prev == nil || prev.Reason != afv1.ReasonHostValidationFailing || prev.Message != s.hardwareRefusal {
+	if r.refusalEvents.Allow(topic, s.hardwareRefusal, r.Opts.Clock.Now()) {
 		r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonHostValidationFailing, events.ActionCreateVM, "%s", s.hardwareRefusal)
 	}
 }
