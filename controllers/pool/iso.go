@@ -83,7 +83,7 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 	// A path stored by upstream agent-forge-operator has no "[datastore] " (it uploads to the same
 	// spec.vsphere.isoDatastore): VMs get ours, which vCenter resolves, and the ejection guard compares.
 	if p, ok := iso.UpstreamHistoryPath(status.Path, status.SHA256, pool.Spec.VSphere.ISODatastore, iso.PathPrefix(pool)); ok {
-		status.Path = p
+		status.Path = p // the same conversion iso.PoolISOPath makes for a VM created before this is written
 	}
 	upd.Status = &status
 	view := pool.DeepCopy()

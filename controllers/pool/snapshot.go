@@ -6,6 +6,7 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/conditions"
+	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
@@ -24,7 +25,7 @@ func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 		RemoveSurplus: s.pool.Spec.CleanupPolicy != afv1.CleanupPolicyRetain,
 		Blocks: planner.Blocks{
 			Preflight: s.preflightBlock, Hardware: s.hardwareRefusal, StaticIP: s.staticIP.Block(), NoSession: s.vs == nil,
-			NoISO: s.pool.Status.ISO == nil || s.pool.Status.ISO.Path == "",
+			NoISO: iso.PoolISOPath(s.pool) == "",
 		},
 		CurrentImage: currentImage(s), ReplaceOutdated: poolspec.ReplaceOutdated(s.pool),
 		RegistrationFailureThreshold: r.Opts.RegistrationFailureThreshold, FailedRetention: r.Opts.FailedRetention,

@@ -26,6 +26,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/crashpoint"
 	"github.com/containeroo/agent-forge-operator/internal/credentials"
 	"github.com/containeroo/agent-forge-operator/internal/events"
+	"github.com/containeroo/agent-forge-operator/internal/iso"
 	"github.com/containeroo/agent-forge-operator/internal/exclusion"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
@@ -300,7 +301,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	if r.refusals.reapply(r, va) { // a stale read of a VsphereAgent already failed: never create again
 		return false, nil
 	}
-	if pool.Status.ISO == nil || pool.Status.ISO.Path == "" {
+	if iso.PoolISOPath(pool) == "" {
 		r.setPhase(va, afv1.VMPhasePending, afv1.ReasonWaitingForISO)
 		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, afv1.ReasonWaitingForISO, "the pool's discovery ISO is not cached yet", va.Generation)
 		return false, nil
@@ -370,7 +371,7 @@ func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 		Name: va.Name, Datacenter: v.Datacenter, DatastoreCluster: pl.DatastoreCluster, ResourcePool: pl.ResourcePool,
 		Folder: pl.Folder, Network: pl.Network, Tags: v.VMTags, GuestID: v.GuestID, SCSIType: v.SCSIType, Firmware: v.Firmware,
 		NetworkAdapter: v.NetworkAdapterType, NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
-		EagerlyScrub: v.DiskEagerlyScrub, ISOPath: pool.Status.ISO.Path, Ownership: poolspec.Ownership(va, pool),
+		EagerlyScrub: v.DiskEagerlyScrub, ISOPath: iso.PoolISOPath(pool), Ownership: poolspec.Ownership(va, pool),
 		Hardware: poolspec.Hardware(pool),
 	}
 }

@@ -99,3 +99,20 @@ func UpstreamHistoryPath(p, sha256Hex, datastore, prefix string) (string, bool) 
 func isUpstreamPartialPath(p, datastore, prefix string) bool {
 	return isUnderPrefix(p, datastore, prefix, upstreamPartialName)
 }
+
+// PoolISOPath is the datastore path of the pool's cached discovery ISO as a VM's CD-ROM takes it ("" when
+// none): status.iso.path, with a path stored by upstream agent-forge-operator (no "[datastore] ")
+// converted to ours. A bare path that is not upstream's shape is no datastore path: "".
+func PoolISOPath(pool *afv1.VsphereAgentPool) string {
+	if pool.Status.ISO == nil || pool.Status.ISO.Path == "" {
+		return ""
+	}
+	p := pool.Status.ISO.Path
+	if strings.HasPrefix(p, "[") {
+		return p
+	}
+	if conv, ok := UpstreamHistoryPath(p, pool.Status.ISO.SHA256, pool.Spec.VSphere.ISODatastore, PathPrefix(pool)); ok {
+		return conv
+	}
+	return ""
+}
