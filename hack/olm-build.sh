@@ -28,6 +28,8 @@ trap stop_progress EXIT
 
 cd "$root/hack/olm"
 mod=github.com/operator-framework/operator-lifecycle-manager
+# go list -m names a module's directory only once it is downloaded: on an empty module cache, download it.
+go mod download github.com/operator-framework/api
 api_dir="$(go list -m -f '{{.Dir}}' github.com/operator-framework/api)"
 [[ -n "$api_dir" && -d "$api_dir/crds" ]] || { log "operator-framework/api has no crds/ in the module cache ($api_dir)"; exit 1; }
 rm -rf "$out/crds.tmp.$$" && mkdir -p "$out/crds.tmp.$$"
