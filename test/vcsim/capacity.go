@@ -33,8 +33,9 @@ type ClusterCapacity struct {
 var DefaultClusterCapacity = ClusterCapacity{NumCPUCores: 3072, TotalCPUMHz: 3072 * 2294, EffectiveCPUMHz: 3072 * 2294,
 	EffectiveMemoryMB: 3 * 16 << 20}
 
-// DefaultDatastoreBytes is every datastore's capacity (and free space) at Start: 64 TiB.
-const DefaultDatastoreBytes = int64(64) << 40
+// DefaultDatastoreBytes is every datastore's capacity (and free space) at Start: 256 TiB, room for the
+// scale bench's 1 000 VMs of 100 GiB (the worker disk assisted-service requires) and their ISOs.
+const DefaultDatastoreBytes = int64(256) << 40
 
 type (
 	clusterCapacityReq struct {
