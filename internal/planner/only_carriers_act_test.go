@@ -117,7 +117,7 @@ var carryingOut = map[string]bool{
 // in fleetMethods). Functions are matched by name, not type: a method that shares a carrier's name
 // counts as that carrier, which can only make the check stricter.
 func TestOnlyCarriersChangeTheFleet(t *testing.T) {
-	files, err := controllerSources(filepath.Join("..", "..", "controllers"))
+	files, err := goSources(filepath.Join("..", "..", "controllers"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestOnlyCarriersChangeTheFleet(t *testing.T) {
 // text) and wants exactly the named path reported.
 func TestCarriersCheckCatchesAPlantedDecision(t *testing.T) {
 	dir := filepath.Join("..", "..", "controllers")
-	files, err := controllerSources(dir)
+	files, err := goSources(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +195,9 @@ func TestCarriersCheckCatchesAPlantedDecision(t *testing.T) {
 	}
 }
 
-// controllerSources reads every non-test Go file below dir, keyed by its slash path relative to dir.
-func controllerSources(dir string) (map[string][]byte, error) {
+// goSources reads every non-test Go file below dir, keyed by its slash path relative to dir (also the
+// walk of TestOnlyThePlannerDecides).
+func goSources(dir string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {

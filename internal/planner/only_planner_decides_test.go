@@ -4,8 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -28,35 +26,23 @@ func TestOnlyThePlannerDecides(t *testing.T) {
 	files := 0
 	var offenders []string
 	for _, dir := range []string{"controllers", "internal"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if filepath.ToSlash(path) == filepath.ToSlash(filepath.Join(root, "internal", "planner")) {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			src, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			files++
-			found, err := decisionsBuilt(path, src)
-			if err != nil {
-				return err
-			}
-			offenders = append(offenders, found...)
-			return nil
-		})
+		srcs, err := goSources(filepath.Join(root, dir))
 		if err != nil {
 			t.Fatal(err)
 		}
+		for rel, src := range srcs {
+			if dir == "internal" && strings.HasPrefix(rel, "planner/") {
+				continue
+			}
+			files++
+			found, err := decisionsBuilt(dir+"/"+rel, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offenders = append(offenders, found...)
+		}
 	}
+	sort.Strings(offenders)
 	if files < 50 {
 		t.Fatalf("scanned only %d Go files: the walk is broken", files)
 	}
