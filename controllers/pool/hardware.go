@@ -26,7 +26,7 @@ func hardwareRefusal(s *poolScope) string {
 			agentOf[name] = a
 		}
 	}
-	tmpl := hostTemplate(s.pool)
+	tmpl := hostreqs.TemplateOf(s.pool.Spec.Template)
 	var found []string
 	for i := range s.vas {
 		va := &s.vas[i]
@@ -37,11 +37,10 @@ func hardwareRefusal(s *poolScope) string {
 		if !ok {
 			continue
 		}
-		inv := agents.InventoryOf(a.Obj)
-		host := hostreqs.Host{CPUs: inv.CPUCount, MemoryBytes: inv.MemoryBytes, LargestDiskBytes: inv.LargestDiskBytes}
+		host := hostreqs.Host{Inventory: agents.InventoryOf(a.Obj)}
 		var msgs []string
 		for _, v := range agents.FailingValidations(a.Obj) {
-			if agents.IsShapeValidation(v.ID) {
+			if hostreqs.IsHardwareValidation(v.ID) {
 				host.FailedValidations = append(host.FailedValidations, v.ID)
 				msgs = append(msgs, v.ID+": "+v.Message)
 			}
@@ -56,11 +55,6 @@ func hardwareRefusal(s *poolScope) string {
 	sort.Strings(found)
 	return "a host of the pool fails assisted-service's hardware validations, and spec.template gives each VM no more in that respect: " +
 		strings.Join(found, ", ") + "; no further VM of this shape is created until spec.template changes"
-}
-
-// hostTemplate is the hardware the pool gives each VM, as the hub's requirements see it.
-func hostTemplate(p *afv1.VsphereAgentPool) hostreqs.Template {
-	return hostreqs.TemplateOf(p.Spec.Template)
 }
 
 // setHardwareRefused reports the refusal: HardwareSufficient=False/HostValidationFailing over the

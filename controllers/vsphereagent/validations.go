@@ -10,6 +10,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/events"
+	"github.com/containeroo/agent-forge-operator/internal/hostreqs"
 )
 
 // defaultValidationGrace is how long a host may fail a validation that is not about its hardware
@@ -57,7 +58,7 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 	}
 	hardware := false
 	for _, v := range failing {
-		hardware = hardware || agents.IsShapeValidation(v.ID)
+		hardware = hardware || hostreqs.IsHardwareValidation(v.ID)
 	}
 	if !hardware {
 		grace := defaultValidationGrace

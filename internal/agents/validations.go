@@ -17,17 +17,6 @@ type Validation struct {
 // error, disabled).
 const ValidationStatusFailure = "failure"
 
-// shapeValidations are the validations a host fails for the hardware it was given (CPU cores, memory,
-// disks): every VM of the same template fails them the same way.
-var shapeValidations = map[string]bool{
-	"has-min-cpu-cores": true, "has-cpu-cores-for-role": true,
-	"has-min-memory": true, "has-memory-for-role": true,
-	"has-min-valid-disks": true,
-}
-
-// IsShapeValidation reports whether a validation judges the hardware the VM was given.
-func IsShapeValidation(id string) bool { return shapeValidations[id] }
-
 // FailingValidations lists the validations u's status.validationsInfo reports failing, ordered by
 // category then id. A malformed entry is skipped.
 func FailingValidations(u *unstructured.Unstructured) []Validation {

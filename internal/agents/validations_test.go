@@ -42,7 +42,4 @@ func TestFailingValidations(t *testing.T) {
 	if got, want := InventoryOf(u), (Inventory{CPUCount: 2, MemoryBytes: 4 << 30, LargestDiskBytes: 120 << 30}); got != want {
 		t.Errorf("InventoryOf = %+v, want %+v", got, want)
 	}
-	if !IsShapeValidation("has-memory-for-role") || IsShapeValidation("hostname-unique") {
-		t.Error("IsShapeValidation: memory is the VM's shape, a hostname is not")
-	}
 }

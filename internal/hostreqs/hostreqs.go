@@ -14,10 +14,13 @@ import (
 	"strings"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
 // Minimum is one role's requirement.
 type Minimum struct {
+	// Role names the role it is for in messages.
+	Role      string
 	CPUCores  int64
 	MemoryMiB int64
 	// DiskGB is the smallest eligible installation disk, in decimal gigabytes.
@@ -26,8 +29,8 @@ type Minimum struct {
 
 // Default minimums per role, as assisted-service documents them.
 var (
-	DefaultWorker = Minimum{CPUCores: 2, MemoryMiB: 8192, DiskGB: 100}
-	DefaultMaster = Minimum{CPUCores: 4, MemoryMiB: 16384, DiskGB: 100}
+	DefaultWorker = Minimum{Role: "worker", CPUCores: 2, MemoryMiB: 8192, DiskGB: 100}
+	DefaultMaster = Minimum{Role: "master", CPUCores: 4, MemoryMiB: 16384, DiskGB: 100}
 )
 
 // ForRole returns the default minimum for an Agent role. A HyperShift NodePool's hosts are workers;
@@ -58,6 +61,16 @@ func TemplateOf(t afv1.VMTemplateSpec) Template {
 	return out
 }
 
+// LargestDiskGiB is the size of t's largest disk (0 without one): assisted-service needs one eligible
+// installation disk, so only the largest counts.
+func (t Template) LargestDiskGiB() int64 {
+	largest := int64(0)
+	for _, d := range t.DisksGiB {
+		largest = max(largest, d)
+	}
+	return largest
+}
+
 const bytesPerGiB, bytesPerGB = 1 << 30, 1_000_000_000
 
 // Shortfalls lists, in a fixed order (CPU, memory, disk), every way t falls below m; none: it meets m.
@@ -71,11 +84,7 @@ func Shortfalls(t Template, m Minimum) []string {
 	if t.MemoryMiB < m.MemoryMiB {
 		out = append(out, fmt.Sprintf("%d MiB of memory, below the %d MiB", t.MemoryMiB, m.MemoryMiB))
 	}
-	largest := int64(0)
-	for _, d := range t.DisksGiB {
-		largest = max(largest, d)
-	}
-	if largest*bytesPerGiB < m.DiskGB*bytesPerGB {
+	if largest := t.LargestDiskGiB(); largest*bytesPerGiB < m.DiskGB*bytesPerGB {
 		out = append(out, fmt.Sprintf("a largest disk of %d GiB, below the %d GB", largest, m.DiskGB))
 	}
 	return out
@@ -83,46 +92,50 @@ func Shortfalls(t Template, m Minimum) []string {
 
 // Warning is the message a pool gives for its shortfalls against role's default minimum ("" when none).
 func Warning(t Template, role string) string {
-	s := Shortfalls(t, ForRole(role))
+	m := ForRole(role)
+	s := Shortfalls(t, m)
 	if len(s) == 0 {
 		return ""
 	}
-	r := role
-	if r != "master" {
-		r = "worker"
-	}
 	return fmt.Sprintf("spec.template gives each VM %s: assisted-service's default minimum for a %s; a hub with the default "+
 		"requirements marks such hosts insufficient and never installs them (its requirements are configurable, so VMs are still created)",
-		strings.Join(s, ", "), r)
+		strings.Join(s, ", "), m.Role)
 }
+
+// The hardware validations, by assisted-service's IDs, and what each judges: a host fails them for the
+// hardware it was given, so every VM of the same template fails them the same way.
+var hardwareValidations = map[string]string{
+	"has-min-cpu-cores": "cpu", "has-cpu-cores-for-role": "cpu",
+	"has-min-memory": "memory", "has-memory-for-role": "memory",
+	"has-min-valid-disks": "disk",
+}
+
+// IsHardwareValidation reports whether a validation judges the hardware the VM was given.
+func IsHardwareValidation(id string) bool { return hardwareValidations[id] != "" }
 
 // Host is a host of the pool as the hub judged it: the hardware it reported (status.inventory; zero
 // when not reported) and the hardware validations it failed.
 type Host struct {
-	CPUs, MemoryBytes, LargestDiskBytes int64
-	FailedValidations                   []string
+	agents.Inventory
+	FailedValidations []string
 }
 
 // SameShortfall reports whether a VM made from t would fail a hardware validation h failed: t gives no
 // more than h had in that validation's dimension (CPU cores, memory, disk). Unknown hardware (zero)
 // counts as the same: the cautious answer, as another VM of an unknown shape could only fail again.
 func SameShortfall(t Template, h Host) bool {
-	largest := int64(0)
-	for _, d := range t.DisksGiB {
-		largest = max(largest, d)
-	}
 	for _, id := range h.FailedValidations {
-		switch id {
-		case "has-min-cpu-cores", "has-cpu-cores-for-role":
-			if h.CPUs == 0 || t.CPUs <= h.CPUs {
+		switch hardwareValidations[id] {
+		case "cpu":
+			if h.CPUCount == 0 || t.CPUs <= h.CPUCount {
 				return true
 			}
-		case "has-min-memory", "has-memory-for-role":
+		case "memory":
 			if h.MemoryBytes == 0 || t.MemoryMiB*(1<<20) <= h.MemoryBytes {
 				return true
 			}
-		case "has-min-valid-disks":
-			if h.LargestDiskBytes == 0 || largest*bytesPerGiB <= h.LargestDiskBytes {
+		case "disk":
+			if h.LargestDiskBytes == 0 || t.LargestDiskGiB()*bytesPerGiB <= h.LargestDiskBytes {
 				return true
 			}
 		}

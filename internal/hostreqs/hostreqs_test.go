@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/containeroo/agent-forge-operator/internal/agents"
 )
 
 func TestShortfalls(t *testing.T) {
@@ -51,8 +53,17 @@ func TestWarning(t *testing.T) {
 	}
 }
 
+func TestIsHardwareValidation(t *testing.T) {
+	for id, want := range map[string]bool{"has-memory-for-role": true, "has-min-cpu-cores": true, "has-min-valid-disks": true,
+		"hostname-unique": false, "vsphere-disk-uuid-enabled": false, "": false} {
+		if got := IsHardwareValidation(id); got != want {
+			t.Errorf("IsHardwareValidation(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
 func TestSameShortfall(t *testing.T) {
-	small := Host{CPUs: 2, MemoryBytes: 4096 << 20, LargestDiskBytes: 120 << 30, FailedValidations: []string{"has-memory-for-role"}}
+	small := Host{Inventory: agents.Inventory{CPUCount: 2, MemoryBytes: 4096 << 20, LargestDiskBytes: 120 << 30}, FailedValidations: []string{"has-memory-for-role"}}
 	for _, tc := range []struct {
 		name string
 		t    Template
@@ -64,9 +75,9 @@ func TestSameShortfall(t *testing.T) {
 		{"more memory is a new shape", Template{CPUs: 2, MemoryMiB: 8192, DisksGiB: []int64{120}}, small, false},
 		{"unknown memory is the same", Template{CPUs: 2, MemoryMiB: 8192, DisksGiB: []int64{120}}, Host{FailedValidations: []string{"has-min-memory"}}, true},
 		{"a larger disk answers a disk failure", Template{CPUs: 2, MemoryMiB: 4096, DisksGiB: []int64{20, 200}},
-			Host{LargestDiskBytes: 20 << 30, FailedValidations: []string{"has-min-valid-disks"}}, false},
-		{"cores", Template{CPUs: 2}, Host{CPUs: 2, FailedValidations: []string{"has-cpu-cores-for-role"}}, true},
-		{"a validation of no hardware dimension is no shortfall", Template{CPUs: 2}, Host{CPUs: 2, FailedValidations: []string{"hostname-unique"}}, false},
+			Host{Inventory: agents.Inventory{LargestDiskBytes: 20 << 30}, FailedValidations: []string{"has-min-valid-disks"}}, false},
+		{"cores", Template{CPUs: 2}, Host{Inventory: agents.Inventory{CPUCount: 2}, FailedValidations: []string{"has-cpu-cores-for-role"}}, true},
+		{"a validation of no hardware dimension is no shortfall", Template{CPUs: 2}, Host{Inventory: agents.Inventory{CPUCount: 2}, FailedValidations: []string{"hostname-unique"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := SameShortfall(tc.t, tc.h); got != tc.want {
