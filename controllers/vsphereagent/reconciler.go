@@ -383,10 +383,7 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 	if s.agent != nil || !waiting {
 		return true, nil
 	}
-	timeout := 20 * time.Minute
-	if s.pool.Spec.RegistrationTimeout != nil {
-		timeout = s.pool.Spec.RegistrationTimeout.Duration
-	}
+	timeout := poolspec.RegistrationTimeout(s.pool)
 	left := since.Add(timeout).Sub(r.Opts.Clock.Now())
 	if left > 0 {
 		s.requeueAfter(left)

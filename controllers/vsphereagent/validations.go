@@ -4,18 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/conditions"
 	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/hostreqs"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
-
-// defaultValidationGrace is how long a host may fail a validation that is not about its hardware
-// before it is replaced, when the pool sets no registrationTimeout (the same default).
-const defaultValidationGrace = 20 * time.Minute
 
 // describeValidations names each failing validation with its category and the hub's own message.
 func describeValidations(vs []agents.Validation) string {
@@ -61,10 +57,7 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 		hardware = hardware || hostreqs.IsHardwareValidation(v.ID)
 	}
 	if !hardware {
-		grace := defaultValidationGrace
-		if s.pool.Spec.RegistrationTimeout != nil {
-			grace = s.pool.Spec.RegistrationTimeout.Duration
-		}
+		grace := poolspec.RegistrationTimeout(s.pool)
 		since := r.Opts.Clock.Now()
 		if prev != nil && prev.Status == "False" {
 			since = prev.LastTransitionTime.Time
