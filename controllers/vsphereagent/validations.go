@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
 	"github.com/containeroo/agent-forge-operator/internal/conditions"
@@ -33,7 +35,11 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 	if a == nil || a.IsBound() || a.IsUnbinding() || va.Status.VM.Phase == afv1.VMPhaseReleased {
 		return true, nil
 	}
-	prev := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentValidated)
+	// The condition as this pass found it: SetCondition below updates the stored one in place.
+	var prev metav1.Condition
+	if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentValidated); c != nil {
+		prev = *c
+	}
 	failing := agents.FailingValidations(a.Obj)
 	if len(failing) == 0 {
 		if agents.IsTrue(a.Conditions, "Validated") {
@@ -47,7 +53,7 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 	}
 	msg := "the host fails assisted-service's validations: " + describeValidations(failing)
 	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentValidated, false, afv1.ReasonHostValidationsFailing, msg, va.Generation)
-	if prev == nil || prev.Message != msg {
+	if prev.Status != metav1.ConditionFalse || prev.Message != msg {
 		s.afterWrite = append(s.afterWrite, func() {
 			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonHostValidationsFailing, events.ActionAwaitAgent, "VM %s: %s", va.Status.VM.Name, msg)
 		})
@@ -59,7 +65,7 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 	if !hardware {
 		grace := poolspec.RegistrationTimeout(s.pool)
 		since := r.Opts.Clock.Now()
-		if prev != nil && prev.Status == "False" {
+		if prev.Status == metav1.ConditionFalse {
 			since = prev.LastTransitionTime.Time
 		}
 		if left := since.Add(grace).Sub(r.Opts.Clock.Now()); left > 0 {
