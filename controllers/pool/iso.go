@@ -80,10 +80,10 @@ func (c *managedISOCache) Reconcile(_ context.Context, req ISORequest) ISOUpdate
 		// on this pass, whether or not a refresh ever succeeds (e.g. refused as plain HTTP).
 		status.URL = iso.RedactURL(status.URL)
 	}
-	// A path stored by upstream agent-forge-operator has no "[datastore] " (it uploads to the same
-	// spec.vsphere.isoDatastore): VMs get ours, which vCenter resolves, and the ejection guard compares.
-	if p, ok := iso.UpstreamHistoryPath(status.Path, status.SHA256, pool.Spec.VSphere.ISODatastore, iso.PathPrefix(pool)); ok {
-		status.Path = p // the same conversion iso.PoolISOPath makes for a VM created before this is written
+	// A path stored by upstream agent-forge-operator has no "[datastore] ": stored as ours from now on
+	// (iso.PoolISOPath makes the same conversion for a VM created before this is written).
+	if p := iso.StatusPath(pool, &status); p != "" {
+		status.Path = p
 	}
 	upd.Status = &status
 	view := pool.DeepCopy()

@@ -101,17 +101,20 @@ func isUpstreamPartialPath(p, datastore, prefix string) bool {
 }
 
 // PoolISOPath is the datastore path of the pool's cached discovery ISO as a VM's CD-ROM takes it ("" when
-// none): status.iso.path, with a path stored by upstream agent-forge-operator (no "[datastore] ")
-// converted to ours. A bare path that is not upstream's shape is no datastore path: "".
-func PoolISOPath(pool *afv1.VsphereAgentPool) string {
-	if pool.Status.ISO == nil || pool.Status.ISO.Path == "" {
+// none): StatusPath of status.iso.
+func PoolISOPath(pool *afv1.VsphereAgentPool) string { return StatusPath(pool, pool.Status.ISO) }
+
+// StatusPath is st's path as a datastore path ("" when none): ours as stored, or one stored by upstream
+// agent-forge-operator (no "[datastore] "; it uploads to the same spec.vsphere.isoDatastore) converted
+// to ours. A bare path that is not upstream's shape is no datastore path: "".
+func StatusPath(pool *afv1.VsphereAgentPool, st *afv1.ISOStatus) string {
+	if st == nil || st.Path == "" {
 		return ""
 	}
-	p := pool.Status.ISO.Path
-	if strings.HasPrefix(p, "[") {
-		return p
+	if strings.HasPrefix(st.Path, "[") {
+		return st.Path
 	}
-	if conv, ok := UpstreamHistoryPath(p, pool.Status.ISO.SHA256, pool.Spec.VSphere.ISODatastore, PathPrefix(pool)); ok {
+	if conv, ok := UpstreamHistoryPath(st.Path, st.SHA256, pool.Spec.VSphere.ISODatastore, PathPrefix(pool)); ok {
 		return conv
 	}
 	return ""
