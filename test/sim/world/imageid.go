@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"time"
 
@@ -181,11 +182,7 @@ func (d *Driver) bootsDiscovery(ctx context.Context, vm VM) bool {
 func (d *Driver) ForeignBoots() map[string]string {
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
-	out := make(map[string]string, len(d.foreign))
-	for k, v := range d.foreign {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(d.foreign)
 }
 
 // isoBase is a datastore path's file name without the ".iso" suffix.
