@@ -34,23 +34,14 @@ func TestRegisteredAgentIsBoundOncePrepared(t *testing.T) {
 		t.Fatal("unprepared agent bound")
 	}
 
-	a := get(t, "Agent", key)
-	patch := client.MergeFrom(a.DeepCopy())
-	lbls := a.GetLabels()
-	for k, v := range s.AgentLabels {
-		lbls[k] = v
-	}
-	a.SetLabels(lbls)
-	_ = unstructured.SetNestedField(a.Object, true, "spec", "approved")
 	hostname := "hc1-worker-0-" + s.Namespace // names a Node in the API server the tests share
-	_ = unstructured.SetNestedField(a.Object, hostname, "spec", "hostname")
-	must(t, k8s.Patch(t.Context(), a, patch))
+	prepareRegisteredAgent(t, s, get(t, "Agent", key), hostname)
 	until(t, d, "the prepared Agent is installed and its Machine has the Node", func() bool {
 		ms := list(t, "Machine", s.ControlPlaneNamespace)
 		return len(ms) == 1 && str(&ms[0], "status", "nodeRef", "name") != ""
 	})
 
-	a = get(t, "Agent", key)
+	a := get(t, "Agent", key)
 	if st, _ := unstructuredcond.StatusReason(a, "Bound"); st != "True" || a.GetLabels()[world.LabelAgentMachineRef] == "" {
 		t.Fatalf("prepared agent not bound: %v", a.Object)
 	}

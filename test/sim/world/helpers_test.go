@@ -236,6 +236,21 @@ func until(t *testing.T, d *world.Driver, what string, ok func() bool) {
 	}
 }
 
+// prepareRegisteredAgent prepares an Agent a VM registered the way the operator does: the pool's labels,
+// approved, and hostname.
+func prepareRegisteredAgent(t *testing.T, s *world.Scenario, a *unstructured.Unstructured, hostname string) {
+	t.Helper()
+	patch := client.MergeFrom(a.DeepCopy())
+	lbls := a.GetLabels()
+	for k, v := range s.AgentLabels {
+		lbls[k] = v
+	}
+	a.SetLabels(lbls)
+	_ = unstructured.SetNestedField(a.Object, true, "spec", "approved")
+	_ = unstructured.SetNestedField(a.Object, hostname, "spec", "hostname")
+	must(t, k8s.Patch(t.Context(), a, patch))
+}
+
 // prepareAgent creates an Agent the way the operator leaves it after preparing it: pool labels,
 // approved, hostname, and assisted-service's conditions of a connected, validated, unbound host.
 func prepareAgent(t *testing.T, s *world.Scenario, name string, approved bool) types.NamespacedName {

@@ -147,15 +147,7 @@ func TestDuplicateHostnameFailsOnceBound(t *testing.T) {
 		if got := str(&a, "status", "debugInfo", "state"); got != "known-unbound" {
 			t.Fatalf("unbound: state %q (hostname-unique is not checked without a cluster)", got)
 		}
-		patch := client.MergeFrom(a.DeepCopy())
-		lbls := a.GetLabels()
-		for k, v := range s.AgentLabels {
-			lbls[k] = v
-		}
-		a.SetLabels(lbls)
-		_ = unstructured.SetNestedField(a.Object, true, "spec", "approved")
-		_ = unstructured.SetNestedField(a.Object, hostname, "spec", "hostname")
-		must(t, k8s.Patch(t.Context(), &a, patch))
+		prepareRegisteredAgent(t, s, &a, hostname)
 	}
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 2))
 	until(t, d, "both Agents bound", func() bool {
@@ -258,15 +250,7 @@ func prepareRegistered(t *testing.T, s *world.Scenario, d *world.Driver) client.
 		t.Fatalf("agents = %d", len(agents))
 	}
 	a := &agents[0]
-	patch := client.MergeFrom(a.DeepCopy())
-	lbls := a.GetLabels()
-	for k, v := range s.AgentLabels {
-		lbls[k] = v
-	}
-	a.SetLabels(lbls)
-	_ = unstructured.SetNestedField(a.Object, true, "spec", "approved")
-	_ = unstructured.SetNestedField(a.Object, a.GetName()[:8]+"-"+s.Namespace, "spec", "hostname")
-	must(t, k8s.Patch(t.Context(), a, patch))
+	prepareRegisteredAgent(t, s, a, a.GetName()[:8]+"-"+s.Namespace)
 	return client.ObjectKeyFromObject(a)
 }
 
