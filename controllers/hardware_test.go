@@ -107,7 +107,8 @@ var _ = Describe("Hardware profile", func() {
 			b := disk.Backing.(*types.VirtualDiskFlatVer2BackingInfo)
 			got = append(got, shape{disk.CapacityInKB / (1024 * 1024), *b.ThinProvisioned, *b.EagerlyScrub})
 		}
-		Expect(got).To(ConsistOf(shape{20, true, false}, shape{5, true, false}, shape{3, false, false}, shape{2, false, true}))
+		root := int64(getPool(pool).Spec.Template.DiskGiB)
+		Expect(got).To(ConsistOf(shape{root, true, false}, shape{5, true, false}, shape{3, false, false}, shape{2, false, true}))
 	})
 
 	It("a storage policy that does not exist: PlacementValid=False StoragePolicyNotFound, a Warning Event, no VsphereAgent", func(ctx context.Context) {
