@@ -231,13 +231,19 @@ func newScenario() *world.Scenario { return newScenarioOn(vc) }
 // newScenarioOn is newScenario with the credentials Secret naming simulator sim.
 func newScenarioOn(sim *vcsim.Env) *world.Scenario {
 	GinkgoHelper()
+	return newScenarioOf(sim, world.UpgradeTypeReplace)
+}
+
+// newScenarioOf is newScenarioOn with the NodePool's spec.management.upgradeType.
+func newScenarioOf(sim *vcsim.Env, upgradeType string) *world.Scenario {
+	GinkgoHelper()
 	n := nsCounter.Add(1)
 	u := *sim.URL
 	u.User = url.UserPassword(vcsim.Username, vcsim.Password)
 	s, err := world.Setup(context.Background(), k8s, world.SetupOptions{
 		Namespace: fmt.Sprintf("t%d", n), HostedCluster: "hc", NodePool: "np", InfraEnv: "ie",
 		AgentLabels: map[string]string{"example.com/pool": fmt.Sprintf("t%d", n)},
-		ISOURL:      isoServer.URL(), VCenter: &u,
+		ISOURL:      isoServer.URL(), VCenter: &u, UpgradeType: upgradeType,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	// The pools' VM folder exists before the operator and the world run (see vcsim.EnsureFolder).

@@ -147,11 +147,17 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// scenario creates the hub objects of one test in fresh namespaces.
+// scenario creates the hub objects of one test in fresh namespaces (a NodePool of upgradeType Replace).
 func scenario(t *testing.T) *world.Scenario {
 	t.Helper()
+	return scenarioOfType(t, world.UpgradeTypeReplace)
+}
+
+// scenarioOfType is scenario with the NodePool's spec.management.upgradeType.
+func scenarioOfType(t *testing.T, upgradeType string) *world.Scenario {
+	t.Helper()
 	ns := newNamespace(t)
-	s, err := world.Setup(t.Context(), k8s, world.SetupOptions{Namespace: ns, ISOURL: images.URL()})
+	s, err := world.Setup(t.Context(), k8s, world.SetupOptions{Namespace: ns, ISOURL: images.URL(), UpgradeType: upgradeType})
 	must(t, err)
 	return s
 }
@@ -198,6 +204,8 @@ func get(t *testing.T, kind string, key types.NamespacedName) *unstructured.Unst
 		u.SetGroupVersionKind(world.AgentMachineGVK)
 	case "Machine":
 		u.SetGroupVersionKind(world.MachineGVK)
+	case "MachineSet":
+		u.SetGroupVersionKind(world.MachineSetGVK)
 	case "NodePool":
 		u.SetGroupVersionKind(world.NodePoolGVK)
 	}

@@ -18,15 +18,16 @@ import (
 )
 
 // The world plays HyperShift's NodePool controller for the Agent platform: per NodePool it writes an
-// AgentMachineTemplate, the bootstrap (ignition) data Secret and a MachineDeployment whose replicas follow
-// the NodePool's; per hosted cluster the CAPI Cluster, its AgentCluster (with the status the Agent
-// provider's AgentCluster controller writes), the HostedControlPlane and the kubeconfig Secrets. It never
-// creates or deletes Machines or MachineSets: CAPI's own controllers (a real process, test/sim/capicore)
-// do, and decide which Machine goes on scale-down.
+// AgentMachineTemplate, the bootstrap (ignition) data Secret and, whose replicas follow the NodePool's, a
+// MachineDeployment (upgradeType Replace) or a MachineSet (upgradeType InPlace, inplace.go); per hosted
+// cluster the CAPI Cluster, its AgentCluster (with the status the Agent provider's AgentCluster
+// controller writes), the HostedControlPlane and the kubeconfig Secrets. It never creates or deletes
+// Machines, nor MachineSets other than an InPlace NodePool's: CAPI's own controllers (a real process,
+// test/sim/capicore) do, and decide which Machine goes on scale-down.
 // (hypershift-operator/controllers/nodepool/{capi,agent,token}.go, openshift/hypershift)
 
 // SetReplicas plays the autoscaler: it sets the NodePool's spec.replicas to n and, as HyperShift does
-// next, the MachineDeployment's. CAPI renders (or deletes) the Machines.
+// next, the MachineDeployment's (or an InPlace NodePool's MachineSet's). CAPI renders (or deletes) the Machines.
 func (d *Driver) SetReplicas(ctx context.Context, nodePool types.NamespacedName, n int) error {
 	np := newObject(NodePoolGVK)
 	if err := d.c.Get(ctx, nodePool, np); err != nil {
@@ -108,6 +109,9 @@ func (d *Driver) renderNodePool(ctx context.Context, np *unstructured.Unstructur
 	secretName := "user-data-" + np.GetName() + "-" + hash
 	if err := d.ensureRendered(ctx, np, cpNS, templateName, secretName, selector); err != nil {
 		return err
+	}
+	if upgradeType, _, _ := unstructured.NestedString(np.Object, "spec", "management", "upgradeType"); upgradeType == UpgradeTypeInPlace {
+		return d.ensureMachineSet(ctx, np, cpNS, infraID, templateName, secretName, replicas, scale)
 	}
 	return d.ensureMachineDeployment(ctx, np, cpNS, infraID, templateName, secretName, replicas, scale)
 }

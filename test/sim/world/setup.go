@@ -31,6 +31,9 @@ type SetupOptions struct {
 	AgentLabels map[string]string
 	// Replicas is the NodePool's initial spec.replicas (0).
 	Replicas int
+	// UpgradeType is the NodePool's spec.management.upgradeType (UpgradeTypeReplace, as HyperShift's
+	// Agent examples; UpgradeTypeInPlace renders a MachineSet).
+	UpgradeType string
 	// ISOURL is the InfraEnv's status.isoDownloadURL; empty leaves the image not created yet.
 	ISOURL string
 	// VCenter is the simulator URL (with user:password) for the credentials Secret; nil: no Secret.
@@ -67,6 +70,7 @@ func Setup(ctx context.Context, c client.Client, o SetupOptions) (*Scenario, err
 	def(&o.NodePool, "np1")
 	def(&o.InfraEnv, "infra1")
 	def(&o.SecretName, "vsphere-credentials")
+	def(&o.UpgradeType, UpgradeTypeReplace)
 	if len(o.AgentLabels) == 0 {
 		o.AgentLabels = map[string]string{"agent-forge.containeroo.ch/nodepool": o.NodePool}
 	}
@@ -86,7 +90,7 @@ func Setup(ctx context.Context, c client.Client, o SetupOptions) (*Scenario, err
 	if err := CreateHostedCluster(ctx, c, s.HostedCluster); err != nil {
 		return nil, err
 	}
-	if err := CreateNodePool(ctx, c, s.NodePool, o.HostedCluster, o.AgentLabels, o.Replicas); err != nil {
+	if err := CreateNodePool(ctx, c, s.NodePool, o.HostedCluster, o.AgentLabels, o.Replicas, o.UpgradeType); err != nil {
 		return nil, err
 	}
 	if err := CreateInfraEnv(ctx, c, s.InfraEnv); err != nil {
@@ -165,9 +169,10 @@ func controlPlaneSpec(agentNamespace string) map[string]any {
 	}
 }
 
-// CreateNodePool creates an Agent-platform NodePool selecting Agents by agentLabels (spec.clusterName,
-// management, release and platform are required by the CRD).
-func CreateNodePool(ctx context.Context, c client.Client, key types.NamespacedName, hostedCluster string, agentLabels map[string]string, replicas int) error {
+// CreateNodePool creates an Agent-platform NodePool selecting Agents by agentLabels, with the given
+// spec.management.upgradeType: HyperShift renders a MachineDeployment for Replace and a MachineSet for
+// InPlace (spec.clusterName, management, release and platform are required by the CRD).
+func CreateNodePool(ctx context.Context, c client.Client, key types.NamespacedName, hostedCluster string, agentLabels map[string]string, replicas int, upgradeType string) error {
 	matchLabels := map[string]any{}
 	for k, v := range agentLabels {
 		matchLabels[k] = v
@@ -178,7 +183,7 @@ func CreateNodePool(ctx context.Context, c client.Client, key types.NamespacedNa
 	np.Object["spec"] = map[string]any{
 		"clusterName": hostedCluster,
 		"replicas":    int64(replicas),
-		"management":  map[string]any{"upgradeType": "InPlace"},
+		"management":  map[string]any{"upgradeType": upgradeType},
 		"release":     map[string]any{"image": releaseImage},
 		"platform": map[string]any{
 			"type":  "Agent",
