@@ -47,6 +47,10 @@ const (
 	// ReasonUnbindingPendingUserAction: the VM's Agent was unbound after installation and awaits a reboot
 	// into discovery; the VM is released (condition and Warning Event).
 	ReasonUnbindingPendingUserAction = "UnbindingPendingUserAction"
+	// ReasonInstallingPendingUserAction: the VM's bound Agent booted the discovery image again instead of
+	// its installed disk (assisted-service's installing-pending-user-action): the worker does not come up
+	// until its CD-ROM is emptied or its boot order fixed and it is rebooted (condition and Warning Event).
+	ReasonInstallingPendingUserAction = "InstallingPendingUserAction"
 	// ReasonOwnershipMismatch: a VM with the VsphereAgent's instance UUID lacks its ownership marker.
 	ReasonOwnershipMismatch = "OwnershipMismatch"
 	// ReasonWaitingForMachineDeletion: the VM backs a Machine being deleted; it is destroyed once that is gone.

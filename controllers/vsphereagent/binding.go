@@ -65,6 +65,12 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 			va.Status.VM.MachineName = machine
 		}
 	}
+	if reason == afv1.ReasonInstallingPendingUserAction && va.Status.VM.Reason != reason {
+		name, agent, info := va.Status.VM.Name, a.Name, a.StateInfo
+		s.afterWrite = append(s.afterWrite, func() {
+			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonInstallingPendingUserAction, events.ActionObserveVM, "%s", installingPendingUserActionMessage(name, agent, info))
+		})
+	}
 	if reason == afv1.ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
 		// Once, when the status saying so is written (a conflicting write is retried by a pass that
 		// sees the old reason again).
@@ -79,7 +85,9 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 
 // bindingPhase decides the VM's phase from its registered Agent and the phase the VM had (the Agent
 // vanishing is trackBinding's). First match wins:
-//  1. the Agent is reserved or bound (label, Bound=True or a cluster deployment): Bound/AgentBound;
+//  1. the Agent is reserved or bound (label, Bound=True or a cluster deployment): Bound/AgentBound, or
+//     Bound/InstallingPendingUserAction while its host booted the discovery image again instead of its disk
+//     (it still backs its Machine: reported, never released);
 //  2. it awaits a reboot into discovery (unbinding-pending-user-action: the provider unbound an installed
 //     host and assisted-service did not reclaim it): Released/UnbindingPendingUserAction, whatever the
 //     phase was: the VM runs the installed OS of a worker that is gone, it is never capacity again;
@@ -91,6 +99,8 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 // shows its Agent unbound and no Machine referencing it (release, reconcileDelete).
 func bindingPhase(prev afv1.VMPhase, a agents.Agent) (afv1.VMPhase, string) {
 	switch {
+	case a.IsBound() && a.BootedDiscoveryAgain():
+		return afv1.VMPhaseBound, afv1.ReasonInstallingPendingUserAction
 	case a.IsBound():
 		return afv1.VMPhaseBound, afv1.ReasonAgentBound
 	case a.AwaitsRebootIntoDiscovery():
@@ -110,6 +120,16 @@ func unbindingPendingUserActionMessage(vm, agent, machine string) string {
 	return fmt.Sprintf("Agent %s was unbound and awaits a reboot of its host into the discovery image "+
 		"(UnbindingPendingUserAction): VM %s runs the installed OS of a removed worker and is not reused; "+
 		"the pool destroys it once %s, and creates a replacement only if its demand needs one", agent, vm, kept)
+}
+
+// installingPendingUserActionMessage explains a bound VM whose host booted the discovery image again.
+func installingPendingUserActionMessage(vm, agent, stateInfo string) string {
+	if stateInfo == "" {
+		stateInfo = "the host booted the discovery image instead of its installed disk"
+	}
+	return fmt.Sprintf("Agent %s is at installing-pending-user-action (%s): VM %s booted the discovery image again instead of "+
+		"its installed disk, so its worker does not come up. Eject the ISO from the VM's CD-ROM (or set spec.iso.ejectAfterInstall "+
+		"on the pool) or put the disk first in its boot order, then reset the VM", agent, stateInfo, vm)
 }
 
 // reservingMachine is the owner Machine of the AgentMachine the Agent's reservation names. The provider

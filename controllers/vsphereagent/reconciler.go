@@ -443,7 +443,18 @@ func registrationWaitStart(va *afv1.VsphereAgent) (time.Time, bool) {
 func (r *Reconciler) setReady(s *vmScope) {
 	va := s.va
 	switch va.Status.VM.Phase {
-	case afv1.VMPhaseAvailable, afv1.VMPhaseBound:
+	case afv1.VMPhaseBound:
+		if va.Status.VM.Reason == afv1.ReasonInstallingPendingUserAction {
+			info := ""
+			if s.agent != nil {
+				info = s.agent.StateInfo
+			}
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonInstallingPendingUserAction,
+				installingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentName, info), va.Generation)
+			return
+		}
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, afv1.ReasonBound, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
+	case afv1.VMPhaseAvailable:
 		reason := afv1.ReasonAvailable // the phase's name
 		if va.Status.VM.Phase == afv1.VMPhaseBound {
 			reason = afv1.ReasonBound

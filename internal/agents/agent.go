@@ -23,8 +23,10 @@ type Agent struct {
 	Conditions []Condition
 	// State is status.debugInfo.state: assisted-service's host state (e.g. known-unbound, reclaiming,
 	// unbinding-pending-user-action).
-	State    string
-	Deleting bool
+	State string
+	// StateInfo is status.debugInfo.stateInfo: assisted-service's explanation of the state.
+	StateInfo string
+	Deleting  bool
 	Obj      *unstructured.Unstructured
 }
 
@@ -41,6 +43,7 @@ func AgentFrom(u *unstructured.Unstructured) Agent {
 	a.NodeLabels, _, _ = unstructured.NestedStringMap(u.Object, "spec", "nodeLabels")
 	a.Serial, _, _ = unstructured.NestedString(u.Object, "status", "inventory", "systemVendor", "serialNumber")
 	a.State, _, _ = unstructured.NestedString(u.Object, "status", "debugInfo", "state")
+	a.StateInfo, _, _ = unstructured.NestedString(u.Object, "status", "debugInfo", "stateInfo")
 	ifaces, _, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "interfaces")
 	for _, i := range ifaces {
 		if m, ok := i.(map[string]any); ok {
@@ -142,6 +145,10 @@ const (
 	// in unbinding-pending-user-action when reclaiming fails or times out.
 	StateReclaiming          = "reclaiming"
 	StateReclaimingRebooting = "reclaiming-rebooting"
+	// StateInstallingPendingUserAction: an installed (or installing) host booted the discovery image
+	// again instead of its disk ("Wrong boot order detection"): it waits for someone to fix the boot
+	// order and reboot it; Bound stays True and Installed is False again.
+	StateInstallingPendingUserAction = "installing-pending-user-action"
 
 	// Reasons of assisted-service's Agent conditions, read (foreign values, never written by this operator;
 	// the VsphereAgent's own reason at unbinding-pending-user-action is afv1.ReasonUnbindingPendingUserAction).
@@ -163,6 +170,10 @@ func (a Agent) AwaitsRebootIntoDiscovery() bool {
 	c, ok := FindCondition(a.Conditions, "Bound")
 	return ok && c.Status == "False" && c.Reason == BoundReasonUnbindingPendingUserAction
 }
+
+// BootedDiscoveryAgain reports an Agent at installing-pending-user-action: its host booted the discovery
+// image where assisted-service expected it to boot the installation disk (StateInfo says which disk).
+func (a Agent) BootedDiscoveryAgain() bool { return a.State == StateInstallingPendingUserAction }
 
 // IsUnbinding reports an Agent between an unbind and its next discovery: unbinding, reclaiming,
 // reclaiming-rebooting or unbinding-pending-user-action (by state), or Bound=False with reason Unbinding

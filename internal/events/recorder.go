@@ -39,7 +39,7 @@ const (
 	ActionPruneISO       = iso.ActionPruneISO   // ISOPruned, ISOPruneDeferred, ISOPruneFailed
 	ActionCreateVM       = "CreateVM"           // VMCreated, VMAdopted, VMCreateFailed, refused creations, NotCreatedByPool
 	ActionAwaitAgent     = "AwaitAgent"         // RegistrationTimeout
-	ActionObserveVM      = "ObserveVM"          // VMNotFound, VMPoweredOff, VMPoweredOn, VMRenamed, VMMoved, VMIdentityChanged
+	ActionObserveVM      = "ObserveVM"          // VMNotFound, VMPoweredOff, VMPoweredOn, VMRenamed, VMMoved, VMIdentityChanged, InstallingPendingUserAction
 	ActionUnbindAgent    = "UnbindAgent"        // UnbindingPendingUserAction
 	ActionDestroyVM      = "DestroyVM"          // VMDestroyed, VMDestroyFailed, DestroyRefused, cleanup outcomes
 	ActionDeleteAgent    = "DeleteAgent"        // AgentDeleted
