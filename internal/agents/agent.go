@@ -27,7 +27,7 @@ type Agent struct {
 	// StateInfo is status.debugInfo.stateInfo: assisted-service's explanation of the state.
 	StateInfo string
 	Deleting  bool
-	Obj      *unstructured.Unstructured
+	Obj       *unstructured.Unstructured
 }
 
 // AgentFrom builds the view.
