@@ -20,14 +20,7 @@ var _ = Describe("A worker that boots its discovery image again", func() {
 	It("is reported InstallingPendingUserAction with assisted-service's message and a Warning Event, and stays Bound", func(ctx context.Context) {
 		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
-		var va afv1.VsphereAgent
-		Eventually(func(g Gomega) {
-			vas := vsphereAgents(pool)
-			g.Expect(vas).To(HaveLen(1))
-			va = vas[0]
-			g.Expect(va.Status.VM.Phase).To(Equal(afv1.VMPhaseBound))
-			g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName)).IsInstalled()).To(BeTrue())
-		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
+		va := theInstalledWorker(ctx, s, pool)
 		Expect(conditionOf(getVA(&va).Status.Conditions, afv1.ConditionReady)).To(Equal("True/" + afv1.ReasonBound))
 
 		By("power-cycling the VM by hand, the ISO still in its CD-ROM")

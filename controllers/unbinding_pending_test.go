@@ -32,15 +32,7 @@ var _ = Describe("An Agent left at UnbindingPendingUserAction", func() {
 		_, s, d, pool := startPoolScenarioWith(operatorOptions{}, world.Options{UnbindInstalled: world.UnbindPendingUserAction}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
 
-		var va afv1.VsphereAgent
-		Eventually(func(g Gomega) {
-			vas := vsphereAgents(pool)
-			g.Expect(vas).To(HaveLen(1))
-			va = vas[0]
-			g.Expect(va.Status.VM.Phase).To(Equal(afv1.VMPhaseBound))
-			g.Expect(va.Status.VM.MachineName).NotTo(BeEmpty())
-			g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName)).IsInstalled()).To(BeTrue())
-		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
+		va := theInstalledWorker(ctx, s, pool)
 		Expect(poolHasVMOf(pool, &va)).To(BeTrue(), "the VsphereAgent's VM exists")
 		machineKey := types.NamespacedName{Namespace: s.ControlPlaneNamespace, Name: va.Status.VM.MachineName}
 
@@ -143,4 +135,20 @@ func poolHasVMOf(p *afv1.VsphereAgentPool, va *afv1.VsphereAgent) bool {
 		}
 	}
 	return false
+}
+
+// theInstalledWorker waits for the pool's one VsphereAgent to be Bound to a Machine with its Agent installed,
+// and returns it.
+func theInstalledWorker(ctx context.Context, s *world.Scenario, pool *afv1.VsphereAgentPool) afv1.VsphereAgent {
+	GinkgoHelper()
+	var va afv1.VsphereAgent
+	Eventually(func(g Gomega) {
+		vas := vsphereAgents(pool)
+		g.Expect(vas).To(HaveLen(1))
+		va = vas[0]
+		g.Expect(va.Status.VM.Phase).To(Equal(afv1.VMPhaseBound))
+		g.Expect(va.Status.VM.MachineName).NotTo(BeEmpty())
+		g.Expect(agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName)).IsInstalled()).To(BeTrue())
+	}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
+	return va
 }

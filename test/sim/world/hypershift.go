@@ -189,20 +189,7 @@ func (d *Driver) ensureMachineDeployment(ctx context.Context, np *unstructured.U
 			md = m
 		}
 	}
-	template := map[string]any{
-		"metadata": map[string]any{
-			"labels":      map[string]any{LabelClusterName: infraID, "cluster.x-k8s.io/deployment-name": np.GetName()},
-			"annotations": map[string]any{AnnotationNodePool: nodePoolKey(np)},
-		},
-		"spec": map[string]any{
-			"clusterName": infraID,
-			"bootstrap":   map[string]any{"dataSecretName": secretName},
-			"infrastructureRef": map[string]any{
-				"apiGroup": AgentMachineTemplateGVK.Group, "kind": AgentMachineTemplateGVK.Kind, "name": templateName,
-			},
-			"deletion": map[string]any{"nodeDeletionTimeoutSeconds": int64(10)},
-		},
-	}
+	template := machineTemplate(np, infraID, templateName, secretName, "cluster.x-k8s.io/deployment-name", np.GetName())
 	if md == nil {
 		md = newObject(MachineDeploymentGVK)
 		md.SetNamespace(cpNS)
@@ -231,8 +218,35 @@ func (d *Driver) ensureMachineDeployment(ctx context.Context, np *unstructured.U
 		d.log.Info("machinedeployment created", "machineDeployment", client.ObjectKeyFromObject(md), "replicas", replicas)
 		return nil
 	}
-	have, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas")
-	haveTemplate, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "infrastructureRef", "name")
+	return d.keepRendered(ctx, md, template, templateName, replicas, scale)
+}
+
+// machineTemplate is the Machine template HyperShift renders into a NodePool's MachineDeployment or
+// MachineSet: CAPI's cluster label plus the selector label (key, value), the NodePool annotation CAPI
+// copies to Machines, the bootstrap Secret and the AgentMachineTemplate.
+func machineTemplate(np *unstructured.Unstructured, infraID, templateName, secretName, selectorKey, selectorValue string) map[string]any {
+	return map[string]any{
+		"metadata": map[string]any{
+			"labels":      map[string]any{LabelClusterName: infraID, selectorKey: selectorValue},
+			"annotations": map[string]any{AnnotationNodePool: nodePoolKey(np)},
+		},
+		"spec": map[string]any{
+			"clusterName": infraID,
+			"bootstrap":   map[string]any{"dataSecretName": secretName},
+			"infrastructureRef": map[string]any{
+				"apiGroup": AgentMachineTemplateGVK.Group, "kind": AgentMachineTemplateGVK.Kind, "name": templateName,
+			},
+			"deletion": map[string]any{"nodeDeletionTimeoutSeconds": int64(10)},
+		},
+	}
+}
+
+// keepRendered keeps what HyperShift rendered for a NodePool (a MachineDeployment or an InPlace
+// NodePool's MachineSet) current: its template names templateName and, when scale, its replicas follow
+// the NodePool's.
+func (d *Driver) keepRendered(ctx context.Context, obj *unstructured.Unstructured, template map[string]any, templateName string, replicas int64, scale bool) error {
+	have, _, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	haveTemplate, _, _ := unstructured.NestedString(obj.Object, "spec", "template", "spec", "infrastructureRef", "name")
 	if (!scale || have == replicas) && haveTemplate == templateName {
 		return nil
 	}
@@ -241,11 +255,11 @@ func (d *Driver) ensureMachineDeployment(ctx context.Context, np *unstructured.U
 		patch["spec"].(map[string]any)["replicas"] = replicas
 	}
 	raw, _ := json.Marshal(patch)
-	if err := d.c.Patch(ctx, md.DeepCopy(), client.RawPatch(types.MergePatchType, raw)); err != nil {
+	if err := d.c.Patch(ctx, obj.DeepCopy(), client.RawPatch(types.MergePatchType, raw)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	d.wrote()
-	d.log.Info("machinedeployment scaled", "machineDeployment", client.ObjectKeyFromObject(md), "from", have, "to", replicas)
+	d.log.Info("scaled", "kind", obj.GetKind(), "object", client.ObjectKeyFromObject(obj), "from", have, "to", replicas)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package world
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,20 +62,7 @@ func (d *Driver) ensureMachineSet(ctx context.Context, np *unstructured.Unstruct
 	}
 	clusterName, _, _ := unstructured.NestedString(np.Object, "spec", "clusterName")
 	selectorLabel := inPlaceSelectorLabel(infraID, clusterName, np.GetName())
-	template := map[string]any{
-		"metadata": map[string]any{
-			"labels":      map[string]any{LabelClusterName: infraID, selectorLabel: selectorLabel},
-			"annotations": map[string]any{AnnotationNodePool: nodePoolKey(np)},
-		},
-		"spec": map[string]any{
-			"clusterName": infraID,
-			"bootstrap":   map[string]any{"dataSecretName": secretName},
-			"infrastructureRef": map[string]any{
-				"apiGroup": AgentMachineTemplateGVK.Group, "kind": AgentMachineTemplateGVK.Kind, "name": templateName,
-			},
-			"deletion": map[string]any{"nodeDeletionTimeoutSeconds": int64(10)},
-		},
-	}
+	template := machineTemplate(np, infraID, templateName, secretName, selectorLabel, selectorLabel)
 	if ms == nil {
 		ms = newObject(MachineSetGVK)
 		ms.SetNamespace(cpNS)
@@ -100,20 +86,5 @@ func (d *Driver) ensureMachineSet(ctx context.Context, np *unstructured.Unstruct
 		d.log.Info("machineset created", "machineSet", client.ObjectKeyFromObject(ms), "replicas", want)
 		return nil
 	}
-	have, _, _ := unstructured.NestedInt64(ms.Object, "spec", "replicas")
-	haveTemplate, _, _ := unstructured.NestedString(ms.Object, "spec", "template", "spec", "infrastructureRef", "name")
-	if (!scale || have == replicas) && haveTemplate == templateName {
-		return nil
-	}
-	patch := map[string]any{"spec": map[string]any{"template": template}}
-	if scale {
-		patch["spec"].(map[string]any)["replicas"] = replicas
-	}
-	raw, _ := json.Marshal(patch)
-	if err := d.c.Patch(ctx, ms.DeepCopy(), client.RawPatch(types.MergePatchType, raw)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	d.wrote()
-	d.log.Info("machineset scaled", "machineSet", client.ObjectKeyFromObject(ms), "from", have, "to", replicas)
-	return nil
+	return d.keepRendered(ctx, ms, template, templateName, replicas, scale)
 }
