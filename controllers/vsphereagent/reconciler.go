@@ -453,6 +453,13 @@ func (r *Reconciler) setReady(s *vmScope) {
 				installingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentName, info), va.Generation)
 			return
 		}
+		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentValidated); c != nil && c.Status == metav1.ConditionFalse &&
+			s.agent != nil && s.agent.IsBound() && !s.agent.IsInstalled() {
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, afv1.ReasonHostValidationsFailing,
+				fmt.Sprintf("VM %s is bound to Machine %s but its installation waits: %s. The operator never replaces a VM that backs a Machine: "+
+					"fix the cause, or delete the Machine and CAPI replaces it", va.Status.VM.Name, va.Status.VM.MachineName, c.Message), va.Generation)
+			return
+		}
 		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, afv1.ReasonBound, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	case afv1.VMPhaseAvailable:
 		reason := afv1.ReasonAvailable // the phase's name

@@ -29,10 +29,12 @@ func describeValidations(vs []agents.Validation) string {
 // HostValidationFailed at once when a hardware validation fails (every VM of the template would fail
 // it the same way; the pool stops creating that shape), else once the failure has lasted the pool's
 // registrationTimeout. A Failed VM is not supply and counts towards the registration breaker, which
-// bounds how many the pool replaces. A host bound to or leaving a cluster is the provider's.
+// bounds how many the pool replaces. A bound host is only reported: it backs a Machine, whose
+// installation waits while the hub calls the host insufficient (a duplicate hostname, disk.EnableUUID
+// off); setReady makes it Ready=False. A host leaving a cluster is the provider's.
 func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, error) {
 	a, va := s.agent, s.va
-	if a == nil || a.IsBound() || a.IsUnbinding() || va.Status.VM.Phase == afv1.VMPhaseReleased {
+	if a == nil || a.IsUnbinding() || va.Status.VM.Phase == afv1.VMPhaseReleased || (a.IsBound() && a.IsInstalled()) {
 		return true, nil
 	}
 	// The condition as this pass found it: SetCondition below updates the stored one in place.
@@ -57,6 +59,9 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 		s.afterWrite = append(s.afterWrite, func() {
 			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonHostValidationsFailing, events.ActionAwaitAgent, "VM %s: %s", va.Status.VM.Name, msg)
 		})
+	}
+	if a.IsBound() {
+		return true, nil // reported, never failed: its Machine is the user's or CAPI's to replace
 	}
 	hardware := false
 	for _, v := range failing {
