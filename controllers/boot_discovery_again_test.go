@@ -31,8 +31,7 @@ var _ = Describe("A worker that boots its discovery image again", func() {
 		task, err := vm.PowerOff(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(task.Wait(ctx)).To(Succeed())
-		passes := d.Timing().Passes
-		Eventually(func() int { return d.Timing().Passes }, 30*time.Second, 50*time.Millisecond).Should(BeNumerically(">=", passes+2), "the world sees the VM off")
+		Eventually(func() bool { return d.HostPoweredOn(va.Status.VM.BIOSUUID) }, 30*time.Second, 50*time.Millisecond).Should(BeFalse(), "the world sees the VM off")
 		if task, err := vm.PowerOn(ctx); err == nil {
 			_ = task.Wait(ctx) // the operator may have powered it on already
 		}
