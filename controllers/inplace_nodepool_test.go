@@ -24,15 +24,20 @@ var _ = Describe("An InPlace NodePool", func() {
 		DeferCleanup(deletePoolAndWait, pool)
 
 		Expect(d.SetReplicas(ctx, s.NodePool, 2)).To(Succeed())
-		Eventually(func() int { return boundAgentsOf(pool) }, 90*time.Second, 250*time.Millisecond).Should(Equal(2))
-		for _, va := range vsphereAgents(pool) {
-			m := agents.New(agents.MachineGVK())
-			Expect(k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineName), m)).To(Succeed())
-			owners := m.GetOwnerReferences()
-			Expect(owners).To(HaveLen(1))
-			Expect(owners[0].Kind).To(Equal("MachineSet"))
-			Expect(owners[0].Name).To(Equal(world.MachineSetOf(s).Name), "CAPI made the Machine from the NodePool's own MachineSet")
-		}
+		Eventually(func(g Gomega) {
+			vas := vsphereAgents(pool)
+			g.Expect(vas).To(HaveLen(2))
+			for _, va := range vas {
+				g.Expect(va.Status.VM.Phase).To(Equal(afv1.VMPhaseBound))
+				g.Expect(va.Status.VM.MachineName).NotTo(BeEmpty())
+				m := agents.New(agents.MachineGVK())
+				g.Expect(k8s.Get(ctx, key(s.ControlPlaneNamespace, va.Status.VM.MachineName), m)).To(Succeed())
+				owners := m.GetOwnerReferences()
+				g.Expect(owners).To(HaveLen(1))
+				g.Expect(owners[0].Kind).To(Equal("MachineSet"))
+				g.Expect(owners[0].Name).To(Equal(world.MachineSetOf(s).Name), "CAPI made the Machine from the NodePool's own MachineSet")
+			}
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
 
 		By("scaling 2 -> 1: CAPI deletes one Machine, the operator destroys its VM and keeps the other")
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
