@@ -65,19 +65,19 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 			va.Status.VM.MachineName = machine
 		}
 	}
-	if reason == afv1.ReasonInstallingPendingUserAction && va.Status.VM.Reason != reason {
-		name, agent, info := va.Status.VM.Name, a.Name, a.StateInfo
-		s.afterWrite = append(s.afterWrite, func() {
-			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonInstallingPendingUserAction, events.ActionObserveVM, "%s", installingPendingUserActionMessage(name, agent, info))
-		})
-	}
-	if reason == afv1.ReasonUnbindingPendingUserAction && va.Status.VM.Reason != reason {
-		// Once, when the status saying so is written (a conflicting write is retried by a pass that
-		// sees the old reason again).
-		name, agent, machine := va.Status.VM.Name, a.Name, va.Status.VM.MachineName
-		s.afterWrite = append(s.afterWrite, func() {
-			r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonUnbindingPendingUserAction, events.ActionUnbindAgent, "%s", unbindingPendingUserActionMessage(name, agent, machine))
-		})
+	if reason != va.Status.VM.Reason {
+		// A Warning Event once, when the status saying so is written (a conflicting write is retried by a
+		// pass that sees the old reason again).
+		var action, msg string
+		switch reason {
+		case afv1.ReasonInstallingPendingUserAction:
+			action, msg = events.ActionObserveVM, installingPendingUserActionMessage(va.Status.VM.Name, a.Name, a.StateInfo)
+		case afv1.ReasonUnbindingPendingUserAction:
+			action, msg = events.ActionUnbindAgent, unbindingPendingUserActionMessage(va.Status.VM.Name, a.Name, va.Status.VM.MachineName)
+		}
+		if msg != "" {
+			s.afterWrite = append(s.afterWrite, func() { r.Recorder.Eventf(va, nil, "Warning", reason, action, "%s", msg) })
+		}
 	}
 	r.setPhase(va, phase, reason)
 	return true, nil

@@ -462,11 +462,7 @@ func (r *Reconciler) setReady(s *vmScope) {
 		}
 		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, afv1.ReasonBound, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	case afv1.VMPhaseAvailable:
-		reason := afv1.ReasonAvailable // the phase's name
-		if va.Status.VM.Phase == afv1.VMPhaseBound {
-			reason = afv1.ReasonBound
-		}
-		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, reason, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
+		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, afv1.ReasonAvailable, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	default:
 		msg := "VM phase " + string(va.Status.VM.Phase)
 		if va.Status.VM.Reason == afv1.ReasonUnbindingPendingUserAction {
