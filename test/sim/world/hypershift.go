@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -179,15 +180,9 @@ func ignitionFor(np *unstructured.Unstructured, cpNS string) ([]byte, error) {
 // ensureMachineDeployment creates the NodePool's MachineDeployment, with the fields CAPI's admission
 // webhooks would default (this API server runs none), and keeps its replicas and template current.
 func (d *Driver) ensureMachineDeployment(ctx context.Context, np *unstructured.Unstructured, cpNS, infraID, templateName, secretName string, replicas int64, scale bool) error {
-	mds, err := d.listInPass(ctx, MachineDeploymentGVK)
+	md, err := d.renderedFor(ctx, MachineDeploymentGVK, cpNS, np)
 	if err != nil {
 		return err
-	}
-	var md *unstructured.Unstructured
-	for _, m := range mds {
-		if m.GetNamespace() == cpNS && m.GetName() == np.GetName() {
-			md = m
-		}
 	}
 	template := machineTemplate(np, infraID, templateName, secretName, "cluster.x-k8s.io/deployment-name", np.GetName())
 	if md == nil {
@@ -219,6 +214,20 @@ func (d *Driver) ensureMachineDeployment(ctx context.Context, np *unstructured.U
 		return nil
 	}
 	return d.keepRendered(ctx, md, template, templateName, replicas, scale)
+}
+
+// renderedFor is the object of kind gvk HyperShift rendered for np in cpNS (named after np), nil when none.
+func (d *Driver) renderedFor(ctx context.Context, gvk schema.GroupVersionKind, cpNS string, np *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	list, err := d.listInPass(ctx, gvk)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range list {
+		if o.GetNamespace() == cpNS && o.GetName() == np.GetName() {
+			return o, nil
+		}
+	}
+	return nil, nil
 }
 
 // machineTemplate is the Machine template HyperShift renders into a NodePool's MachineDeployment or

@@ -2,7 +2,6 @@ package world
 
 import (
 	"context"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +39,7 @@ func inPlaceSelectorLabel(infraID, clusterName, nodePool string) string {
 	if keep := maxLength - len(hash) - 2 - len(nodePool); keep > 0 {
 		return name[:keep] + "-" + hash + "-" + nodePool
 	}
-	return (name[:maxLength-len(hash)-1] + "-" + hash)[:maxLength]
+	return name[:maxLength-len(hash)-1] + "-" + hash
 }
 
 // ensureMachineSet creates an InPlace NodePool's MachineSet as HyperShift's reconcileMachineSet shapes it
@@ -50,15 +49,9 @@ func inPlaceSelectorLabel(infraID, clusterName, nodePool string) string {
 // Random), and keeps its replicas and template current. HyperShift writes the replicas only without
 // autoscaling; with autoscaling the autoscaler scales the MachineSet, here SetReplicas plays both.
 func (d *Driver) ensureMachineSet(ctx context.Context, np *unstructured.Unstructured, cpNS, infraID, templateName, secretName string, replicas int64, scale bool) error {
-	sets, err := d.listInPass(ctx, MachineSetGVK)
+	ms, err := d.renderedFor(ctx, MachineSetGVK, cpNS, np)
 	if err != nil {
 		return err
-	}
-	var ms *unstructured.Unstructured
-	for _, m := range sets {
-		if m.GetNamespace() == cpNS && m.GetName() == np.GetName() {
-			ms = m
-		}
 	}
 	clusterName, _, _ := unstructured.NestedString(np.Object, "spec", "clusterName")
 	selectorLabel := inPlaceSelectorLabel(infraID, clusterName, np.GetName())
@@ -68,7 +61,7 @@ func (d *Driver) ensureMachineSet(ctx context.Context, np *unstructured.Unstruct
 		ms.SetNamespace(cpNS)
 		ms.SetName(np.GetName())
 		ms.SetLabels(map[string]string{LabelClusterName: infraID})
-		ms.SetAnnotations(map[string]string{AnnotationNodePool: nodePoolKey(np), AnnotationInPlaceMaxUnavailable: strconv.Itoa(1)})
+		ms.SetAnnotations(map[string]string{AnnotationNodePool: nodePoolKey(np), AnnotationInPlaceMaxUnavailable: "1"})
 		want := replicas
 		if !scale {
 			want = 0
