@@ -1,6 +1,8 @@
-// Command latency measures what warm standby buys a pending pod: the time from an AgentMachine waiting
-// with NoSuitableAgents to its Agent bound, on pools without standby and pools with spec.standby N side
-// by side in one run (same bursts, same world delays), and what the standby costs in VM-hours.
+// Command latency measures how much sooner a waiting AgentMachine gets an Agent with warm standby: the time
+// from an AgentMachine waiting with NoSuitableAgents to its Agent bound (not a pending pod's whole wait:
+// the installation and node join after the bind are outside it, docs/standby.md), on pools without
+// standby and pools with spec.standby N side by side in one run (same bursts, same world delays), and
+// what the standby costs in VM-hours.
 //
 // It runs on a real API server (envtest), the vCenter simulator in its own process, CAPI core, the
 // world driver (HyperShift, the Agent CAPI provider, assisted-service) and the operator in-process, with
