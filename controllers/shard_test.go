@@ -13,12 +13,12 @@ import (
 // ShardEnv splits the scenario suite over processes run side by side: "k/n" runs the k-th of n shares of
 // the spec files (each process starts its own API server, CAPI and simulator). The scenarios mostly wait
 // on the API server, CAPI and the world, so two processes on two cores take little more than half the
-// time of one; `make test` runs the suite as two shards.
+// time of one; `make test` runs the suite as hack/test.sh's SUITE_SHARDS shards (2).
 const ShardEnv = "AGENT_FORGE_SUITE_SHARD"
 
 // shardFocus returns the regular expressions of the spec files this process runs (nil: all of them),
 // from the shard setting and the package's test files with Ginkgo containers, sorted by name and dealt out
-// in turn so that both shards get a share of the long and the short files.
+// in turn so that every shard gets a share of the long and the short files.
 func shardFocus(setting string, files []string) ([]string, error) {
 	if setting == "" {
 		return nil, nil
