@@ -226,17 +226,22 @@ func step(t *testing.T, d *world.Driver) {
 }
 
 // until steps the world until ok holds: CAPI runs on its own (a real process, on the wall clock), so
-// what it does shows up between passes. Bounded: 60 s.
+// what it does shows up between passes. Bounded: 60 s (poll's bound).
 func until(t *testing.T, d *world.Driver, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll(t, what, func() bool {
 		if _, err := d.Step(t.Context()); err != nil {
 			t.Logf("world step: %v", err)
 		}
-		if ok() {
-			return
-		}
+		return ok()
+	})
+}
+
+// poll waits for ok without stepping the world (CAPI, a real process, moves on its own). Bounded: 60 s.
+func poll(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !ok() {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 60 s: %s", what)
 		}

@@ -20,7 +20,6 @@ import (
 // deleted, so CAPI (a real process) holds still while the world takes its pass: the order that strands it
 // (without the pause, CAPI usually deletes the AgentMachine before the provider's pass).
 func TestMachineDeletedBeforeTheProviderHookedItStaysDeleting(t *testing.T) {
-	const paused = "cluster.x-k8s.io/paused"
 	s := scenario(t)
 	d, _ := newWorld(t, s, world.Options{})
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
@@ -44,7 +43,7 @@ func TestMachineDeletedBeforeTheProviderHookedItStaysDeleting(t *testing.T) {
 		t.Fatal("the Machine carries the provider's hook although the world took no pass since the adoption")
 	}
 	patch := client.MergeFrom(m.DeepCopy())
-	m.SetAnnotations(mergeMaps(m.GetAnnotations(), map[string]string{paused: "true"}))
+	m.SetAnnotations(mergeMaps(m.GetAnnotations(), map[string]string{world.AnnotationPaused: "true"}))
 	must(t, k8s.Patch(t.Context(), m, patch))
 	must(t, k8s.Delete(t.Context(), m))
 	poll(t, "the Machine deleting", func() bool { return get(t, "Machine", victim).GetDeletionTimestamp() != nil })
@@ -62,7 +61,7 @@ func TestMachineDeletedBeforeTheProviderHookedItStaysDeleting(t *testing.T) {
 
 	patch = client.MergeFrom(m.DeepCopy())
 	ann := m.GetAnnotations()
-	delete(ann, paused)
+	delete(ann, world.AnnotationPaused)
 	m.SetAnnotations(ann)
 	must(t, k8s.Patch(t.Context(), m, patch))
 	until(t, d, "CAPI deletes the AgentMachine and waits for it", func() bool {
@@ -95,16 +94,4 @@ func deletingReason(t *testing.T, key types.NamespacedName) string {
 	}
 	_, r := unstructuredcond.StatusReason(get(t, "Machine", key), "Deleting")
 	return r
-}
-
-// poll waits for ok without stepping the world (CAPI, a real process, moves on its own). Bounded: 60 s.
-func poll(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s: %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
