@@ -150,6 +150,9 @@ func TestDuplicateHostnameFailsOnceBound(t *testing.T) {
 		prepareRegisteredAgent(t, s, &a, hostname)
 	}
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 2))
+	// Both AgentMachines adopted before the world's next pass, so that pass binds both and neither sees the
+	// cluster without the other (an Agent bound alone would install; TestDuplicateHostnameOfAnInstallingHost).
+	poll(t, "CAPI adopted both AgentMachines", func() bool { return adoptedAgentMachines(t, s) == 2 })
 	until(t, d, "both Agents bound", func() bool {
 		n := 0
 		for _, a := range list(t, "Agent", s.Namespace) {
@@ -169,6 +172,66 @@ func TestDuplicateHostnameFailsOnceBound(t *testing.T) {
 			t.Errorf("vsphere-disk-uuid-enabled = %s with disk.EnableUUID=TRUE", st)
 		}
 	}
+}
+
+// TestDuplicateHostnameOfAnInstallingHost: hostname-unique compares with every host of the cluster that
+// has an inventory, whatever its state (assisted-service's isHostnameUnique), so a host bound after another
+// with its name waits insufficient while the first one's installation goes on.
+func TestDuplicateHostnameOfAnInstallingHost(t *testing.T) {
+	s := scenario(t)
+	vc := startVCenter(t)
+	createVM(t, vc, "dup-0", "[LocalDS_0] discovery.iso")
+	createVM(t, vc, "dup-1", "[LocalDS_0] discovery.iso")
+	d, _ := newWorld(t, s, world.Options{VSphere: vc})
+	step(t, d)
+	hostname := "dup-" + s.Namespace
+	for _, a := range list(t, "Agent", s.Namespace) {
+		prepareRegisteredAgent(t, s, &a, hostname)
+	}
+	bound := func() (first *unstructured.Unstructured, n int) {
+		for _, a := range list(t, "Agent", s.Namespace) {
+			if st, _ := unstructuredcond.StatusReason(&a, "Bound"); st == "True" {
+				n++
+				first = a.DeepCopy()
+			}
+		}
+		return first, n
+	}
+	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
+	until(t, d, "the first Agent bound and installing", func() bool {
+		a, n := bound()
+		return n == 1 && (str(a, "status", "debugInfo", "state") == "installing" || str(a, "status", "debugInfo", "state") == "added-to-existing-cluster")
+	})
+	first, _ := bound()
+	must(t, d.SetReplicas(t.Context(), s.NodePool, 2))
+	until(t, d, "the second Agent bound", func() bool { _, n := bound(); return n == 2 })
+	step(t, d)
+	for _, a := range list(t, "Agent", s.Namespace) {
+		if a.GetName() == first.GetName() {
+			if got := str(&a, "status", "debugInfo", "state"); got != "installing" && got != "added-to-existing-cluster" {
+				t.Errorf("the first host's state = %q: a later duplicate must not stop an installation", got)
+			}
+			continue
+		}
+		wantInsufficient(t, &a, "insufficient", "Hostname "+hostname+" is not unique in cluster")
+		if st, r := unstructuredcond.StatusReason(&a, "Installed"); st != "False" || r != "InstallationNotStarted" {
+			t.Errorf("second host: Installed = %s/%s", st, r)
+		}
+	}
+}
+
+// adoptedAgentMachines counts the scenario's AgentMachines that CAPI adopted (a Machine owner).
+func adoptedAgentMachines(t *testing.T, s *world.Scenario) int {
+	n := 0
+	for _, am := range list(t, "AgentMachine", s.ControlPlaneNamespace) {
+		for _, o := range am.GetOwnerReferences() {
+			if o.Kind == "Machine" {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 func TestEmptyDriveRegistersNothing(t *testing.T) {
