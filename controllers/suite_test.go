@@ -13,6 +13,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	gtypes "github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +65,11 @@ func TestControllers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		focus, err := shardFocus(setting, files)
+		seconds, err := readSpecSeconds(specSecondsFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		focus, err := shardFocus(setting, files, seconds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,6 +78,22 @@ func TestControllers(t *testing.T) {
 	}
 	RunSpecs(t, "Controllers Suite", suiteConfig, reporterConfig)
 }
+
+// The seconds each spec file took, for the shards' deal (shard_test.go); written only when asked.
+var _ = ReportAfterSuite("spec file seconds", func(r Report) {
+	path := os.Getenv(SpecTimesEnv)
+	if path == "" {
+		return
+	}
+	seconds := map[string]float64{}
+	for _, s := range r.SpecReports {
+		if s.LeafNodeType != gtypes.NodeTypeIt || s.State.Is(gtypes.SpecStateSkipped|gtypes.SpecStatePending) {
+			continue
+		}
+		seconds[filepath.Base(s.LeafNodeLocation.FileName)] += s.RunTime.Seconds()
+	}
+	Expect(os.WriteFile(path, []byte(formatSpecSeconds(seconds)), 0o600)).To(Succeed())
+})
 
 var _ = BeforeSuite(func() {
 	// Every manager log line also goes to managerLog, so specs can assert what the manager logged.

@@ -16,6 +16,7 @@ shards="${SUITE_SHARDS:-2}"
 KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
 export KUBEBUILDER_ASSETS
 
+began=$SECONDS
 # Compile the controllers' test binary once (no test runs), so every invocation below only links it.
 go test "${flags[@]}" -run '^$' ./controllers/ >/dev/null
 
@@ -27,16 +28,25 @@ logs=()
 pids=()
 cleanup() {
   ((${#pids[@]})) && kill "${pids[@]}" 2>/dev/null || true
-  rm -f "$mainlog" "${logs[@]}"
+  rm -f "$mainlog" "${logs[@]}" "${logs[@]/%/.seconds}" "${logs[@]/%/.ended}"
 }
 trap cleanup EXIT
 # Every test of the controllers package (its unit tests too) runs in shard 1; the other shards run only
 # their share of the suite.
+# Each shard also records how long each of its spec files took (controllers/testdata/spec-seconds.tsv is
+# refreshed from these) and when it ended.
+suite_began=$SECONDS
 for ((k = 1; k <= shards; k++)); do
   logs+=("$(mktemp)")
   run=()
   ((k > 1)) && run=(-run '^TestControllers$')
-  AGENT_FORGE_SUITE_SHARD="$k/$shards" go test "${flags[@]}" "${run[@]}" ./controllers/ >"${logs[k - 1]}" 2>&1 &
+  (
+    rc=0
+    AGENT_FORGE_SUITE_SHARD="$k/$shards" AGENT_FORGE_SPEC_TIMES="${logs[k - 1]}.seconds" \
+      go test "${flags[@]}" "${run[@]}" ./controllers/ >"${logs[k - 1]}" 2>&1 || rc=$?
+    echo $((SECONDS - suite_began)) >"${logs[k - 1]}.ended"
+    exit "$rc"
+  ) &
   pids+=("$!")
 done
 
@@ -45,6 +55,7 @@ go test "${flags[@]}" "${others[@]}" 2>&1 | tee "$mainlog" || rc=$?
 # The crash campaign's seam is compiled only with the crashpoints tag (the shipped binary has none): its
 # own tests run in such a build.
 go test "${flags[@]}" -tags crashpoints -run 'CrashSeam' ./cmd/app/ 2>&1 | tee -a "$mainlog" || rc=$?
+others_ended=$((SECONDS - suite_began))
 shard=0
 for pid in "${pids[@]}"; do
   wait "$pid" || shard=$?
@@ -64,6 +75,15 @@ for ((k = 0; k <= shards; k++)); do
     sed -n '/WARNING: DATA RACE/,/^==================$/p' "$f" | head -80
   fi
 done
+# Where the time went, last, where a CI log's tail shows it (seconds since the shards started; the
+# make targets before this script and the suite's compile are in "before").
+echo "spec file seconds (all shards; refresh controllers/testdata/spec-seconds.tsv from these):"
+cat "${logs[@]/%/.seconds}" 2>/dev/null | sort -t$'\t' -k2,2 -rn || true
+timing="timing: before the shards $((suite_began + ${AGENT_FORGE_TEST_BEFORE:-0})) s"
+for ((k = 1; k <= shards; k++)); do
+  timing+=", shard $k/$shards $(cat "${logs[k - 1]}.ended" 2>/dev/null || echo '?') s"
+done
+echo "$timing, other packages $others_ended s"
 if ((rc != 0 || shard != 0)); then
   exit 1
 fi
