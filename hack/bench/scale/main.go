@@ -207,6 +207,12 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}
 	defer func() { _ = vc.Logout(context.WithoutCancel(ctx)) }()
 
+	changesCtx, stopChanges := context.WithCancel(ctx)
+	defer stopChanges()
+	changes, err := watchVsphereAgents(changesCtx, h.Env.Config, client.Options{Scheme: h.Env.Scheme})
+	if err != nil {
+		return err
+	}
 	writesBefore, soapBefore := writes.total.Load(), soapN.Load()
 	conflictsBefore, soapMethodsBefore := writes.conflicts.Load(), soapByMethod.snapshot()
 	retriesBefore := readRetries(ctrlmetrics.Registry, reconcileErrs)
@@ -283,6 +289,8 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	logf("operator API writes while provisioning, by verb and resource (%d conflicts):", writes.conflicts.Load()-conflictsBefore)
 	events := writes.events()
 	logByKind(writes.stop(), nPools, vms)
+	stopChanges()
+	changes.log(vms)
 	logf("operator Events created while provisioning, by reason:")
 	for _, t := range events {
 		logf("  %6d  %-40s %7.1f/pool  %5.2f/VM", t.n, t.what, float64(t.n)/float64(max(nPools, 1)), float64(t.n)/float64(max(vms, 1)))
