@@ -65,9 +65,15 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 35m
 # When make began, for hack/test.sh's closing "timing:" line (the prebuilds and checks before the tests).
 MAKE_STARTED := $(shell date +%s)
 
+# The suite's shards need only envtest and CAPI core, and verify-generated rewrites config/crd in place,
+# so both come first; hack/test.sh then runs test-checks (the other tool builds, lint, the bundle and
+# catalog checks, the floor) beside the shards, before the other packages.
 .PHONY: test
-test: prebuild-test verify-generated vet envtest-assets $(TEST_DEPS) ## Run every test (envtest + simulator), -race.
+test: prebuild-suite verify-generated envtest-assets ## Run every test (envtest + simulator), -race, and every check.
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" AGENT_FORGE_TEST_BEFORE=$$(($$(date +%s) - $(MAKE_STARTED))) hack/test.sh
+
+.PHONY: test-checks
+test-checks: prebuild-test verify-generated vet envtest-assets $(TEST_DEPS) ## make test's checks besides the Go tests (hack/test.sh runs them).
 
 .PHONY: lint
 lint: fmt-check vet golangci-lint ## Static checks: gofmt, go vet, golangci-lint (hack/mk/lint.mk). Part of `make test`.
