@@ -73,7 +73,7 @@ test: prebuild-suite verify-generated envtest-assets ## Run every test (envtest 
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" AGENT_FORGE_TEST_BEFORE=$$(($$(date +%s) - $(MAKE_STARTED))) hack/test.sh
 
 .PHONY: test-checks
-test-checks: prebuild-test verify-generated vet envtest-assets $(TEST_DEPS) ## make test's checks besides the Go tests (hack/test.sh runs them).
+test-checks: prebuild-test vet envtest-assets $(TEST_DEPS) ## make test's checks besides the Go tests and verify-generated (hack/test.sh runs them beside the shards; verify-generated rewrites config/crd in place, so make test runs it before).
 
 .PHONY: lint
 lint: fmt-check vet golangci-lint ## Static checks: gofmt, go vet, golangci-lint (hack/mk/lint.mk). Part of `make test`.

@@ -101,7 +101,9 @@ var _ = Describe("Copies of the pool's VMs", func() {
 
 		By("deleting the pool under Delete: the copies stay, reported in PoolDeleted, not again by CopyFound")
 		deletePoolAndWait(p)
-		Expect(poolEventMessages(ctx, p)).To(ContainElement(ContainSubstring("3 copy(ies) of its VMs kept")))
+		// Events are recorded asynchronously: the pool can be gone before its last Event is stored.
+		Eventually(func() []string { return poolEventMessages(ctx, p) }, 30*time.Second, 250*time.Millisecond).
+			Should(ContainElement(ContainSubstring("3 copy(ies) of its VMs kept")))
 		Expect(copyEvents()).To(SatisfyAll(HaveLen(3), HaveEach(BeEquivalentTo(1))))
 		for uuid, name := range uuids {
 			Expect(vc.VMByInstanceUUID(uuid)).NotTo(BeNil(), "copy %s destroyed", name)
