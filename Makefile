@@ -65,15 +65,16 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 35m
 # When make began, for hack/test.sh's closing "timing:" line (the prebuilds and checks before the tests).
 MAKE_STARTED := $(shell date +%s)
 
-# The suite's shards need only envtest and CAPI core, and verify-generated rewrites config/crd in place,
-# so both come first; hack/test.sh then runs test-checks (the other tool builds, lint, the bundle and
-# catalog checks, the floor) beside the shards, before the other packages.
+# The long tool builds (hack/prebuild.sh: envtest and the floor, CAPI core, OLM, golangci-lint, side by side)
+# and verify-generated (it rewrites config/crd in place) come first; hack/test.sh then runs test-checks (vet,
+# lint, the bundle, catalog, rules, docs and floor checks and the small tools they build) beside the
+# suite's shards, before the other packages.
 .PHONY: test
-test: prebuild-suite verify-generated envtest-assets ## Run every test (envtest + simulator), -race, and every check.
+test: prebuild-test verify-generated envtest-assets ## Run every test (envtest + simulator), -race, and every check.
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" AGENT_FORGE_TEST_BEFORE=$$(($$(date +%s) - $(MAKE_STARTED))) hack/test.sh
 
 .PHONY: test-checks
-test-checks: prebuild-test vet envtest-assets $(TEST_DEPS) ## make test's checks besides the Go tests and verify-generated (hack/test.sh runs them beside the shards; verify-generated rewrites config/crd in place, so make test runs it before).
+test-checks: prebuild-test vet envtest-assets $(TEST_DEPS) ## make test's checks besides the Go tests and verify-generated (hack/test.sh runs them beside the shards).
 
 .PHONY: lint
 lint: fmt-check vet golangci-lint ## Static checks: gofmt, go vet, golangci-lint (hack/mk/lint.mk). Part of `make test`.

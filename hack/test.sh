@@ -7,10 +7,10 @@
 # package queued for the other slot. Three shards were tried (2026-12-06, 2-core machine): the slowest
 # shard went from ~1400 s to ~1300 s, but each shard's API server, CAPI and simulator took CPU from the
 # other packages, which then finished last, and the image test's cold arm64 build of the manager ran out
-# of its 15 min. make test's checks (test-checks: lint, bundle, catalog, rules, floor, and the cold builds
-# of their tools) run here beside the shards, before the other packages: on CI they took ~12 of the 40 min
-# before the shards started (2384 s at bca1bdc, shard 1 1645 s of it). Fails when any fails; the shards'
-# output is printed after the rest, then where the time went.
+# of its 15 min. make test's checks (test-checks: vet, lint, bundle, catalog, rules, docs, floor, and the
+# small tools they build) run here beside the shards, before the other packages; the long tool builds stay
+# before (hack/mk/prebuild.mk). Fails when any fails; the shards' output is printed after the rest, then
+# where the time went.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -63,8 +63,8 @@ for ((k = 1; k <= shards; k++)); do
 done
 
 rc=0
-# Beside the shards (which mostly wait on their API servers, CAPI and the world): the checks and the
-# tool builds they need, then every other package (some of which use those tools: opm, OLM).
+# Beside the shards (which mostly wait on their API servers, CAPI and the world): the checks and the small
+# tools they build, then every other package (some of which use those tools: kustomize, opm).
 make --no-print-directory test-checks 2>&1 | tee "$mainlog" || rc=$?
 checks_ended=$((SECONDS - suite_began))
 cpu_checks="$(cpu_now)"
