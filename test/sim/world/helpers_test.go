@@ -297,3 +297,19 @@ func prepareAgent(t *testing.T, s *world.Scenario, name string, approved bool) t
 	must(t, k8s.Status().Update(t.Context(), a))
 	return client.ObjectKeyFromObject(a)
 }
+
+// adoptingMachines are the Machines that own (adopted) the scenario's AgentMachines, one per adopted
+// AgentMachine.
+func adoptingMachines(t *testing.T, s *world.Scenario) []types.NamespacedName {
+	t.Helper()
+	var out []types.NamespacedName
+	for _, am := range list(t, "AgentMachine", s.ControlPlaneNamespace) {
+		for _, o := range am.GetOwnerReferences() {
+			if o.Kind == "Machine" {
+				out = append(out, types.NamespacedName{Namespace: am.GetNamespace(), Name: o.Name})
+				break
+			}
+		}
+	}
+	return out
+}

@@ -28,15 +28,12 @@ func TestMachineDeletedBeforeTheProviderHookedItStaysDeleting(t *testing.T) {
 	}
 	var victim types.NamespacedName
 	poll(t, "CAPI created the Machine and adopted its AgentMachine, the world not stepped since", func() bool {
-		for _, am := range list(t, "AgentMachine", s.ControlPlaneNamespace) {
-			for _, o := range am.GetOwnerReferences() {
-				if o.Kind == "Machine" {
-					victim = types.NamespacedName{Namespace: am.GetNamespace(), Name: o.Name}
-					return true
-				}
-			}
+		adopting := adoptingMachines(t, s)
+		if len(adopting) == 0 {
+			return false
 		}
-		return false
+		victim = adopting[0]
+		return true
 	})
 	m := get(t, "Machine", victim)
 	if _, hooked := m.GetAnnotations()[world.AnnotationPreTerminateHook]; hooked {

@@ -136,32 +136,12 @@ func TestForbiddenHostnameIsInsufficient(t *testing.T) {
 }
 
 func TestDuplicateHostnameFailsOnceBound(t *testing.T) {
-	s := scenario(t)
-	vc := startVCenter(t)
-	createVM(t, vc, "dup-0", "[LocalDS_0] discovery.iso")
-	createVM(t, vc, "dup-1", "[LocalDS_0] discovery.iso")
-	d, _ := newWorld(t, s, world.Options{VSphere: vc})
-	step(t, d)
-	hostname := "dup-" + s.Namespace
-	for _, a := range list(t, "Agent", s.Namespace) {
-		if got := str(&a, "status", "debugInfo", "state"); got != "known-unbound" {
-			t.Fatalf("unbound: state %q (hostname-unique is not checked without a cluster)", got)
-		}
-		prepareRegisteredAgent(t, s, &a, hostname)
-	}
+	s, d, hostname := twoAgentsNamedAlike(t)
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 2))
 	// Both AgentMachines adopted before the world's next pass, so that pass binds both and neither sees the
 	// cluster without the other (an Agent bound alone would install; TestDuplicateHostnameOfAnInstallingHost).
-	poll(t, "CAPI adopted both AgentMachines", func() bool { return adoptedAgentMachines(t, s) == 2 })
-	until(t, d, "both Agents bound", func() bool {
-		n := 0
-		for _, a := range list(t, "Agent", s.Namespace) {
-			if st, _ := unstructuredcond.StatusReason(&a, "Bound"); st == "True" {
-				n++
-			}
-		}
-		return n == 2
-	})
+	poll(t, "CAPI adopted both AgentMachines", func() bool { return len(adoptingMachines(t, s)) == 2 })
+	until(t, d, "both Agents bound", func() bool { _, n := boundAgents(t, s); return n == 2 })
 	step(t, d)
 	for _, a := range list(t, "Agent", s.Namespace) {
 		wantInsufficient(t, &a, "insufficient", "Hostname "+hostname+" is not unique in cluster")
@@ -178,38 +158,24 @@ func TestDuplicateHostnameFailsOnceBound(t *testing.T) {
 // has an inventory, whatever its state (assisted-service's isHostnameUnique), so a host bound after another
 // with its name waits insufficient while the first one's installation goes on.
 func TestDuplicateHostnameOfAnInstallingHost(t *testing.T) {
-	s := scenario(t)
-	vc := startVCenter(t)
-	createVM(t, vc, "dup-0", "[LocalDS_0] discovery.iso")
-	createVM(t, vc, "dup-1", "[LocalDS_0] discovery.iso")
-	d, _ := newWorld(t, s, world.Options{VSphere: vc})
-	step(t, d)
-	hostname := "dup-" + s.Namespace
-	for _, a := range list(t, "Agent", s.Namespace) {
-		prepareRegisteredAgent(t, s, &a, hostname)
-	}
-	bound := func() (first *unstructured.Unstructured, n int) {
-		for _, a := range list(t, "Agent", s.Namespace) {
-			if st, _ := unstructuredcond.StatusReason(&a, "Bound"); st == "True" {
-				n++
-				first = a.DeepCopy()
-			}
-		}
-		return first, n
+	s, d, hostname := twoAgentsNamedAlike(t)
+	installing := func(a *unstructured.Unstructured) bool {
+		st := str(a, "status", "debugInfo", "state")
+		return st == "installing" || st == "added-to-existing-cluster"
 	}
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
 	until(t, d, "the first Agent bound and installing", func() bool {
-		a, n := bound()
-		return n == 1 && (str(a, "status", "debugInfo", "state") == "installing" || str(a, "status", "debugInfo", "state") == "added-to-existing-cluster")
+		a, n := boundAgents(t, s)
+		return n == 1 && installing(a)
 	})
-	first, _ := bound()
+	first, _ := boundAgents(t, s)
 	must(t, d.SetReplicas(t.Context(), s.NodePool, 2))
-	until(t, d, "the second Agent bound", func() bool { _, n := bound(); return n == 2 })
+	until(t, d, "the second Agent bound", func() bool { _, n := boundAgents(t, s); return n == 2 })
 	step(t, d)
 	for _, a := range list(t, "Agent", s.Namespace) {
 		if a.GetName() == first.GetName() {
-			if got := str(&a, "status", "debugInfo", "state"); got != "installing" && got != "added-to-existing-cluster" {
-				t.Errorf("the first host's state = %q: a later duplicate must not stop an installation", got)
+			if !installing(&a) {
+				t.Errorf("the first host's state = %q: a later duplicate must not stop an installation", str(&a, "status", "debugInfo", "state"))
 			}
 			continue
 		}
@@ -220,18 +186,35 @@ func TestDuplicateHostnameOfAnInstallingHost(t *testing.T) {
 	}
 }
 
-// adoptedAgentMachines counts the scenario's AgentMachines that CAPI adopted (a Machine owner).
-func adoptedAgentMachines(t *testing.T, s *world.Scenario) int {
-	n := 0
-	for _, am := range list(t, "AgentMachine", s.ControlPlaneNamespace) {
-		for _, o := range am.GetOwnerReferences() {
-			if o.Kind == "Machine" {
-				n++
-				break
-			}
+// twoAgentsNamedAlike registers two VMs and prepares both Agents with one hostname, as the operator
+// would; unbound they are known-unbound (hostname-unique is not checked without a cluster).
+func twoAgentsNamedAlike(t *testing.T) (*world.Scenario, *world.Driver, string) {
+	t.Helper()
+	s := scenario(t)
+	vc := startVCenter(t)
+	createVM(t, vc, "dup-0", "[LocalDS_0] discovery.iso")
+	createVM(t, vc, "dup-1", "[LocalDS_0] discovery.iso")
+	d, _ := newWorld(t, s, world.Options{VSphere: vc})
+	step(t, d)
+	hostname := "dup-" + s.Namespace
+	for _, a := range list(t, "Agent", s.Namespace) {
+		if got := str(&a, "status", "debugInfo", "state"); got != "known-unbound" {
+			t.Fatalf("unbound: state %q (hostname-unique is not checked without a cluster)", got)
+		}
+		prepareRegisteredAgent(t, s, &a, hostname)
+	}
+	return s, d, hostname
+}
+
+// boundAgents counts the scenario's Agents with Bound=True and returns the last of them.
+func boundAgents(t *testing.T, s *world.Scenario) (last *unstructured.Unstructured, n int) {
+	for _, a := range list(t, "Agent", s.Namespace) {
+		if st, _ := unstructuredcond.StatusReason(&a, "Bound"); st == "True" {
+			n++
+			last = a.DeepCopy()
 		}
 	}
-	return n
+	return last, n
 }
 
 func TestEmptyDriveRegistersNothing(t *testing.T) {
