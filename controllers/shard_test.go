@@ -18,10 +18,7 @@ import (
 const ShardEnv = "AGENT_FORGE_SUITE_SHARD"
 
 // shardFocus returns the regular expressions of the spec files this process runs (nil: all of them),
-// from the shard setting, the package's test files with Ginkgo containers and the seconds each file took
-// in a recorded run (testdata/spec-seconds.tsv). Files are dealt longest first, each to the shard with the
-// least work so far (ties to the lower shard), so the shards end together; a file without a record counts
-// as the mean of the recorded ones. Every process computes the same deal.
+// from the shard setting and the deal of the package's test files with Ginkgo containers (dealShards).
 func shardFocus(setting string, files []string, seconds map[string]float64) ([]string, error) {
 	if setting == "" {
 		return nil, nil
@@ -32,6 +29,25 @@ func shardFocus(setting string, files []string, seconds map[string]float64) ([]s
 	if !ok || err1 != nil || err2 != nil || total < 1 || index < 1 || index > total {
 		return nil, fmt.Errorf("%s=%q: want k/n with 1 <= k <= n", ShardEnv, setting)
 	}
+	shardOf, _ := dealShards(files, seconds, total)
+	var focus []string
+	for _, f := range files {
+		if shardOf[f] == index-1 {
+			focus = append(focus, "/"+regexp.QuoteMeta(f)+"$")
+		}
+	}
+	if len(focus) == 0 {
+		focus = []string{"^$"} // more shards than files: this one runs nothing
+	}
+	return focus, nil
+}
+
+// dealShards deals files to total shards by the seconds each took in a recorded run
+// (testdata/spec-seconds.tsv): longest first, each to the shard with the least work so far (ties to the
+// lower shard), so the shards end together; a file without a record counts as the mean of the recorded
+// ones. It returns each file's shard (0-based) and each shard's recorded seconds; every process computes
+// the same deal.
+func dealShards(files []string, seconds map[string]float64, total int) (map[string]int, []float64) {
 	weight := func(f string) float64 {
 		if s, ok := seconds[f]; ok {
 			return s
@@ -46,7 +62,7 @@ func shardFocus(setting string, files []string, seconds map[string]float64) ([]s
 		return files[i] < files[j]
 	})
 	load := make([]float64, total)
-	var focus []string
+	shardOf := make(map[string]int, len(files))
 	for _, f := range files {
 		least := 0
 		for s := range load {
@@ -55,14 +71,9 @@ func shardFocus(setting string, files []string, seconds map[string]float64) ([]s
 			}
 		}
 		load[least] += weight(f)
-		if least == index-1 {
-			focus = append(focus, "/"+regexp.QuoteMeta(f)+"$")
-		}
+		shardOf[f] = least
 	}
-	if len(focus) == 0 {
-		focus = []string{"^$"} // more shards than files: this one runs nothing
-	}
-	return focus, nil
+	return shardOf, load
 }
 
 func meanSeconds(seconds map[string]float64) float64 {
@@ -128,6 +139,16 @@ func formatSpecSeconds(seconds map[string]float64) string {
 
 // describes finds a top-level Ginkgo container (at the start of a line, so not this file's own mention).
 var describes = regexp.MustCompile(`(?m)^var _ = Describe\(`)
+
+// shardRecord returns the package's spec files and the committed record of their seconds.
+func shardRecord() ([]string, map[string]float64, error) {
+	files, err := specFiles()
+	if err != nil {
+		return nil, nil, err
+	}
+	seconds, err := readSpecSeconds(specSecondsFile)
+	return files, seconds, err
+}
 
 // specFiles lists the package's test files that hold Ginkgo containers.
 func specFiles() ([]string, error) {
@@ -224,35 +245,12 @@ func TestShardFocusBalancesRecordedSeconds(t *testing.T) {
 // With the committed record, `make test`'s two shards get about the same work: the slower one is what
 // CI waits for.
 func TestRecordedShardsBalance(t *testing.T) {
-	files, err := specFiles()
+	files, seconds, err := shardRecord()
 	if err != nil {
 		t.Fatal(err)
 	}
-	seconds, err := readSpecSeconds(specSecondsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var loads [2]float64
-	var total float64
-	for k := range loads {
-		focus, err := shardFocus(fmt.Sprintf("%d/2", k+1), files, seconds)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			for _, re := range focus {
-				if regexp.MustCompile(re).MatchString("/src/controllers/" + f) {
-					w, ok := seconds[f]
-					if !ok {
-						w = meanSeconds(seconds)
-					}
-					loads[k] += w
-				}
-			}
-		}
-		total += loads[k]
-	}
-	if slower := max(loads[0], loads[1]); slower > 0.52*total {
+	_, loads := dealShards(files, seconds, 2)
+	if total, slower := loads[0]+loads[1], max(loads[0], loads[1]); slower > 0.52*total {
 		t.Errorf("shards %.0f s and %.0f s: the slower holds %.0f%% of the suite", loads[0], loads[1], 100*slower/total)
 	}
 }

@@ -61,11 +61,7 @@ func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
 	suiteConfig, reporterConfig := GinkgoConfiguration()
 	if setting := os.Getenv(ShardEnv); setting != "" {
-		files, err := specFiles()
-		if err != nil {
-			t.Fatal(err)
-		}
-		seconds, err := readSpecSeconds(specSecondsFile)
+		files, seconds, err := shardRecord()
 		if err != nil {
 			t.Fatal(err)
 		}
