@@ -19,7 +19,6 @@ shards="${SUITE_SHARDS:-2}"
 KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
 export KUBEBUILDER_ASSETS
 
-began=$SECONDS
 # cpu_now prints the machine's idle and total CPU jiffies (/proc/stat), for the closing line's idle shares.
 cpu_now() { awk '/^cpu /{print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit}' /proc/stat 2>/dev/null || echo "0 0"; }
 idle_since() { # idle_since "<idle> <total>" [until "<idle> <total>"]: the idle percentage in between
