@@ -48,9 +48,17 @@ func watchVsphereAgents(ctx context.Context, cfg *rest.Config, opts client.Optio
 		for ctx.Err() == nil {
 			w, err := c.Watch(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
 			if err != nil {
+				if ctx.Err() == nil {
+					logf("note: the VsphereAgent change watch ended (%v); the field counts stop there", err)
+				}
 				return
 			}
 			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error { // e.g. 410 Gone: reopening at the same version fails again at once
+					w.Stop()
+					logf("note: the VsphereAgent change watch ended (%v); the field counts stop there", ev.Object)
+					return
+				}
 				u, ok := ev.Object.(*unstructured.Unstructured)
 				if !ok {
 					continue
