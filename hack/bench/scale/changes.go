@@ -56,7 +56,9 @@ func watchVsphereAgents(ctx context.Context, cfg *rest.Config, opts client.Optio
 			for ev := range w.ResultChan() {
 				if ev.Type == watch.Error { // e.g. 410 Gone: reopening at the same version fails again at once
 					w.Stop()
-					logf("note: the VsphereAgent change watch ended (%v); the field counts stop there", ev.Object)
+					if ctx.Err() == nil { // a cancelled watch ends with an error event too
+						logf("note: the VsphereAgent change watch ended (%v); the field counts stop there", ev.Object)
+					}
 					return
 				}
 				u, ok := ev.Object.(*unstructured.Unstructured)
