@@ -7,34 +7,57 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/internal/agents"
+	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
-// A worker whose VM is power-cycled with the discovery ISO still attached boots that image again (the
-// world takes the CD-ROM first when no boot order says otherwise, see docs/world.md), and assisted-service
-// puts its Agent at installing-pending-user-action ("Wrong boot order detection").
+// A worker whose VM is power-cycled boots whatever its boot order puts first. The operator makes every VM
+// boot its disk before the CD-ROM (internal/vsphere/bootorder.go), so an installed worker boots its
+// installed disk even with the discovery ISO still attached (ejection off). Someone who puts the CD-ROM
+// first by hand gets the discovery image again (the world also takes the CD-ROM first when no boot order
+// says otherwise, see docs/world.md), and assisted-service puts its Agent at
+// installing-pending-user-action ("Wrong boot order detection").
 var _ = Describe("A worker that boots its discovery image again", func() {
+	It("does not happen with the operator's boot order: a power-cycled installed worker boots its disk, its ISO still attached", func(ctx context.Context) {
+		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
+		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
+		va := theInstalledWorker(ctx, s, pool)
+		Expect(pool.Spec.ISO.EjectAfterInstall).To(BeFalse())
+		vm := adminVM(ctx, va.Status.VM.InstanceUUID)
+		Expect(cdromISOs(ctx, vm)).NotTo(BeEmpty(), "the discovery ISO is still in the CD-ROM")
+
+		By("power-cycling the VM by hand")
+		powerCycle(ctx, d, vm, va.Status.VM.BIOSUUID)
+		passes := d.Timing().Passes
+		Eventually(func() int { return d.Timing().Passes }, 60*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", passes+3),
+			"the world saw the host boot again")
+
+		a := agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName))
+		Expect(a.State).To(Equal("added-to-existing-cluster"), "the host booted its installed disk")
+		Expect(a.IsInstalled()).To(BeTrue())
+		got := getVA(&va)
+		Expect(got.Status.VM.Reason).NotTo(Equal(afv1.ReasonInstallingPendingUserAction))
+		Expect(conditionOf(got.Status.Conditions, afv1.ConditionReady)).To(Equal("True/" + afv1.ReasonBound))
+	})
+
 	It("is reported InstallingPendingUserAction with assisted-service's message and a Warning Event, and stays Bound", func(ctx context.Context) {
 		_, s, d, pool := startPoolScenario(operatorOptions{}, nil)
 		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
 		va := theInstalledWorker(ctx, s, pool)
 		Expect(conditionOf(getVA(&va).Status.Conditions, afv1.ConditionReady)).To(Equal("True/" + afv1.ReasonBound))
 
-		By("power-cycling the VM by hand, the ISO still in its CD-ROM")
-		gc, err := vc.Login(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = gc.Logout(context.Background()) })
-		vm := object.NewVirtualMachine(gc.Client, vc.VMByInstanceUUID(va.Status.VM.InstanceUUID).Self)
-		task, err := vm.PowerOff(ctx)
+		By("putting the CD-ROM first in the boot order by hand, then power-cycling the VM, the ISO still in its CD-ROM")
+		vm := adminVM(ctx, va.Status.VM.InstanceUUID)
+		task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{BootOptions: &types.VirtualMachineBootOptions{
+			BootOrder: []types.BaseVirtualMachineBootOptionsBootableDevice{&types.VirtualMachineBootOptionsBootableCdromDevice{}}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(task.Wait(ctx)).To(Succeed())
-		Eventually(func() bool { return d.HostPoweredOn(va.Status.VM.BIOSUUID) }, 30*time.Second, 50*time.Millisecond).Should(BeFalse(), "the world sees the VM off")
-		if task, err := vm.PowerOn(ctx); err == nil {
-			_ = task.Wait(ctx) // the operator may have powered it on already
-		}
+		powerCycle(ctx, d, vm, va.Status.VM.BIOSUUID)
 
 		Eventually(func(g Gomega) {
 			a := agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName))
@@ -53,3 +76,43 @@ var _ = Describe("A worker that boots its discovery image again", func() {
 		Expect(poolVMs(pool)).To(HaveLen(1), "nothing is destroyed")
 	})
 })
+
+// adminVM is the VM with that instance UUID, seen through a simulator session of the test's own (a
+// vSphere user acting by hand), logged out when the spec ends.
+func adminVM(ctx context.Context, instanceUUID string) *object.VirtualMachine {
+	GinkgoHelper()
+	gc, err := vc.Login(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = gc.Logout(context.Background()) })
+	return object.NewVirtualMachine(gc.Client, vc.VMByInstanceUUID(instanceUUID).Self)
+}
+
+// powerCycle powers a VM off, waits until the world saw it off (so its next power-on is a boot), and
+// powers it on again.
+func powerCycle(ctx context.Context, d *world.Driver, vm *object.VirtualMachine, biosUUID string) {
+	GinkgoHelper()
+	task, err := vm.PowerOff(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(task.Wait(ctx)).To(Succeed())
+	Eventually(func() bool { return d.HostPoweredOn(biosUUID) }, 30*time.Second, 50*time.Millisecond).Should(BeFalse(), "the world sees the VM off")
+	if task, err := vm.PowerOn(ctx); err == nil {
+		_ = task.Wait(ctx) // the operator may have powered it on already
+	}
+	Eventually(func() bool { return d.HostPoweredOn(biosUUID) }, 30*time.Second, 50*time.Millisecond).Should(BeTrue(), "the world sees the VM on")
+}
+
+// cdromISOs lists the ISO files in the VM's CD-ROMs.
+func cdromISOs(ctx context.Context, vm *object.VirtualMachine) []string {
+	GinkgoHelper()
+	var m mo.VirtualMachine
+	Expect(vm.Properties(ctx, vm.Reference(), []string{"config.hardware.device"}, &m)).To(Succeed())
+	var out []string
+	for _, dev := range m.Config.Hardware.Device {
+		if cd, ok := dev.(*types.VirtualCdrom); ok {
+			if b, ok := cd.Backing.(*types.VirtualCdromIsoBackingInfo); ok && b.FileName != "" {
+				out = append(out, b.FileName)
+			}
+		}
+	}
+	return out
+}

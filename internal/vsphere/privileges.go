@@ -42,6 +42,7 @@ const (
 	PrivVMAdvancedConfig    = "VirtualMachine.Config.AdvancedConfig"
 	PrivVMCPUCount          = "VirtualMachine.Config.CPUCount"
 	PrivVMMemory            = "VirtualMachine.Config.Memory"
+	PrivVMSettings          = "VirtualMachine.Config.Settings"
 	PrivVMPowerOn           = "VirtualMachine.Interact.PowerOn"
 	PrivVMPowerOff          = "VirtualMachine.Interact.PowerOff"
 	PrivVMSetCDMedia        = "VirtualMachine.Interact.SetCDMedia"
@@ -67,7 +68,7 @@ const (
 // are not inventory entities: vCenter cannot be asked about it here, and it is not listed.
 func RequiredPrivileges(spec PrivilegeSpec, createFolder bool) map[string][]string {
 	folder := []string{PrivVMCreate, PrivVMDelete, PrivVMAddNewDisk, PrivVMAddRemoveDevice, PrivVMAdvancedConfig,
-		PrivVMCPUCount, PrivVMMemory, PrivVMPowerOn, PrivVMPowerOff}
+		PrivVMCPUCount, PrivVMMemory, PrivVMSettings, PrivVMPowerOn, PrivVMPowerOff}
 	if spec.EjectAfterInstall {
 		folder = append(folder, PrivVMSetCDMedia, PrivVMDeviceConnection, PrivVMAnswerQuestion)
 	}

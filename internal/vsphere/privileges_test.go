@@ -14,7 +14,7 @@ import (
 // vmPrivileges are needed on the VM folder by every pool.
 var vmPrivileges = []string{"VirtualMachine.Inventory.Create", "VirtualMachine.Inventory.Delete",
 	"VirtualMachine.Config.AddNewDisk", "VirtualMachine.Config.AddRemoveDevice", "VirtualMachine.Config.AdvancedConfig",
-	"VirtualMachine.Config.CPUCount", "VirtualMachine.Config.Memory", "VirtualMachine.Interact.PowerOn",
+	"VirtualMachine.Config.CPUCount", "VirtualMachine.Config.Memory", "VirtualMachine.Config.Settings", "VirtualMachine.Interact.PowerOn",
 	"VirtualMachine.Interact.PowerOff"}
 
 func TestRequiredPrivileges(t *testing.T) {

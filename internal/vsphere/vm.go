@@ -23,7 +23,8 @@ const (
 // vmProps are the properties read for a VMInfo, in one retrieval.
 var vmProps = []string{
 	"name", "config.uuid", "config.instanceUuid", "config.extraConfig", "config.hardware.device",
-	"config.hardware.numCPU", "config.hardware.memoryMB", "config.template", "runtime.powerState", "runtime.question", "parent",
+	"config.hardware.numCPU", "config.hardware.memoryMB", "config.template", "config.bootOptions", "runtime.powerState",
+	"runtime.question", "parent",
 }
 
 // guardProps are what a changing call reads to prove the VM's identity (verifyIdentity) and power state.
@@ -96,6 +97,7 @@ func toVMInfo(vm *mo.VirtualMachine) *VMInfo {
 		info.InstanceUUID = vm.Config.InstanceUuid
 		info.BIOSUUID = vm.Config.Uuid
 		info.Template = vm.Config.Template
+		info.DiskFirstBoot = bootsDiskFirst(vm)
 		info.Ownership = ownershipOf(vm.Config.ExtraConfig)
 		info.NumCPUs = vm.Config.Hardware.NumCPU
 		info.MemoryMiB = int64(vm.Config.Hardware.MemoryMB)

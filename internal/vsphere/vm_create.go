@@ -12,8 +12,8 @@ import (
 )
 
 // CreateVM finds the VM whose instance UUID is the owner UID (a retry after a crash) or creates it, then
-// powers it on and reads its identity back. Every step is idempotent, so a failure at any point is
-// retried by calling CreateVM again and never yields a second VM.
+// powers it on, makes it boot its disk first (bootorder.go) and reads its identity back. Every step is
+// idempotent, so a failure at any point is retried by calling CreateVM again and never yields a second VM.
 func (c *client) CreateVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
 	info, err := c.createVM(ctx, spec)
 	return info, observe("create", err)
@@ -75,6 +75,12 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 		if info, err = c.powerOnAndRead(ctx, ref); err != nil {
 			return nil, err
 		}
+	} else {
+		// ... or between the power-on and the boot order.
+		if err := c.ensureDiskFirstBoot(ctx, ref, vm); err != nil {
+			return nil, err
+		}
+		info.DiskFirstBoot = len(info.Disks) > 0
 	}
 	info.Adopted = true
 	// The earlier attempt's policy ID is not on the VM's properties: resolve the name again for the caller.
@@ -84,8 +90,8 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 	return info, nil
 }
 
-// powerOnAndRead powers on (already on is success) and reads identity in the same retrieval that sees
-// the power-on task done.
+// powerOnAndRead powers on (already on is success), reads identity in the same retrieval that sees the
+// power-on task done, and makes the VM boot its disk first.
 func (c *client) powerOnAndRead(ctx context.Context, ref types.ManagedObjectReference) (*VMInfo, error) {
 	t, err := object.NewVirtualMachine(c.vim, ref).PowerOn(ctx)
 	var vm *mo.VirtualMachine
@@ -100,8 +106,12 @@ func (c *client) powerOnAndRead(ctx context.Context, ref types.ManagedObjectRefe
 			return nil, err
 		}
 	}
+	if err := c.ensureDiskFirstBoot(ctx, ref, vm); err != nil {
+		return nil, err
+	}
 	info := toVMInfo(vm)
 	info.PoweredOn = true // the task succeeded (or the VM was already on); the read may predate its end
+	info.DiskFirstBoot = len(info.Disks) > 0
 	return info, nil
 }
 

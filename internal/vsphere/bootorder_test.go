@@ -1,0 +1,95 @@
+package vsphere_test
+
+import (
+	"testing"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/containeroo/agent-forge-operator/test/vcsim"
+)
+
+// bootOrderOf reads config.bootOptions.bootOrder and the first disk's device key as vCenter holds them.
+func bootOrderOf(t *testing.T, h *harness, instanceUUID string) ([]types.BaseVirtualMachineBootOptionsBootableDevice, int32) {
+	t.Helper()
+	c := adminClient(t, h)
+	vm := object.NewVirtualMachine(c, h.env.VMByInstanceUUID(instanceUUID).Self)
+	var m mo.VirtualMachine
+	if err := vm.Properties(testContext(t), vm.Reference(), []string{"config.bootOptions", "config.hardware.device"}, &m); err != nil {
+		t.Fatal(err)
+	}
+	disks := object.VirtualDeviceList(m.Config.Hardware.Device).SelectByType((*types.VirtualDisk)(nil))
+	if len(disks) == 0 {
+		t.Fatal("the VM has no disk")
+	}
+	if m.Config.BootOptions == nil {
+		return nil, disks[0].GetVirtualDevice().Key
+	}
+	return m.Config.BootOptions.BootOrder, disks[0].GetVirtualDevice().Key
+}
+
+// wantDiskFirst: the boot order is [boot disk (by its vCenter-assigned key), CD-ROM].
+func wantDiskFirst(t *testing.T, h *harness, instanceUUID string) {
+	t.Helper()
+	order, diskKey := bootOrderOf(t, h, instanceUUID)
+	if len(order) != 2 {
+		t.Fatalf("boot order %#v, want [disk %d, CD-ROM]", order, diskKey)
+	}
+	d, ok := order[0].(*types.VirtualMachineBootOptionsBootableDiskDevice)
+	if !ok || d.DeviceKey != diskKey {
+		t.Fatalf("first boot device %#v, want the boot disk (key %d)", order[0], diskKey)
+	}
+	if _, ok := order[1].(*types.VirtualMachineBootOptionsBootableCdromDevice); !ok {
+		t.Fatalf("second boot device %#v, want the CD-ROM", order[1])
+	}
+}
+
+// TestCreatedVMBootsItsDiskFirst: a new VM boots its disk before the CD-ROM, so an installed worker never
+// boots the discovery ISO again (its blank disk fails to boot the first time and the CD-ROM starts).
+func TestCreatedVMBootsItsDiskFirst(t *testing.T) {
+	h := newHarness(t)
+	h.uploadISO(t, isoPath)
+	info := h.createVM(t, "boot-order-a", newOwner())
+	if !info.DiskFirstBoot {
+		t.Errorf("CreateVM reported DiskFirstBoot=false")
+	}
+	wantDiskFirst(t, h, info.InstanceUUID)
+}
+
+// TestAdoptionSetsAMissingBootOrder: a crash between the power-on and the boot order leaves a running VM
+// the firmware may boot from its CD-ROM; the retry that adopts it sets the order.
+func TestAdoptionSetsAMissingBootOrder(t *testing.T) {
+	h := newHarness(t)
+	h.uploadISO(t, isoPath)
+	owner := newOwner()
+	first := h.createVM(t, "boot-order-b", owner)
+
+	c := adminClient(t, h)
+	vm := object.NewVirtualMachine(c, h.env.VMByInstanceUUID(first.InstanceUUID).Self)
+	task, err := vm.Reconfigure(testContext(t), types.VirtualMachineConfigSpec{BootOptions: &types.VirtualMachineBootOptions{
+		BootOrder: []types.BaseVirtualMachineBootOptionsBootableDevice{&types.VirtualMachineBootOptionsBootableCdromDevice{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if order, _ := bootOrderOf(t, h, first.InstanceUUID); len(order) != 1 {
+		t.Fatalf("setup: boot order %#v, want the CD-ROM alone", order)
+	}
+
+	again := h.createVM(t, "boot-order-b", owner)
+	if !again.Adopted || !again.DiskFirstBoot {
+		t.Fatalf("retry: adopted=%v diskFirst=%v, want both", again.Adopted, again.DiskFirstBoot)
+	}
+	wantDiskFirst(t, h, first.InstanceUUID)
+	// Found again (FindVM), the VM reports its order.
+	found, err := h.client.FindVM(testContext(t), vcsim.Datacenter, first.InstanceUUID, first.BIOSUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found.DiskFirstBoot {
+		t.Errorf("FindVM reported DiskFirstBoot=false on a disk-first VM")
+	}
+}
