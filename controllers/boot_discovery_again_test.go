@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -74,6 +75,54 @@ var _ = Describe("A worker that boots its discovery image again", func() {
 			g.Expect(vaEvents(ctx, got)).To(ContainElement(HavePrefix(afv1.ReasonInstallingPendingUserAction + ": ")))
 		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
 		Expect(poolVMs(pool)).To(HaveLen(1), "nothing is destroyed")
+	})
+})
+
+// With spec.iso.recoverDiscoveryBoot the operator resolves it: eject, disk first, reset, once.
+var _ = Describe("A pool that recovers workers that boot their discovery image again", func() {
+	It("ejects the ISO, puts the disk first and resets the VM once; the worker boots its installed disk and is Ready again", func(ctx context.Context) {
+		_, s, d, pool := startPoolScenario(operatorOptions{}, func(p *afv1.VsphereAgentPool) { p.Spec.ISO.RecoverDiscoveryBoot = true })
+		Expect(pool.Spec.ISO.EjectAfterInstall).To(BeFalse(), "the ISO stays attached after installation")
+		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
+		va := theInstalledWorker(ctx, s, pool)
+		vm := adminVM(ctx, va.Status.VM.InstanceUUID)
+		Expect(cdromISOs(ctx, vm)).NotTo(BeEmpty())
+
+		By("putting the CD-ROM first by hand and power-cycling the VM: its host boots discovery again")
+		task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{BootOptions: &types.VirtualMachineBootOptions{
+			BootOrder: []types.BaseVirtualMachineBootOptionsBootableDevice{&types.VirtualMachineBootOptionsBootableCdromDevice{}}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(task.Wait(ctx)).To(Succeed())
+		powerCycle(ctx, d, vm, va.Status.VM.BIOSUUID)
+
+		By("the operator ejects, resets, and the host boots its installed disk")
+		Eventually(func(g Gomega) {
+			got := getVA(&va)
+			g.Expect(vaEvents(ctx, got)).To(ContainElements(
+				HavePrefix(afv1.ReasonInstallingPendingUserAction+": "),
+				HavePrefix(afv1.ReasonDiscoveryBootReset+": "),
+				HavePrefix(afv1.ReasonDiscoveryBootRecovered+": ")))
+			a := agents.AgentFrom(getAgent(ctx, s.Namespace, va.Status.VM.AgentName))
+			g.Expect(a.State).To(Equal("added-to-existing-cluster"))
+			g.Expect(a.IsInstalled()).To(BeTrue())
+			g.Expect(got.Status.VM.Reason).NotTo(Equal(afv1.ReasonInstallingPendingUserAction))
+			g.Expect(got.Status.VM.DiscoveryBootResetAt).To(BeNil(), "cleared once the Agent left the state")
+			g.Expect(conditionOf(got.Status.Conditions, afv1.ConditionReady)).To(Equal("True/" + afv1.ReasonBound))
+			g.Expect(conditionOf(got.Status.Conditions, afv1.ConditionISOEjected)).To(Equal("True/" + afv1.ReasonEjected))
+		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
+		Expect(cdromISOs(ctx, vm)).To(BeEmpty(), "the ISO is ejected")
+		var m mo.VirtualMachine
+		Expect(vm.Properties(ctx, vm.Reference(), []string{"config.bootOptions"}, &m)).To(Succeed())
+		Expect(m.Config.BootOptions.BootOrder).NotTo(BeEmpty())
+		Expect(m.Config.BootOptions.BootOrder[0]).To(BeAssignableToTypeOf(&types.VirtualMachineBootOptionsBootableDiskDevice{}), "the disk is first again")
+		resets := 0
+		for _, e := range vaEvents(ctx, getVA(&va)) {
+			if strings.HasPrefix(e, afv1.ReasonDiscoveryBootReset+": ") {
+				resets++
+			}
+		}
+		Expect(resets).To(Equal(1), "one reset")
+		Expect(poolVMs(pool)).To(HaveLen(1), "nothing is created or destroyed")
 	})
 })
 

@@ -47,6 +47,8 @@ privileges=(
 	VirtualMachine.Interact.SetCDMedia
 	VirtualMachine.Interact.DeviceConnection
 	VirtualMachine.Interact.AnswerQuestion
+	# spec.iso.recoverDiscoveryBoot (with the three above)
+	VirtualMachine.Interact.Reset
 	# spec.vsphere.vmTags (the tags themselves also need InventoryService.Tagging.AttachTag)
 	InventoryService.Tagging.ObjectAttachable
 	# the resource pool

@@ -51,6 +51,17 @@ const (
 	// its installed disk (assisted-service's installing-pending-user-action): the worker does not come up
 	// until its CD-ROM is emptied or its boot order fixed and it is rebooted (condition and Warning Event).
 	ReasonInstallingPendingUserAction = "InstallingPendingUserAction"
+	// ReasonDiscoveryBootReset: the operator ejected the ISO of a worker that booted discovery again, put
+	// its disk first and reset it (spec.iso.recoverDiscoveryBoot; Normal Event).
+	ReasonDiscoveryBootReset = "DiscoveryBootReset"
+	// ReasonDiscoveryBootResetFailed: the reset of such a worker failed; it is retried (Warning Event).
+	ReasonDiscoveryBootResetFailed = "DiscoveryBootResetFailed"
+	// ReasonDiscoveryBootRecovered: after the reset the worker's Agent left installing-pending-user-action
+	// (Normal Event).
+	ReasonDiscoveryBootRecovered = "DiscoveryBootRecovered"
+	// ReasonDiscoveryBootNotRecovered: the worker's Agent still waits at installing-pending-user-action
+	// registrationTimeout after the reset; nothing more is tried (Ready reason and Warning Event).
+	ReasonDiscoveryBootNotRecovered = "DiscoveryBootNotRecovered"
 	// ReasonOwnershipMismatch: a VM with the VsphereAgent's instance UUID lacks its ownership marker.
 	ReasonOwnershipMismatch = "OwnershipMismatch"
 	// ReasonWaitingForMachineDeletion: the VM backs a Machine being deleted; it is destroyed once that is gone.

@@ -94,6 +94,12 @@ type VMStatus struct {
 	// CreatedAt is when the VM was created (the registration timeout counts from here).
 	// +optional
 	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
+	// DiscoveryBootResetAt is when the operator reset the VM because its bound host had booted the
+	// discovery image again instead of its installed disk (spec.iso.recoverDiscoveryBoot): one reset per
+	// occurrence; cleared when the Agent leaves installing-pending-user-action.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Discovery Boot Reset At",xDescriptors="urn:alm:descriptor:text"
+	DiscoveryBootResetAt *metav1.Time `json:"discoveryBootResetAt,omitempty"`
 	// ImageCreatedTime is the version of the discovery image the VM booted: the InfraEnv's
 	// status.createdTime the pool's cached ISO was fetched for when the VM was created (ISOPath names
 	// its bytes). An unbound VM whose image is older than the pool's current one is replaced.

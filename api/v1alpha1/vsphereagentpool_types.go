@@ -372,6 +372,19 @@ type ISOSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Eject ISO After Install",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	EjectAfterInstall bool `json:"ejectAfterInstall,omitempty"`
 
+	// RecoverDiscoveryBoot resolves a bound worker whose host booted the discovery image again instead of
+	// its installed disk (assisted-service's installing-pending-user-action, "Wrong boot order
+	// detection"): the operator ejects the discovery ISO, puts the disk first in the VM's boot order and
+	// resets the VM, once per occurrence, so the host starts its installed disk. Off by default: the VM
+	// is then only reported (Ready=False InstallingPendingUserAction, a Warning Event) for someone to act.
+	// The reset is a hard restart of a host that runs nothing but the discovery image at that moment; if
+	// the host still waits registrationTimeout after it, the VsphereAgent says the reset did not help and
+	// nothing more is tried. Needs VirtualMachine.Interact.Reset besides the ejection's privileges.
+	// +optional
+	// +kubebuilder:default=false
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Recover Workers That Boot Discovery Again",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	RecoverDiscoveryBoot bool `json:"recoverDiscoveryBoot,omitempty"`
+
 	// ReplaceOutdatedVMs replaces a VM that never bound and booted a discovery image older than the
 	// current one (the InfraEnv's image changed: new version, static network configs, proxy), when no
 	// AgentMachine has reserved its Agent, so no stale image keeps serving. Bound or installed workers

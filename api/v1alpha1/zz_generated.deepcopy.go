@@ -642,6 +642,10 @@ func (in *VMStatus) DeepCopyInto(out *VMStatus) {
 		in, out := &in.CreatedAt, &out.CreatedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.DiscoveryBootResetAt != nil {
+		in, out := &in.DiscoveryBootResetAt, &out.DiscoveryBootResetAt
+		*out = (*in).DeepCopy()
+	}
 	if in.ImageCreatedTime != nil {
 		in, out := &in.ImageCreatedTime, &out.ImageCreatedTime
 		*out = (*in).DeepCopy()

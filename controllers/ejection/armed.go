@@ -82,7 +82,7 @@ func armedMessage(va *afv1.VsphereAgent) string {
 func (e *Ejector) stepArmed(ctx context.Context, p *Pass) error {
 	va, rec := p.VA, p.VA.Status.ISOEjection
 	switch {
-	case !p.Pool.Spec.ISO.EjectAfterInstall:
+	case !ejects(p):
 		e.dropArmed(p, "spec.iso.ejectAfterInstall is false; the ejection recorded when the VM was bound never started and was dropped (nothing was touched)")
 		return nil
 	case vmGone(va):
@@ -93,7 +93,7 @@ func (e *Ejector) stepArmed(ctx context.Context, p *Pass) error {
 		return nil
 	case p.Agent != nil && rec.AgentUID != "" && string(p.Agent.UID) != rec.AgentUID:
 		return e.stepEjection(ctx, p) // refuses: the Agent was replaced
-	case p.Agent == nil || !p.Agent.IsInstalled() || va.Status.VM.Phase != afv1.VMPhaseBound:
+	case p.Agent == nil || (!p.Agent.IsInstalled() && !recovering(p)) || va.Status.VM.Phase != afv1.VMPhaseBound:
 		if rec.LastError == "" { // a refusal keeps saying why
 			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonWaitingForInstallation, armedMessage(va), va.Generation)
 		}

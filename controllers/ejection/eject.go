@@ -21,8 +21,9 @@ import (
 )
 
 // Ejection (SPEC §6), one step per pass so a reconcile never waits on a task a guest holds:
-//  1. trigger: the Agent reports Installed=True, the VM is bound, its Machine is not being deleted, and
-//     the served CRD keeps every recovery field (crdGuard);
+//  1. trigger: the Agent reports Installed=True (or, with spec.iso.recoverDiscoveryBoot, its host booted
+//     the discovery image again: installing-pending-user-action), the VM is bound, its Machine is not
+//     being deleted, and the served CRD keeps every recovery field (crdGuard);
 //  2. record first: status.isoEjection names the VM, ownership, datacenter, device, exact ISO path and
 //     the Agent's UID; one CD-ROM at a time, until no CD-ROM holds one of our ISOs;
 //  3. start the reconfigure (TaskRef recorded), check it on later passes; after a crash that lost the
@@ -58,7 +59,7 @@ func (e *Ejector) Step(ctx context.Context, p *Pass) error {
 		// A started operation always finishes, even if the pool opted out meanwhile.
 		return e.stepEjection(ctx, p)
 	}
-	if !p.Pool.Spec.ISO.EjectAfterInstall {
+	if !ejects(p) {
 		// A Disabled condition already says why (e.g. an armed record dropped): kept.
 		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionISOEjected); c == nil || (!finished(c) && c.Reason != afv1.ReasonDisabled) {
 			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonDisabled, "spec.iso.ejectAfterInstall is false", va.Generation)
@@ -123,6 +124,20 @@ func (e *Ejector) startEjection(ctx context.Context, p *Pass) error {
 	return nil
 }
 
+// recovering reports whether the pass's worker booted its discovery image again and the pool recovers such
+// workers (spec.iso.recoverDiscoveryBoot): its ISO is ejected although the Agent is not installed, before
+// the VsphereAgent's recovery phase resets the VM.
+func recovering(p *Pass) bool {
+	return p.Pool != nil && p.Pool.Spec.ISO.RecoverDiscoveryBoot && p.Agent != nil && p.Agent.BootedDiscoveryAgain() &&
+		p.VA.Status.VM.Phase == afv1.VMPhaseBound
+}
+
+// ejects reports whether the pass's VM has its ISO ejected: after installation (spec.iso.ejectAfterInstall),
+// or to recover a worker that booted discovery again.
+func ejects(p *Pass) bool {
+	return p.Pool.Spec.ISO.EjectAfterInstall || recovering(p)
+}
+
 // ejectionTrigger returns the ISOEjected reason and message while ejection must not start ("" when it may).
 func ejectionTrigger(p *Pass) (string, string) {
 	va, a := p.VA, p.Agent
@@ -131,7 +146,7 @@ func ejectionTrigger(p *Pass) (string, string) {
 		return afv1.ReasonDisabled, "not started: the VM is released (scale-down); its cleanup follows"
 	case a == nil:
 		return afv1.ReasonWaitingForInstallation, "waiting for the VM's Agent to register and report Installed=True"
-	case !a.IsInstalled():
+	case !a.IsInstalled() && !recovering(p):
 		// The status only, not the reason: the reason moves with every step of an installation, and a
 		// message that echoes it would rewrite this VsphereAgent's status at each one.
 		installed := "absent"
@@ -239,7 +254,7 @@ func (e *Ejector) stepEjection(ctx context.Context, p *Pass) error {
 			p.Agent.Name, p.Agent.UID, rec.AgentUID), metrics.ISOOpEject)
 		return nil
 	}
-	if rec.TaskRef == "" && rec.QuestionID == "" && rec.Attempts == 0 && !e.started(va.UID) && p.Agent != nil && !p.Agent.IsInstalled() {
+	if rec.TaskRef == "" && rec.QuestionID == "" && rec.Attempts == 0 && !e.started(va.UID) && p.Agent != nil && !p.Agent.IsInstalled() && !recovering(p) {
 		// Never started and the Agent is not installed: a record written ahead whose armed mark was lost
 		// (an outdated CRD pruned it) waits like an armed one.
 		rec.Armed = true
@@ -359,7 +374,7 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, 
 	switch {
 	case len(ours) == 0:
 		e.markEjected(p, done, unrelated)
-	case p.Pool.Spec.ISO.EjectAfterInstall:
+	case p.Pool != nil && ejects(p):
 		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
 			fmt.Sprintf("%s; %d more CD-ROM(s) with this pool's ISO follow", done, len(ours))+unrelatedNote(unrelated), va.Generation)
 		p.requeueAfter(time.Millisecond)

@@ -25,7 +25,8 @@ func checkDomainPrivileges(ctx context.Context, vs vsphere.Client, pool *afv1.Vs
 	var all []vsphere.MissingPrivileges
 	seen := sets.New[string]()
 	for _, d := range poolspec.Domains(pool) {
-		missing, err := vs.CheckPrivileges(ctx, vsphere.PrivilegeSpec{PlacementSpec: poolspec.PlacementSpec(pool, d), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall})
+		missing, err := vs.CheckPrivileges(ctx, vsphere.PrivilegeSpec{PlacementSpec: poolspec.PlacementSpec(pool, d), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall,
+			RecoverDiscoveryBoot: pool.Spec.ISO.RecoverDiscoveryBoot})
 		if err != nil {
 			return nil, err
 		}

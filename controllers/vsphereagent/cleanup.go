@@ -51,6 +51,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: ejection.PollInterval}, err
 	}
 	r.checks.forget(va.UID)
+	r.resets.forget(va.UID)
 	r.Opts.NoVMYet.Forget(va.UID)
 	r.setPhase(va, afv1.VMPhaseDeleting, afv1.ReasonDeleting)
 	done := func(reason, msg string) (ctrl.Result, error) {

@@ -23,6 +23,7 @@ var notVMPoolRecords = map[string]string{
 	"staticIP":            "the VM side never marks a lease pass (firstPass is the pool controller's)",
 	"checks":              "keyed by VsphereAgent UID: forgotten with the VsphereAgent",
 	"holds":               "keyed by VsphereAgent: forgotten when it is gone",
+	"resets":              "keyed by VsphereAgent UID: forgotten when its Agent leaves the state, and in its cleanup",
 	"Opts.Credentials":    "keyed by Secret, which pools share: dropped when vCenter refuses it or a read fails",
 	"Opts.NoVMYet":        "keyed by VsphereAgent UID: forgotten in its cleanup",
 	"Opts.DestroyedHosts": "registered by the pool controller (one object the wiring hands both)",

@@ -70,6 +70,8 @@ type Reconciler struct {
 	checks vmChecks
 	// holds defers the Available phase write (holdAvailable).
 	holds availableHolds
+	// resets remembers the discovery-boot resets this process made (recoverDiscoveryBoot).
+	resets discoveryResets
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -196,6 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 	for _, phase := range []func(context.Context, *vmScope) (bool, error){
 		r.ensureVM, r.matchAgent, r.observeVM, r.prepareAgent, r.checkValidations, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
+		r.recoverDiscoveryBoot,
 	} {
 		cont, err := phase(work, s)
 		if err != nil {
@@ -444,6 +447,15 @@ func (r *Reconciler) setReady(s *vmScope) {
 	va := s.va
 	switch va.Status.VM.Phase {
 	case afv1.VMPhaseBound:
+		if reason, msg, ok := r.discoveryBootReady(s); ok && va.Status.VM.Reason == afv1.ReasonInstallingPendingUserAction {
+			if reason == afv1.ReasonDiscoveryBootNotRecovered {
+				if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != reason {
+					r.Recorder.Eventf(va, nil, "Warning", reason, events.ActionResetVM, "%s", msg)
+				}
+			}
+			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, reason, msg, va.Generation)
+			return
+		}
 		if va.Status.VM.Reason == afv1.ReasonInstallingPendingUserAction {
 			info := ""
 			if s.agent != nil {

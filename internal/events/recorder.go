@@ -40,6 +40,7 @@ const (
 	ActionCreateVM       = "CreateVM"           // VMCreated, VMAdopted, VMCreateFailed, refused creations, NotCreatedByPool
 	ActionAwaitAgent     = "AwaitAgent"         // RegistrationTimeout
 	ActionObserveVM      = "ObserveVM"          // VMNotFound, VMPoweredOff, VMPoweredOn, VMRenamed, VMMoved, VMIdentityChanged, InstallingPendingUserAction
+	ActionResetVM        = "ResetVM"            // DiscoveryBootReset, DiscoveryBootResetFailed, DiscoveryBootRecovered, DiscoveryBootNotRecovered
 	ActionUnbindAgent    = "UnbindAgent"        // UnbindingPendingUserAction
 	ActionDestroyVM      = "DestroyVM"          // VMDestroyed, VMDestroyFailed, DestroyRefused, cleanup outcomes
 	ActionDeleteAgent    = "DeleteAgent"        // AgentDeleted

@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"strings"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -76,4 +77,58 @@ func (c *client) ensureDiskFirstBoot(ctx context.Context, ref types.ManagedObjec
 	}
 	c.log.V(1).Info("set the boot order to disk first", "vm", vm.Name, "diskKey", key)
 	return nil
+}
+
+// ResetVM recovers a worker that booted its discovery image instead of its installed disk: after proving
+// the VM is the one we made (marker, instance UUID = owner UID, no template) and the host we know (BIOS
+// UUID), it makes the VM boot its disk first and resets it, so the next boot starts the installed disk. A
+// powered-off VM is powered on instead (it boots the same way). Absent is a NotFound error.
+func (c *client) ResetVM(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) error {
+	return observe("reset", c.resetVM(ctx, datacenter, instanceUUID, biosUUID, owner))
+}
+
+func (c *client) resetVM(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) error {
+	d, err := c.datacenter(ctx, datacenter)
+	if err != nil {
+		return err
+	}
+	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: vmProps})
+	if err != nil {
+		return err
+	}
+	if ref == nil {
+		return NewError(ClassNotFound, "ResetVM", "no VM with instance UUID %q", instanceUUID)
+	}
+	vm := res.vm
+	if err := verifyIdentity("ResetVM", vm, owner); err != nil {
+		return err
+	}
+	if vm.Config == nil || !strings.EqualFold(vm.Config.Uuid, biosUUID) {
+		return NewError(ClassOwnership, "ResetVM", "VM %q has BIOS UUID %q, not the recorded %q", vm.Name, configUUID(vm), biosUUID)
+	}
+	if err := c.ensureDiskFirstBoot(ctx, *ref, vm); err != nil {
+		return err
+	}
+	machine := object.NewVirtualMachine(c.vim, *ref)
+	kind, start := "Reset", machine.Reset
+	if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
+		kind, start = "PowerOn", machine.PowerOn
+	}
+	t, err := start(ctx)
+	if err == nil {
+		_, err = c.waitTaskOf(ctx, kind, t.Reference())
+	}
+	if err != nil {
+		return err
+	}
+	c.log.Info("reset VM to boot its installed disk", "vm", vm.Name, "instanceUUID", instanceUUID, "operation", kind)
+	return nil
+}
+
+// configUUID is the VM's BIOS UUID, or "" when its config was not read.
+func configUUID(vm *mo.VirtualMachine) string {
+	if vm.Config == nil {
+		return ""
+	}
+	return vm.Config.Uuid
 }

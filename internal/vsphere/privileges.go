@@ -18,6 +18,8 @@ type PrivilegeSpec struct {
 	PlacementSpec
 	// EjectAfterInstall: the VMs' CD-ROM is disconnected and ejected and the lock question answered.
 	EjectAfterInstall bool
+	// RecoverDiscoveryBoot: a worker that booted discovery again has its ISO ejected (as above) and is reset.
+	RecoverDiscoveryBoot bool
 }
 
 // Entities whose privileges CheckPrivileges checks (MissingPrivileges.Kind).
@@ -48,6 +50,7 @@ const (
 	PrivVMSetCDMedia        = "VirtualMachine.Interact.SetCDMedia"
 	PrivVMDeviceConnection  = "VirtualMachine.Interact.DeviceConnection"
 	PrivVMAnswerQuestion    = "VirtualMachine.Interact.AnswerQuestion"
+	PrivVMReset             = "VirtualMachine.Interact.Reset"
 	PrivAssignVMToPool      = "Resource.AssignVMToPool"
 	PrivDatastoreAllocate   = "Datastore.AllocateSpace"
 	PrivDatastoreBrowse     = "Datastore.Browse"
@@ -69,8 +72,11 @@ const (
 func RequiredPrivileges(spec PrivilegeSpec, createFolder bool) map[string][]string {
 	folder := []string{PrivVMCreate, PrivVMDelete, PrivVMAddNewDisk, PrivVMAddRemoveDevice, PrivVMAdvancedConfig,
 		PrivVMCPUCount, PrivVMMemory, PrivVMSettings, PrivVMPowerOn, PrivVMPowerOff}
-	if spec.EjectAfterInstall {
+	if spec.EjectAfterInstall || spec.RecoverDiscoveryBoot {
 		folder = append(folder, PrivVMSetCDMedia, PrivVMDeviceConnection, PrivVMAnswerQuestion)
+	}
+	if spec.RecoverDiscoveryBoot {
+		folder = append(folder, PrivVMReset)
 	}
 	if len(spec.Tags) > 0 {
 		folder = append(folder, PrivTagObjectAttachable)

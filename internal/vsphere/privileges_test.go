@@ -35,6 +35,9 @@ func TestRequiredPrivileges(t *testing.T) {
 		{"folder created with the first VM", vsphere.PrivilegeSpec{}, true, append([]string{"Folder.Create"}, vmPrivileges...)},
 		{"ISO ejection", vsphere.PrivilegeSpec{EjectAfterInstall: true}, false,
 			with("VirtualMachine.Interact.SetCDMedia", "VirtualMachine.Interact.DeviceConnection", "VirtualMachine.Interact.AnswerQuestion")},
+		{"recovery of a worker that booted discovery again", vsphere.PrivilegeSpec{RecoverDiscoveryBoot: true}, false,
+			with("VirtualMachine.Interact.SetCDMedia", "VirtualMachine.Interact.DeviceConnection", "VirtualMachine.Interact.AnswerQuestion",
+				"VirtualMachine.Interact.Reset")},
 		{"tags", vsphere.PrivilegeSpec{PlacementSpec: vsphere.PlacementSpec{Tags: []string{"c/t"}}}, false,
 			with("InventoryService.Tagging.ObjectAttachable")},
 	}

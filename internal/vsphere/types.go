@@ -186,6 +186,10 @@ type Client interface {
 	// PowerOnVM powers an owned VM on after verifying its ownership marker; already on is success, absent
 	// is a NotFound error.
 	PowerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error
+	// ResetVM makes an owned VM (identity and BIOS UUID verified) boot its disk first and resets it (a
+	// powered-off one is powered on): a worker that booted its discovery image again starts its installed
+	// disk. Absent is a NotFound error.
+	ResetVM(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) error
 	// DestroyVM powers off and destroys the VM after verifying its ownership marker and that it is the
 	// original (instance UUID = owner UID, no template; a copy is a ClassOwnership error); absent is success.
 	DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error

@@ -37,7 +37,7 @@ const (
 // preflightPrivileges is every privilege the preflight can ask vCenter about (every option on), per
 // kind, and all of them as one sorted set.
 func preflightPrivileges() (map[string][]string, []string) {
-	spec := vsphere.PrivilegeSpec{EjectAfterInstall: true}
+	spec := vsphere.PrivilegeSpec{EjectAfterInstall: true, RecoverDiscoveryBoot: true}
 	spec.Tags = []string{"zone-a"}
 	perKind := vsphere.RequiredPrivileges(spec, true)
 	var all []string

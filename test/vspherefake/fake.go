@@ -31,6 +31,7 @@ const (
 	LookupVMs       Method = "LookupVMs"
 	DestroyVM       Method = "DestroyVM"
 	PowerOnVM       Method = "PowerOnVM"
+	ResetVM         Method = "ResetVM"
 	ListPoolVMs     Method = "ListPoolVMs"
 	NICMACs         Method = "NICMACs"
 	UploadISO       Method = "UploadISO"
@@ -326,6 +327,28 @@ func (f *Fake) PowerOnVM(_ context.Context, datacenter, instanceUUID string, own
 	}
 	if err := verifyOwnership("PowerOnVM", vm, owner); err != nil {
 		return err
+	}
+	vm.PoweredOn = true
+	return nil
+}
+
+// ResetVM verifies ownership and the BIOS UUID and counts the reset; the VM stays (or comes) on and boots
+// its disk first.
+func (f *Fake) ResetVM(_ context.Context, datacenter, instanceUUID, biosUUID string, owner vsphere.Ownership) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(ResetVM); err != nil {
+		return err
+	}
+	vm, ok := f.vms[instanceUUID]
+	if !ok || vm.Datacenter != datacenter {
+		return vsphere.NewError(vsphere.ClassNotFound, "ResetVM", "no VM with instance UUID %q", instanceUUID)
+	}
+	if err := verifyOwnership("ResetVM", vm, owner); err != nil {
+		return err
+	}
+	if !strings.EqualFold(vm.BIOSUUID, biosUUID) {
+		return vsphere.NewError(vsphere.ClassOwnership, "ResetVM", "VM has BIOS UUID %q, not %q", vm.BIOSUUID, biosUUID)
 	}
 	vm.PoweredOn = true
 	return nil

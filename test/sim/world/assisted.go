@@ -114,6 +114,12 @@ func (d *Driver) registrationCandidates(vms []VM) ([]VM, []hostReboot) {
 	for _, vm := range vms {
 		key := strings.ToLower(vm.BIOSUUID)
 		seen[key] = vm
+		if prev, ok := d.bootTimes[key]; ok && !vm.BootTime.IsZero() && !vm.BootTime.Equal(prev) {
+			d.rebooted[key] = true // reset, or off and on between two looks: the host started again
+		}
+		if !vm.BootTime.IsZero() {
+			d.bootTimes[key] = vm.BootTime
+		}
 		if agent, done := d.registered[key]; done {
 			// The agent registers at every boot; a host whose Agent was deleted meanwhile (assisted-service
 			// deregistered it, and its agent stopped asking) comes back as a new registration.
@@ -137,6 +143,11 @@ func (d *Driver) registrationCandidates(vms []VM) ([]VM, []hostReboot) {
 	for key := range d.registered {
 		if _, on := seen[key]; !on {
 			d.rebooted[key] = true // off or gone: the next power-on is a boot
+		}
+	}
+	for key := range d.bootTimes {
+		if _, on := seen[key]; !on {
+			delete(d.bootTimes, key) // off or gone: its next power-on is a boot anyway
 		}
 	}
 	d.vms, d.vmsListed = seen, true

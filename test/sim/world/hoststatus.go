@@ -123,12 +123,11 @@ func (d *Driver) boundStatus(all []*unstructured.Unstructured, a *unstructured.U
 // rebootInstalled plays a registered host booting again: an installed day-2 host (added-to-existing-
 // cluster, stage Done) whose firmware starts the discovery image again registers, and assisted-service
 // moves it to installing-pending-user-action ("Wrong boot order detection" in internal/host/
-// statemachine.go). A host that boots its disk says nothing new.
+// statemachine.go). A host that boots its disk says nothing new, unless it waited at
+// installing-pending-user-action: its installed OS runs again (bootedDisk).
 func (d *Driver) rebootInstalled(ctx context.Context, reboots []hostReboot) error {
 	for _, r := range reboots {
-		if !d.bootsDiscovery(ctx, r.vm) {
-			continue
-		}
+		discovery := d.bootsDiscovery(ctx, r.vm)
 		a := newObject(AgentGVK)
 		if err := d.c.Get(ctx, r.agent, a); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -136,7 +135,13 @@ func (d *Driver) rebootInstalled(ctx context.Context, reboots []hostReboot) erro
 			}
 			return err
 		}
-		if stateOf(a) != stateAddedToCluster {
+		if !discovery && stateOf(a) == statePendingUserAction {
+			if err := d.bootedDisk(ctx, a, r.vm); err != nil {
+				return err
+			}
+			continue
+		}
+		if !discovery || stateOf(a) != stateAddedToCluster {
 			continue
 		}
 		now := d.now()
@@ -155,5 +160,30 @@ func (d *Driver) rebootInstalled(ctx context.Context, reboots []hostReboot) erro
 		d.wrote()
 		d.log.Info("installed host booted the discovery image again", "agent", client.ObjectKeyFromObject(a), "vm", r.vm.Name)
 	}
+	return nil
+}
+
+// bootedDisk plays a host at installing-pending-user-action that boots its installed disk (its CD-ROM
+// emptied or its boot order fixed, then rebooted, as assisted-service's status info asks): the installed
+// OS starts and the node is the cluster's again. assisted-service accepts installation progress in that
+// state (UpdateInstallProgress lists it among its valid states); what reports the day-2 host's progress
+// then is not in what we read, so the world returns it to the state it had before it booted discovery,
+// added-to-existing-cluster with Installed=True, at the boot (docs/world.md).
+func (d *Driver) bootedDisk(ctx context.Context, a *unstructured.Unstructured, vm VM) error {
+	now := d.now()
+	unstructuredcond.Set(a, now,
+		cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
+		cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
+	)
+	_ = unstructured.SetNestedField(a.Object, stateAddedToCluster, "status", "debugInfo", "state")
+	_ = unstructured.SetNestedField(a.Object, "", "status", "debugInfo", "stateInfo")
+	if err := d.c.Status().Update(ctx, a); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	d.wrote()
+	d.log.Info("host booted its installed disk after installing-pending-user-action", "agent", client.ObjectKeyFromObject(a), "vm", vm.Name)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/find"
@@ -46,6 +47,9 @@ type VM struct {
 	// config.bootOptions.bootOrder puts a CD-ROM entry before every disk entry, or names no device at all
 	// (the firmware's own order then decides; see the world's docs for the cautious choice).
 	CDROMBootsFirst bool
+	// BootTime is summary.runtime.bootTime, when the VM was last powered on (a reset counts: the host
+	// starts again), zero when not reported.
+	BootTime time.Time
 }
 
 // Disk is one virtual disk as the guest will see it.
@@ -106,7 +110,7 @@ func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM
 
 	var mvms []mo.VirtualMachine
 	props := []string{"name", "parent", "runtime.powerState", "config.uuid", "config.instanceUuid", "config.hardware",
-		"config.extraConfig", "config.bootOptions"}
+		"config.extraConfig", "config.bootOptions", "summary.runtime.bootTime"}
 	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, props, &mvms); err != nil {
 		return nil, fmt.Errorf("listing VMs: %w", err)
 	}
@@ -124,6 +128,9 @@ func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM
 			}
 		}
 		vm.CDROMBootsFirst = cdromBootsFirst(m.Config.BootOptions)
+		if t := m.Summary.Runtime.BootTime; t != nil {
+			vm.BootTime = *t
+		}
 		for _, dev := range m.Config.Hardware.Device {
 			switch d := dev.(type) {
 			case *types.VirtualDisk:

@@ -115,6 +115,9 @@ type Driver struct {
 	// rebooted holds the registered hosts (by BIOS UUID) seen off or gone since: their next power-on
 	// is a boot, at which the agent registers again.
 	rebooted map[string]bool
+	// bootTimes is each powered-on VM's summary.runtime.bootTime as last seen (by BIOS UUID): a change
+	// is a boot the world did not see as off-then-on (a reset).
+	bootTimes map[string]time.Time
 	// registered are the VMs (by BIOS UUID) that got an Agent: a host registers once; an installed
 	// host whose Agent is deleted does not come back.
 	registered map[string]types.NamespacedName
@@ -182,6 +185,7 @@ func New(opts Options) (*Driver, error) {
 		register:            opts.Register,
 		firstSeen:           map[string]time.Time{},
 		rebooted:            map[string]bool{},
+		bootTimes:           map[string]time.Time{},
 		registered:          map[string]types.NamespacedName{},
 		registeredAt:        map[types.NamespacedName]time.Time{},
 		isoSHAs:             map[string]string{},
