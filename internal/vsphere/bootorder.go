@@ -88,19 +88,8 @@ func (c *client) ResetVM(ctx context.Context, datacenter, instanceUUID, biosUUID
 }
 
 func (c *client) resetVM(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) error {
-	d, err := c.datacenter(ctx, datacenter)
+	ref, vm, err := c.ownedVM(ctx, "ResetVM", datacenter, instanceUUID, owner, vmProps)
 	if err != nil {
-		return err
-	}
-	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: vmProps})
-	if err != nil {
-		return err
-	}
-	if ref == nil {
-		return NewError(ClassNotFound, "ResetVM", "no VM with instance UUID %q", instanceUUID)
-	}
-	vm := res.vm
-	if err := verifyIdentity("ResetVM", vm, owner); err != nil {
 		return err
 	}
 	if vm.Config == nil || !strings.EqualFold(vm.Config.Uuid, biosUUID) {

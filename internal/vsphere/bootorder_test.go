@@ -2,11 +2,13 @@ package vsphere_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 	"github.com/containeroo/agent-forge-operator/test/vcsim"
 )
 
@@ -92,4 +94,54 @@ func TestAdoptionSetsAMissingBootOrder(t *testing.T) {
 	if !found.DiskFirstBoot {
 		t.Errorf("FindVM reported DiskFirstBoot=false on a disk-first VM")
 	}
+}
+
+// TestResetVMProvesTheHostFirst: ResetVM refuses a VM whose BIOS UUID is not the recorded one and a foreign
+// owner (nothing changes: same boot time, same boot order); for the VM we made it puts the disk first again
+// and restarts it (a new boot time).
+func TestResetVMProvesTheHostFirst(t *testing.T) {
+	h := newHarness(t)
+	h.uploadISO(t, isoPath)
+	owner := newOwner()
+	info := h.createVM(t, "reset-a", owner)
+	ctx := testContext(t)
+	c := adminClient(t, h)
+	vm := object.NewVirtualMachine(c, h.env.VMByInstanceUUID(info.InstanceUUID).Self)
+	bootTime := func() time.Time {
+		t.Helper()
+		var m mo.VirtualMachine
+		if err := vm.Properties(ctx, vm.Reference(), []string{"summary.runtime.bootTime"}, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Summary.Runtime.BootTime == nil {
+			t.Fatal("no boot time")
+		}
+		return *m.Summary.Runtime.BootTime
+	}
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{BootOptions: &types.VirtualMachineBootOptions{
+		BootOrder: []types.BaseVirtualMachineBootOptionsBootableDevice{&types.VirtualMachineBootOptionsBootableCdromDevice{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	booted := bootTime()
+
+	wantClass(t, h.client.ResetVM(ctx, vcsim.Datacenter, info.InstanceUUID, newOwner().OwnerUID, owner), vsphere.ClassOwnership)
+	foreign := owner
+	foreign.OwnerUID = newOwner().OwnerUID
+	wantClass(t, h.client.ResetVM(ctx, vcsim.Datacenter, info.InstanceUUID, info.BIOSUUID, foreign), vsphere.ClassOwnership)
+	if order, _ := bootOrderOf(t, h, info.InstanceUUID); len(order) != 1 || !bootTime().Equal(booted) {
+		t.Fatalf("a refused reset changed the VM: boot order %#v, boot time %s (was %s)", order, bootTime(), booted)
+	}
+
+	if err := h.client.ResetVM(ctx, vcsim.Datacenter, info.InstanceUUID, info.BIOSUUID, owner); err != nil {
+		t.Fatal(err)
+	}
+	wantDiskFirst(t, h, info.InstanceUUID)
+	if !bootTime().After(booted) {
+		t.Errorf("boot time %s after the reset, was %s: no restart", bootTime(), booted)
+	}
+	wantClass(t, h.client.ResetVM(ctx, vcsim.Datacenter, newOwner().OwnerUID, info.BIOSUUID, owner), vsphere.ClassNotFound)
 }

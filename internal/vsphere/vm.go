@@ -239,19 +239,8 @@ func (c *client) PowerOnVM(ctx context.Context, datacenter, instanceUUID string,
 }
 
 func (c *client) powerOnVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error {
-	d, err := c.datacenter(ctx, datacenter)
+	ref, vm, err := c.ownedVM(ctx, "PowerOnVM", datacenter, instanceUUID, owner, guardProps)
 	if err != nil {
-		return err
-	}
-	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: guardProps})
-	if err != nil {
-		return err
-	}
-	if ref == nil {
-		return NewError(ClassNotFound, "PowerOnVM", "no VM with instance UUID %q", instanceUUID)
-	}
-	vm := res.vm
-	if err := verifyIdentity("PowerOnVM", vm, owner); err != nil {
 		return err
 	}
 	if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
@@ -266,6 +255,26 @@ func (c *client) powerOnVM(ctx context.Context, datacenter, instanceUUID string,
 	}
 	c.log.Info("powered on VM", "vm", vm.Name, "instanceUUID", instanceUUID)
 	return nil
+}
+
+// ownedVM finds the VM with that instance UUID, reading props, and proves it is the VM owner's marker
+// names (verifyIdentity: never a copy); absent is a NotFound error of op.
+func (c *client) ownedVM(ctx context.Context, op, datacenter, instanceUUID string, owner Ownership, props []string) (*types.ManagedObjectReference, *mo.VirtualMachine, error) {
+	d, err := c.datacenter(ctx, datacenter)
+	if err != nil {
+		return nil, nil, err
+	}
+	ref, res, err := c.vmByUUID(ctx, d, instanceUUID, vmRead{props: props})
+	if err != nil {
+		return nil, nil, err
+	}
+	if ref == nil {
+		return nil, nil, NewError(ClassNotFound, op, "no VM with instance UUID %q", instanceUUID)
+	}
+	if err := verifyIdentity(op, res.vm, owner); err != nil {
+		return nil, nil, err
+	}
+	return ref, res.vm, nil
 }
 
 // ignoreNotFound treats a VM that vanished meanwhile as gone, which is what the caller wanted.
