@@ -40,6 +40,15 @@ func TestBindingPhase(t *testing.T) {
 		wantReason string
 	}{
 		{"prepared, free: Available", afv1.VMPhaseProvisioning, agent("known-unbound", free, nil), afv1.VMPhaseAvailable, afv1.ReasonAgentPrepared},
+		{"prepared, its host failing validations: in flight, no supply", afv1.VMPhaseProvisioning, agent("insufficient-unbound",
+			[]agents.Condition{cond("Connected", "True", "AgentIsConnected"), cond("Validated", "False", "ValidationsFailing")}, nil),
+			afv1.VMPhaseProvisioning, afv1.ReasonHostValidationsFailing},
+		{"was Available, its host now fails validations: no longer supply", afv1.VMPhaseAvailable, agent("insufficient-unbound",
+			[]agents.Condition{cond("Connected", "True", "AgentIsConnected"), cond("Validated", "False", "ValidationsFailing")}, nil),
+			afv1.VMPhaseProvisioning, afv1.ReasonHostValidationsFailing},
+		{"validations still running (Validated=Unknown): Available", afv1.VMPhaseProvisioning, agent("discovering-unbound",
+			[]agents.Condition{cond("Connected", "True", "AgentIsConnected"), cond("Validated", "Unknown", "ValidationsUnknown")}, nil),
+			afv1.VMPhaseAvailable, afv1.ReasonAgentPrepared},
 		{"reserved (label only): Bound", afv1.VMPhaseAvailable, agent("known-unbound", free, reserved), afv1.VMPhaseBound, afv1.ReasonAgentBound},
 		{"bound and installed: Bound", afv1.VMPhaseBound, agent("added-to-existing-cluster", bound, reserved), afv1.VMPhaseBound, afv1.ReasonAgentBound},
 		{"unbound after use, back to known-unbound: Released", afv1.VMPhaseBound, agent("known-unbound", free, nil), afv1.VMPhaseReleased, afv1.ReasonAgentUnbound},

@@ -477,6 +477,10 @@ func (r *Reconciler) setReady(s *vmScope) {
 		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, true, afv1.ReasonAvailable, "VM "+va.Status.VM.Name+" is "+string(va.Status.VM.Phase), va.Generation)
 	default:
 		msg := "VM phase " + string(va.Status.VM.Phase)
+		if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentValidated); c != nil &&
+			va.Status.VM.Reason == afv1.ReasonHostValidationsFailing {
+			msg = "VM " + va.Status.VM.Name + " is no supply while its host fails validations: " + c.Message
+		}
 		if va.Status.VM.Reason == afv1.ReasonUnbindingPendingUserAction {
 			msg = unbindingPendingUserActionMessage(va.Status.VM.Name, va.Status.VM.AgentName, va.Status.VM.MachineName)
 		}

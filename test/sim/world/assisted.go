@@ -239,8 +239,9 @@ func (d *Driver) createAgent(ctx context.Context, vm VM, infraEnvKey types.Names
 	now := d.now()
 	agent.Object["status"] = map[string]any{
 		"role": "auto-assign", "bootstrap": false,
-		"inventory": d.inventory(vm),
-		"debugInfo": map[string]any{"state": stateDiscoveringUnbound},
+		"inventory":  d.inventory(vm),
+		"ntpSources": d.ntpSources(vm),
+		"debugInfo":  map[string]any{"state": stateDiscoveringUnbound},
 	}
 	d.applyStatus(agent, d.hostStatus(agent, true, now, now), now)
 	if err := d.c.Status().Update(ctx, agent); err != nil {
@@ -328,4 +329,17 @@ func (d *Driver) HostPoweredOn(biosUUID string) bool {
 	defer d.stateMu.Unlock()
 	_, on := d.vms[strings.ToLower(biosUUID)]
 	return on && d.vmsListed
+}
+
+// ntpSourceName is the NTP server a host's chronyd reports (assisted-service's ntp step lists each source).
+const ntpSourceName = "clock.ntp.example.com"
+
+// ntpSources is status.ntpSources as the host's agent reports it: its source synced, or unreachable when
+// the host's network reaches no NTP server (Options.NTPUnreachable).
+func (d *Driver) ntpSources(vm VM) []any {
+	state := "synced"
+	if d.opts.NTPUnreachable != nil && d.opts.NTPUnreachable(vm) {
+		state = "unreachable"
+	}
+	return []any{map[string]any{"sourceName": ntpSourceName, "sourceState": state}}
 }

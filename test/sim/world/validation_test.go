@@ -332,3 +332,49 @@ func condMessage(a *unstructured.Unstructured, t string) string {
 	c, _ := unstructuredcond.Get(a, t)
 	return c.Message
 }
+
+func TestUnreachableNTPIsInsufficient(t *testing.T) {
+	a, _, _ := registerOne(t, vmShape{name: "no-ntp", iso: "[LocalDS_0] discovery.iso", content: images.Content(),
+		cpus: 2, memoryMB: 8192, diskGiB: 120, diskUUID: true}, world.Options{NTPUnreachable: func(world.VM) bool { return true }})
+	wantInsufficient(t, a, "insufficient-unbound", "Host couldn't synchronize with any NTP server")
+	if st, msg := validationOf(t, a, "network", "ntp-synced"); st != "failure" || msg != "Host couldn't synchronize with any NTP server" {
+		t.Errorf("ntp-synced = %s %q", st, msg)
+	}
+	sources, _, _ := unstructured.NestedSlice(a.Object, "status", "ntpSources")
+	if len(sources) != 1 || sources[0].(map[string]any)["sourceState"] != "unreachable" {
+		t.Errorf("ntpSources = %v", sources)
+	}
+}
+
+// TestResetWithTheISOEjectedBootsTheInstalledDisk: a host waiting at installing-pending-user-action whose
+// VM is reset (ResetVM_Task: the VM stays on, its boot time changes) with its CD-ROM emptied boots its
+// installed disk and is added-to-existing-cluster again.
+func TestResetWithTheISOEjectedBootsTheInstalledDisk(t *testing.T) {
+	s := scenario(t)
+	vc := startVCenter(t)
+	vm := createVM(t, vc, "resets-0", "[LocalDS_0] discovery.iso")
+	d, _ := newWorld(t, s, world.Options{VSphere: vc})
+	a := prepareRegistered(t, s, d)
+	must(t, d.SetReplicas(t.Context(), s.NodePool, 1))
+	until(t, d, "the Agent installed", func() bool { return unstructuredcond.IsTrue(get(t, "Agent", a), "Installed") })
+	powerCycle(t, d, vm) // no boot order: the ISO boots first
+	if state := str(get(t, "Agent", a), "status", "debugInfo", "state"); state != "installing-pending-user-action" {
+		t.Fatalf("state = %q after booting the discovery image again", state)
+	}
+
+	devices, err := vm.Device(t.Context())
+	must(t, err)
+	cd := devices.SelectByType((*vimtypes.VirtualCdrom)(nil))[0].(*vimtypes.VirtualCdrom)
+	must(t, vm.EditDevice(t.Context(), devices.EjectIso(cd)))
+	task, err := vm.Reset(t.Context())
+	must(t, err)
+	must(t, task.Wait(t.Context()))
+	step(t, d)
+	got := get(t, "Agent", a)
+	if state := str(got, "status", "debugInfo", "state"); state != "added-to-existing-cluster" {
+		t.Fatalf("state = %q after a reset with the CD-ROM empty", state)
+	}
+	if st, r := unstructuredcond.StatusReason(got, "Installed"); st != "True" || r != "InstallationCompleted" {
+		t.Errorf("Installed = %s/%s", st, r)
+	}
+}

@@ -39,6 +39,7 @@ const (
 	ValidationHostnameUnique     = "hostname-unique"
 	ValidationHostnameValid      = "hostname-valid"
 	ValidationVSphereDiskUUID    = "vsphere-disk-uuid-enabled"
+	ValidationNTPSynced          = "ntp-synced"
 
 	categoryHardware = "hardware"
 	categoryNetwork  = "network"
@@ -80,6 +81,8 @@ type hostFacts struct {
 	diskUUIDs bool
 	hostname  string // the real hostname: spec.hostname, else the inventory's
 	role      string // the effective role: spec.role, else auto-assign
+	// ntpSynced: one of status.ntpSources is "synced" (isNTPSynced; no sources at all fail too).
+	ntpSynced bool
 }
 
 func factsOf(a *unstructured.Unstructured) hostFacts {
@@ -97,6 +100,12 @@ func factsOf(a *unstructured.Unstructured) hostFacts {
 		}
 	}
 	f.hasInventory = f.cpus > 0 && f.memoryBytes > 0 && len(disks) > 0
+	sources, _, _ := unstructured.NestedSlice(a.Object, "status", "ntpSources")
+	for _, src := range sources {
+		if m, _ := src.(map[string]any); m["sourceState"] == "synced" {
+			f.ntpSynced = true
+		}
+	}
 	f.hostname = realHostname(a)
 	f.role, _, _ = unstructured.NestedString(a.Object, "spec", "role")
 	if f.role == "" {
@@ -144,6 +153,7 @@ func (d *Driver) validate(f hostFacts, bound bool, clusterHostnames []string) []
 	}
 	add(categoryNetwork, ValidationConnected, true, "Host is connected", "Host is disconnected")
 	add(categoryNetwork, ValidationMediaConnected, true, "Media device is connected", "")
+	add(categoryNetwork, ValidationNTPSynced, f.ntpSynced, "Host NTP is synced", "Host couldn't synchronize with any NTP server")
 	add(categoryHardware, ValidationHasInventory, f.hasInventory, "Valid inventory exists for the host", "Inventory has not been received for the host")
 	if !f.hasInventory { // loadInventory: without CPU, memory and disks the inventory is not valid
 		for _, id := range []string{ValidationHasMinCPUCores, ValidationHasMinValidDisks, ValidationHasMinMemory} {

@@ -61,6 +61,11 @@ type Options struct {
 	ValidationDelay time.Duration
 	// InstallDelay is how long after Bound=True the Agent reports Installed=True and its Node registers.
 	InstallDelay time.Duration
+	// NTPUnreachable says which hosts reach no NTP server (a firewall, no reachable source in the network
+	// or the InfraEnv's additionalNTPSources): their agent reports every source unreachable
+	// (status.ntpSources) and assisted-service's ntp-synced validation fails for as long as that lasts.
+	// Nil: every host syncs.
+	NTPUnreachable func(VM) bool
 	// ReportedHostname is the inventory hostname a new host reports. Default: what the discovery agent
 	// reports for a host whose DHCP gave it no name (its NIC's MAC with dashes, e.g. 00-50-56-aa-bb-cc).
 	ReportedHostname string
