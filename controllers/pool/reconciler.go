@@ -500,6 +500,7 @@ func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
 	if err != nil {
 		s.vsErr = err
 		r.credentialsRefused(s, err)
+		s.requeueAfter(credentialsRetry(err))
 		return nil
 	}
 	s.creds = creds
@@ -514,6 +515,22 @@ func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
 	r.refusalEvents.Clear(client.ObjectKeyFromObject(s.pool).String() + "/credentials")
 	s.vs = vs
 	return nil
+}
+
+// Secrets are not watched, so after a failed read of the credentials Secret nothing else would start the
+// pool's next pass (a waiting AgentMachine was seen stalled for good by the crash campaign, issue 44): an
+// API error (429, 503, a timeout) is retried soon, a missing or unusable Secret is polled.
+const (
+	credentialsTransientRetry = 5 * time.Second
+	credentialsSecretPoll     = 30 * time.Second
+)
+
+// credentialsRetry is when a pool whose credentials could not be read looks again.
+func credentialsRetry(err error) time.Duration {
+	if credentials.VSphereReason(err) == afv1.ReasonTransient {
+		return credentialsTransientRetry
+	}
+	return credentialsSecretPoll
 }
 
 // credentialsRefused records the Warning Event of a credentials or login failure: its reason is the
