@@ -26,6 +26,10 @@ type machineTimes struct {
 	seen, waiting, bound time.Time
 	// owned is when CAPI's Machine controller had set the owner Machine (the provider reserves nothing before).
 	owned time.Time
+	// machine is the owner Machine's name; nodeReady when CAPI first recorded its Node (status.nodeRef: the
+	// installed host's Node joined Ready, found by its providerID), zero before.
+	machine   string
+	nodeReady time.Time
 }
 
 // start is where an AgentMachine's demand->bound interval begins: the first time it was seen waiting
@@ -47,10 +51,12 @@ type tracker struct {
 	mu       sync.Mutex
 	burst    int
 	machines map[types.NamespacedName]*machineTimes
+	// nodeRefs is when each Machine (control-plane namespace/name) first had status.nodeRef.
+	nodeRefs map[types.NamespacedName]time.Time
 }
 
 func newTracker(c cache.Cache, armOf map[string]arm) *tracker {
-	return &tracker{c: c, armOf: armOf, machines: map[types.NamespacedName]*machineTimes{}}
+	return &tracker{c: c, armOf: armOf, machines: map[types.NamespacedName]*machineTimes{}, nodeRefs: map[types.NamespacedName]time.Time{}}
 }
 
 // start registers the AgentMachine handler on the cache (before or after it started).
@@ -61,11 +67,42 @@ func (t *tracker) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { t.observe(obj, time.Now()) },
 		UpdateFunc: func(_, obj any) { t.observe(obj, time.Now()) },
+	}); err != nil {
+		return err
+	}
+	m := &unstructured.Unstructured{}
+	m.SetGroupVersionKind(world.MachineGVK)
+	if inf, err = t.c.GetInformer(ctx, m); err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { t.observeMachine(obj, time.Now()) },
+		UpdateFunc: func(_, obj any) { t.observeMachine(obj, time.Now()) },
 	})
 	return err
+}
+
+// observeMachine records when a bench Machine first has its Node (status.nodeRef).
+func (t *tracker) observeMachine(obj any, now time.Time) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	if _, ok := t.armOf[u.GetNamespace()]; !ok {
+		return
+	}
+	if ref, _, _ := unstructured.NestedString(u.Object, "status", "nodeRef", "name"); ref == "" {
+		return
+	}
+	key := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, seen := t.nodeRefs[key]; !seen {
+		t.nodeRefs[key] = now
+	}
 }
 
 // setBurst makes AgentMachines first seen from now on count toward burst b.
@@ -95,21 +132,25 @@ func (t *tracker) observe(obj any, now time.Time) {
 	if m.waiting.IsZero() && m.bound.IsZero() && noSuitableAgents(u) {
 		m.waiting = now
 	}
-	if m.owned.IsZero() && ownedByMachine(u) {
-		m.owned = now
+	if name := ownerMachine(u); name != "" {
+		if m.owned.IsZero() {
+			m.owned = now
+		}
+		m.machine = name
 	}
 	if ref, _, _ := unstructured.NestedString(u.Object, "status", "agentRef", "name"); ref != "" && m.bound.IsZero() {
 		m.bound = now
 	}
 }
 
-func ownedByMachine(u *unstructured.Unstructured) bool {
+// ownerMachine is the name of the AgentMachine's owner Machine ("" before CAPI set it).
+func ownerMachine(u *unstructured.Unstructured) string {
 	for _, o := range u.GetOwnerReferences() {
 		if o.Kind == world.MachineGVK.Kind {
-			return true
+			return o.Name
 		}
 	}
-	return false
+	return ""
 }
 
 // noSuitableAgents reads the provider's "nothing fits" as it writes it: AgentReserved=False/NoSuitableAgents
@@ -123,28 +164,33 @@ func noSuitableAgents(u *unstructured.Unstructured) bool {
 	return false
 }
 
-// snapshot copies what the tracker saw.
+// snapshot copies what the tracker saw, each AgentMachine with its Machine's Node time.
 func (t *tracker) snapshot() []machineTimes {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]machineTimes, 0, len(t.machines))
-	for _, m := range t.machines {
-		out = append(out, *m)
+	for key, m := range t.machines {
+		c := *m
+		if m.machine != "" {
+			c.nodeReady = t.nodeRefs[types.NamespacedName{Namespace: key.Namespace, Name: m.machine}]
+		}
+		out = append(out, c)
 	}
 	return out
 }
 
-// bound counts the AgentMachines seen and those bound.
-func (t *tracker) counts() (seen, bound int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, m := range t.machines {
+// counts counts the AgentMachines seen, those bound, and those whose Machine has its Node.
+func (t *tracker) counts() (seen, bound, nodes int) {
+	for _, m := range t.snapshot() {
 		seen++
 		if !m.bound.IsZero() {
 			bound++
 		}
+		if !m.nodeReady.IsZero() {
+			nodes++
+		}
 	}
-	return seen, bound
+	return seen, bound, nodes
 }
 
 // census is one look at a hub namespace's VMs: free are our Agents (labelled by a pool) the provider

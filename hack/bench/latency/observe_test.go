@@ -53,21 +53,21 @@ func TestTrackerObserve(t *testing.T) {
 			agentMachine("cp-with", waiting, false, ""),
 			agentMachine("cp-with", waiting, true, ""),
 			agentMachine("cp-with", reserved, true, "agent-1"),
-		}, machineTimes{arm: armWith, burst: 2, seen: at(0), waiting: at(1), owned: at(2), bound: at(3)}},
+		}, machineTimes{arm: armWith, burst: 2, seen: at(0), waiting: at(1), owned: at(2), bound: at(3), machine: "m-1"}},
 		{"bound on the first look: never waiting", []*unstructured.Unstructured{
 			agentMachine("cp-without", nil, true, ""),
 			agentMachine("cp-without", reserved, true, "agent-1"),
-		}, machineTimes{arm: armWithout, burst: 2, seen: at(0), owned: at(0), bound: at(1)}},
+		}, machineTimes{arm: armWithout, burst: 2, seen: at(0), owned: at(0), bound: at(1), machine: "m-1"}},
 		{"an older provider's Ready reason counts; the first wait is kept", []*unstructured.Unstructured{
 			agentMachine("cp-with", legacyWaiting, true, ""),
 			agentMachine("cp-with", notFound, true, ""),
 			agentMachine("cp-with", waiting, true, ""),
 			agentMachine("cp-with", reserved, true, "agent-1"),
 			agentMachine("cp-with", reserved, true, "agent-1"),
-		}, machineTimes{arm: armWith, burst: 2, seen: at(0), waiting: at(0), owned: at(0), bound: at(3)}},
+		}, machineTimes{arm: armWith, burst: 2, seen: at(0), waiting: at(0), owned: at(0), bound: at(3), machine: "m-1"}},
 		{"AgentNotYetFound is not NoSuitableAgents", []*unstructured.Unstructured{
 			agentMachine("cp-with", notFound, true, ""),
-		}, machineTimes{arm: armWith, burst: 2, seen: at(0), owned: at(0)}},
+		}, machineTimes{arm: armWith, burst: 2, seen: at(0), owned: at(0), machine: "m-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTracker(nil, map[string]arm{"cp-with": armWith, "cp-without": armWithout})
@@ -84,5 +84,37 @@ func TestTrackerObserve(t *testing.T) {
 				t.Errorf("tracked %d AgentMachines, want 1", len(tr.machines))
 			}
 		})
+	}
+}
+
+// machine builds a CAPI Machine, with status.nodeRef when its Node joined.
+func machine(ns, name, node string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(world.MachineGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	if node != "" {
+		_ = unstructured.SetNestedField(u.Object, node, "status", "nodeRef", "name")
+	}
+	return u
+}
+
+// TestTrackerNodeReady: an AgentMachine's node-ready time is the first time its owner Machine had
+// status.nodeRef, read when the tracker's snapshot is taken (the Machine may be seen before or after).
+func TestTrackerNodeReady(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tr := newTracker(nil, map[string]arm{"cp-with": armWith})
+	tr.observe(agentMachine("cp-with", nil, true, "agent-1"), at(0))
+	tr.observeMachine(machine("cp-with", "m-1", ""), at(1))
+	tr.observeMachine(machine("cp-with", "m-1", "worker-1"), at(5))
+	tr.observeMachine(machine("cp-with", "m-1", "worker-1"), at(9)) // the first time stays
+	tr.observeMachine(machine("elsewhere", "m-1", "worker-9"), at(2))
+	snap := tr.snapshot()
+	if len(snap) != 1 || !snap[0].nodeReady.Equal(at(5)) {
+		t.Fatalf("snapshot %+v, want node ready at %s", snap, at(5))
+	}
+	if seen, bound, nodes := tr.counts(); seen != 1 || bound != 1 || nodes != 1 {
+		t.Errorf("counts = %d, %d, %d; want 1, 1, 1", seen, bound, nodes)
 	}
 }

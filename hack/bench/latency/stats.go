@@ -68,12 +68,16 @@ func vmHoursPerDay(samples []countSample, from, to time.Time) float64 {
 	return vmSeconds / to.Sub(from).Seconds() * 24
 }
 
-// armFigures are one arm's demand->bound latencies in seconds.
+// armFigures are one arm's latencies in seconds: demand->bound (the Agent reserved) and demand->Node
+// Ready (the installed host's Node joined, its Machine's nodeRef).
 type armFigures struct {
 	samples  []float64
 	p50, p99 float64
 	// waited counts the samples that showed NoSuitableAgents before they were bound.
 	waited int
+	// node are the demand->Node Ready samples (AgentMachines whose Node joined).
+	node             []float64
+	nodeP50, nodeP99 float64
 }
 
 // figures splits the tracked AgentMachines by arm; it fails when one is not bound.
@@ -90,9 +94,13 @@ func figures(ms []machineTimes) (map[arm]*armFigures, error) {
 		if !m.waiting.IsZero() {
 			f.waited++
 		}
+		if !m.nodeReady.IsZero() {
+			f.node = append(f.node, m.nodeReady.Sub(m.start()).Seconds())
+		}
 	}
 	for _, f := range out {
 		f.p50, f.p99 = percentile(f.samples, 50), percentile(f.samples, 99)
+		f.nodeP50, f.nodeP99 = percentile(f.node, 50), percentile(f.node, 99)
 	}
 	if unbound > 0 {
 		return out, fmt.Errorf("%d AgentMachines never bound", unbound)
@@ -107,6 +115,9 @@ func verdict(f map[arm]*armFigures, want map[arm]int, minRatio float64) error {
 	for _, a := range []arm{armWithout, armWith} {
 		if got := len(f[a].samples); got != want[a] || got == 0 {
 			errs = append(errs, fmt.Sprintf("%s: %d AgentMachines bound, want %d", a, got, want[a]))
+		}
+		if got := len(f[a].node); got != want[a] {
+			errs = append(errs, fmt.Sprintf("%s: %d Nodes joined, want %d", a, got, want[a]))
 		}
 	}
 	if len(errs) == 0 {

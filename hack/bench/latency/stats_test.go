@@ -71,11 +71,11 @@ func TestFiguresAndVerdict(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	ms := []machineTimes{
 		// waited with NoSuitableAgents: measured from the wait, not from the first sight
-		{arm: armWithout, seen: at(0), waiting: at(1), bound: at(81)},
-		{arm: armWithout, seen: at(0), waiting: at(0.5), bound: at(90.5)},
+		{arm: armWithout, seen: at(0), waiting: at(1), bound: at(81), nodeReady: at(321)},
+		{arm: armWithout, seen: at(0), waiting: at(0.5), bound: at(90.5), nodeReady: at(330.5)},
 		// bound on the provider's first look: measured from the first sight
-		{arm: armWith, seen: at(0), bound: at(2)},
-		{arm: armWith, seen: at(0), waiting: at(0.2), bound: at(3.2)},
+		{arm: armWith, seen: at(0), bound: at(2), nodeReady: at(242)},
+		{arm: armWith, seen: at(0), waiting: at(0.2), bound: at(3.2), nodeReady: at(243.2)},
 	}
 	f, err := figures(ms)
 	if err != nil {
@@ -86,6 +86,9 @@ func TestFiguresAndVerdict(t *testing.T) {
 	}
 	if f[armWith].p50 != 2 || f[armWith].p99 != 3 || f[armWith].waited != 1 {
 		t.Errorf("with: p50 %v p99 %v waited %d, want 2, 3, 1", f[armWith].p50, f[armWith].p99, f[armWith].waited)
+	}
+	if f[armWithout].nodeP50 != 320 || f[armWith].nodeP50 != 242 || f[armWith].nodeP99 != 243 {
+		t.Errorf("node-ready: without p50 %v, with p50 %v p99 %v; want 320, 242, 243", f[armWithout].nodeP50, f[armWith].nodeP50, f[armWith].nodeP99)
 	}
 	want := map[arm]int{armWithout: 2, armWith: 2}
 	for _, tc := range []struct {
@@ -98,6 +101,8 @@ func TestFiguresAndVerdict(t *testing.T) {
 		{"40x faster passes a 10x bar", f, want, 10, ""},
 		{"40x faster fails a 50x bar", f, want, 50, "40.0x faster"},
 		{"a missing AgentMachine fails", f, map[arm]int{armWithout: 3, armWith: 2}, 10, "without standby: 2 AgentMachines bound, want 3"},
+		{"a Node that never joined fails", map[arm]*armFigures{armWithout: f[armWithout], armWith: {samples: f[armWith].samples, p50: f[armWith].p50, node: f[armWith].node[:1]}},
+			want, 10, "with standby: 1 Nodes joined, want 2"},
 		{"an empty arm fails", map[arm]*armFigures{armWithout: f[armWithout], armWith: {p50: math.NaN()}}, map[arm]int{armWithout: 2}, 10, "with standby: 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
