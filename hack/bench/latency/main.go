@@ -407,7 +407,7 @@ func logWorldPace(w *world.Driver, burst int) {
 // (docs/standby.md, "World delays").
 func constantsLine(c config) string {
 	return fmt.Sprintf("constants: discovery boot %s (power-on to registration: the live ISO boots and its agent registers; "+
-		"assisted-service's troubleshooting calls a few minutes normal, so this is the low end), validation %s "+
+		"no duration is published in what we read; our own AwaitingRegistration guidance calls a few minutes normal, so this is the low end), validation %s "+
 		"(assisted-service's host monitor re-evaluates every 8 s, HOST_MONITOR_INTERVAL, and needs the agent's inventory, "+
 		"connectivity and NTP results: a few rounds), installation %s (bound to Node Ready: image written, reboot, join; "+
 		"no duration is published in what we read: our assumption, -install-delay)", c.registration, c.validation, c.install)
