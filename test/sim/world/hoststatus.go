@@ -170,12 +170,7 @@ func (d *Driver) rebootInstalled(ctx context.Context, reboots []hostReboot) erro
 // then is not in what we read, so the world returns it to the state it had before it booted discovery,
 // added-to-existing-cluster with Installed=True, at the boot (docs/world.md).
 func (d *Driver) bootedDisk(ctx context.Context, a *unstructured.Unstructured, vm VM) error {
-	now := d.now()
-	unstructuredcond.Set(a, now,
-		cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
-		cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
-	)
-	_ = unstructured.SetNestedField(a.Object, stateAddedToCluster, "status", "debugInfo", "state")
+	setInstalled(a, d.now())
 	_ = unstructured.SetNestedField(a.Object, "", "status", "debugInfo", "stateInfo")
 	if err := d.c.Status().Update(ctx, a); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

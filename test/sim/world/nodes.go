@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,12 +39,7 @@ func (d *Driver) completeInstallations(ctx context.Context) error {
 	}
 	return d.forEach(ctx, len(done), func(ctx context.Context, i int) error {
 		agent := done[i].DeepCopy() // the list may be a shared cache
-		unstructuredcond.Set(agent, now,
-			cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
-			cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
-		)
-		_ = unstructured.SetNestedField(agent.Object, stateAddedToCluster, "status", "debugInfo", "state")
-		_ = unstructured.SetNestedField(agent.Object, "Done", "status", "progress", "currentStage")
+		setInstalled(agent, now)
 		if err := d.c.Status().Update(ctx, agent); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return nil
@@ -160,4 +156,15 @@ func (d *Driver) markNodeProviderID(name string) {
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
 	d.nodesWithProviderID[name] = true
+}
+
+// setInstalled gives an Agent the shapes of an installed day-2 host: added-to-existing-cluster, stage Done,
+// Installed=True/InstallationCompleted, RequirementsMet=True/AgentInstallationStopped.
+func setInstalled(agent *unstructured.Unstructured, now time.Time) {
+	unstructuredcond.Set(agent, now,
+		cond{Type: CondInstalled, Status: "True", Reason: ReasonInstallationCompleted, Message: "The installation has completed: Done"},
+		cond{Type: CondRequirementsMet, Status: "True", Reason: "AgentInstallationStopped", Message: "The agent installation stopped"},
+	)
+	_ = unstructured.SetNestedField(agent.Object, stateAddedToCluster, "status", "debugInfo", "state")
+	_ = unstructured.SetNestedField(agent.Object, "Done", "status", "progress", "currentStage")
 }
