@@ -97,7 +97,8 @@ var schemaDefaults = map[string]interface{}{
 	"iso.retainVersions":         int64(2),
 	"iso.allowPlainHTTP":         false,
 	"iso.ejectAfterInstall":      false,
-	"iso.replaceOutdatedVMs":     true, // opt-out: outdated unbound VMs are replaced unless a pool says false
+	"iso.recoverDiscoveryBoot":   false, // opt-in: a worker that booted discovery again is reported, not reset
+	"iso.replaceOutdatedVMs":     true,  // opt-out: outdated unbound VMs are replaced unless a pool says false
 	"iso.maxSize":                "8Gi",
 	"cleanupPolicy":              "Delete",
 	"registrationTimeout":        "20m",
