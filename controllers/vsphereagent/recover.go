@@ -38,8 +38,12 @@ func (r *Reconciler) recoverDiscoveryBoot(ctx context.Context, s *vmScope) (bool
 	if !stuck {
 		if va.Status.VM.DiscoveryBootResetAt != nil && s.agent != nil {
 			va.Status.VM.DiscoveryBootResetAt = nil
-			r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonDiscoveryBootRecovered, events.ActionResetVM,
-				"Agent %s of VM %s left installing-pending-user-action after the reset", s.agent.Name, va.Status.VM.Name)
+			agent, vm := s.agent.Name, va.Status.VM.Name
+			// Once the cleared record is written: a pass whose write conflicts sees the record again.
+			s.afterWrite = append(s.afterWrite, func() {
+				r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonDiscoveryBootRecovered, events.ActionResetVM,
+					"Agent %s of VM %s left installing-pending-user-action after the reset", agent, vm)
+			})
 		}
 		r.resets.forget(va.UID)
 		return true, nil
