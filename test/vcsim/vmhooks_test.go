@@ -92,8 +92,12 @@ func TestOnVMCallOutOfProcess(t *testing.T) {
 	for _, c := range calls {
 		got = append(got, c.Method+" "+c.Name)
 	}
+	// The create's boot-order reconfigure (internal/vsphere/bootorder.go) is reported too; drop it here.
+	if len(calls) == 4 && calls[1].Method == MethodReconfigVM && strings.EqualFold(calls[1].InstanceUUID, info.InstanceUUID) {
+		calls = append(calls[:1:1], calls[2:]...)
+	}
 	if len(calls) != 3 {
-		t.Fatalf("calls %v, want a create and two destroys", got)
+		t.Fatalf("calls %v, want a create, its boot-order reconfigure and two destroys", got)
 	}
 	if c := calls[0]; c.Method != MethodCreateVM || !strings.EqualFold(c.OwnerUID, owner.OwnerUID) || c.PoolUID != owner.PoolUID {
 		t.Fatalf("create reported as %+v", c)
