@@ -135,7 +135,7 @@ func recovering(p *Pass) bool {
 // ejects reports whether the pass's VM has its ISO ejected: after installation (spec.iso.ejectAfterInstall),
 // or to recover a worker that booted discovery again.
 func ejects(p *Pass) bool {
-	return p.Pool.Spec.ISO.EjectAfterInstall || recovering(p)
+	return p.Pool != nil && (p.Pool.Spec.ISO.EjectAfterInstall || recovering(p))
 }
 
 // ejectionTrigger returns the ISOEjected reason and message while ejection must not start ("" when it may).
@@ -374,7 +374,7 @@ func (e *Ejector) ejectionDone(ctx context.Context, p *Pass, vs vsphere.Client, 
 	switch {
 	case len(ours) == 0:
 		e.markEjected(p, done, unrelated)
-	case p.Pool != nil && ejects(p):
+	case ejects(p):
 		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionISOEjected, false, afv1.ReasonEjectionInProgress,
 			fmt.Sprintf("%s; %d more CD-ROM(s) with this pool's ISO follow", done, len(ours))+unrelatedNote(unrelated), va.Generation)
 		p.requeueAfter(time.Millisecond)

@@ -59,24 +59,27 @@ func diskFirstBootOptions(current *types.VirtualMachineBootOptions, diskKey int3
 
 // ensureDiskFirstBoot sets the boot order [boot disk, CD-ROM] on a VM whose order does not start with its
 // boot disk, and waits for the reconfigure. vm is a fresh read of the VM (vmProps) whose identity the
-// caller verified; a VM without a disk is left alone.
-func (c *client) ensureDiskFirstBoot(ctx context.Context, ref types.ManagedObjectReference, vm *mo.VirtualMachine) error {
-	if bootsDiskFirst(vm) || vm.Config == nil {
-		return nil
+// caller verified; a VM without a disk is left alone. It reports whether the VM now boots its disk first.
+func (c *client) ensureDiskFirstBoot(ctx context.Context, ref types.ManagedObjectReference, vm *mo.VirtualMachine) (bool, error) {
+	if bootsDiskFirst(vm) {
+		return true, nil
+	}
+	if vm.Config == nil {
+		return false, nil
 	}
 	key, ok := bootDiskKey(vm.Config.Hardware.Device)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	t, err := object.NewVirtualMachine(c.vim, ref).Reconfigure(ctx, types.VirtualMachineConfigSpec{BootOptions: diskFirstBootOptions(vm.Config.BootOptions, key)})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := c.waitTaskOf(ctx, "BootOrder", t.Reference()); err != nil {
-		return err
+		return false, err
 	}
 	c.log.V(1).Info("set the boot order to disk first", "vm", vm.Name, "diskKey", key)
-	return nil
+	return true, nil
 }
 
 // ResetVM recovers a worker that booted its discovery image instead of its installed disk: after proving
@@ -95,7 +98,7 @@ func (c *client) resetVM(ctx context.Context, datacenter, instanceUUID, biosUUID
 	if vm.Config == nil || !strings.EqualFold(vm.Config.Uuid, biosUUID) {
 		return NewError(ClassOwnership, "ResetVM", "VM %q has BIOS UUID %q, not the recorded %q", vm.Name, configUUID(vm), biosUUID)
 	}
-	if err := c.ensureDiskFirstBoot(ctx, *ref, vm); err != nil {
+	if _, err := c.ensureDiskFirstBoot(ctx, *ref, vm); err != nil {
 		return err
 	}
 	machine := object.NewVirtualMachine(c.vim, *ref)

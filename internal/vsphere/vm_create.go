@@ -77,10 +77,9 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 		}
 	} else {
 		// ... or between the power-on and the boot order.
-		if err := c.ensureDiskFirstBoot(ctx, ref, vm); err != nil {
+		if info.DiskFirstBoot, err = c.ensureDiskFirstBoot(ctx, ref, vm); err != nil {
 			return nil, err
 		}
-		info.DiskFirstBoot = len(info.Disks) > 0
 	}
 	info.Adopted = true
 	// The earlier attempt's policy ID is not on the VM's properties: resolve the name again for the caller.
@@ -106,12 +105,13 @@ func (c *client) powerOnAndRead(ctx context.Context, ref types.ManagedObjectRefe
 			return nil, err
 		}
 	}
-	if err := c.ensureDiskFirstBoot(ctx, ref, vm); err != nil {
+	diskFirst, err := c.ensureDiskFirstBoot(ctx, ref, vm)
+	if err != nil {
 		return nil, err
 	}
 	info := toVMInfo(vm)
 	info.PoweredOn = true // the task succeeded (or the VM was already on); the read may predate its end
-	info.DiskFirstBoot = len(info.Disks) > 0
+	info.DiskFirstBoot = diskFirst
 	return info, nil
 }
 

@@ -81,7 +81,8 @@ type hostFacts struct {
 	diskUUIDs bool
 	hostname  string // the real hostname: spec.hostname, else the inventory's
 	role      string // the effective role: spec.role, else auto-assign
-	// ntpSynced: one of status.ntpSources is "synced" (isNTPSynced; no sources at all fail too).
+	// ntpSynced: one of status.ntpSources is "synced" (isNTPSynced; a reported empty list fails, an
+	// Agent that reports no field at all is not judged, see factsOf).
 	ntpSynced bool
 }
 
