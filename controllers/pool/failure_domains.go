@@ -23,20 +23,22 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
 
-// capacityCheckInterval is how often a domain's capacity is read from vCenter while the pool reconciles;
-// a domain short of capacity is retried on this timer.
+// capacityCheckInterval is how often a placement's capacity is read from vCenter while a pool placing VMs
+// there reconciles; a domain short of capacity is retried on this timer.
 const capacityCheckInterval = 30 * time.Second
 
 // domainBackoff is how long a failure domain whose VM creations failed is skipped: 1 min after the first
 // failure, doubled for each further failure in a row, at most 15 min; a VM created there resets it.
 var domainBackoff = planner.Backoff{Base: time.Minute, Ceiling: 15 * time.Minute}
 
-// domainTracker remembers, per pool and failure domain, failed creations (backoff), the last capacity
-// reading and the VsphereAgents created but not yet seen in the cache. The zero value is ready.
+// domainTracker remembers, per pool and failure domain, failed creations (backoff), where the domain
+// places its VMs and the VsphereAgents created but not yet seen in the cache; and, per placement, the
+// last capacity reading (shared by every pool placing VMs there). The zero value is ready.
 type domainTracker struct {
 	mu       sync.Mutex
 	failing  map[string]*domainFailures
-	capacity map[string]*capacityReading
+	capacity map[string]*capacityReading // placement key -> last reading
+	placed   map[string]placedAs         // pool key/domain -> where and what the domain places
 	recent   map[string]map[string]string // pool key -> VsphereAgent name -> domain
 	metered  map[string]sets.Set[string]  // pool key -> domains listed on the last pass
 }
@@ -65,14 +67,6 @@ type domainFailures struct {
 	seen       map[types.UID]bool
 }
 
-type capacityReading struct {
-	at       time.Time
-	headroom int
-	short    []string
-	err      string
-	// createdSince counts VMs the pool placed here after the reading: the headroom left is headroom − it.
-	createdSince int
-}
 
 // ForgetPool drops everything remembered of a deleted pool's domains (a poolmemory Record).
 func (t *domainTracker) ForgetPool(pool types.NamespacedName) {
@@ -84,9 +78,9 @@ func (t *domainTracker) ForgetPool(pool types.NamespacedName) {
 			delete(t.failing, k)
 		}
 	}
-	for k := range t.capacity {
+	for k := range t.placed {
 		if strings.HasPrefix(k, poolKey+"/") {
-			delete(t.capacity, k)
+			delete(t.placed, k)
 		}
 	}
 	delete(t.recent, poolKey)
@@ -103,7 +97,7 @@ func (t *domainTracker) HoldsPool(pool types.NamespacedName) bool {
 			return true
 		}
 	}
-	for k := range t.capacity {
+	for k := range t.placed {
 		if strings.HasPrefix(k, poolKey+"/") {
 			return true
 		}
@@ -124,9 +118,7 @@ func (t *domainTracker) created(poolKey, name, domain string) {
 		t.recent[poolKey] = map[string]string{}
 	}
 	t.recent[poolKey][name] = domain
-	if c := t.capacity[poolKey+"/"+domain]; c != nil {
-		c.createdSince++
-	}
+	t.reserve(poolKey + "/" + domain)
 }
 
 // unseen returns, per domain, the VsphereAgents created but not yet listed, dropping those now present.
@@ -198,32 +190,6 @@ func (t *domainTracker) noteFailures(key string, vas []*afv1.VsphereAgent, now t
 	return &out
 }
 
-// reading returns the domain's capacity reading, reading it again when older than capacityCheckInterval.
-func (t *domainTracker) reading(ctx context.Context, key string, vs vsphere.Client, spec vsphere.CapacitySpec, need vsphere.VMNeed, now time.Time) capacityReading {
-	t.mu.Lock()
-	c := t.capacity[key]
-	t.mu.Unlock()
-	if c != nil && now.Sub(c.at) < capacityCheckInterval {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		return *c
-	}
-	fresh := &capacityReading{at: now}
-	if capa, err := vs.ReadCapacity(ctx, spec); err != nil {
-		fresh.err = redact.String(err.Error())
-	} else {
-		h := vsphere.HeadroomFor(*capa, need)
-		fresh.headroom, fresh.short = h.VMs, h.Short
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.capacity == nil {
-		t.capacity = map[string]*capacityReading{}
-	}
-	t.capacity[key] = fresh
-	return *fresh
-}
-
 // domainView is what observeDomains found about one failure domain.
 type domainView struct {
 	planner.Domain
@@ -278,7 +244,7 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 			}
 		}
 		if s.vs != nil && s.preflightBlock == "" && !p.Spec.Paused {
-			c := r.domains.reading(ctx, key, s.vs, vsphere.CapacitySpec{Datacenter: p.Spec.VSphere.Datacenter,
+			c := r.domains.reading(ctx, key, s.creds.Server, s.vs, vsphere.CapacitySpec{Datacenter: p.Spec.VSphere.Datacenter,
 				ResourcePool: pl.ResourcePool, DatastoreCluster: pl.DatastoreCluster}, poolspec.VMNeed(p), now)
 			switch {
 			case c.err != "":
@@ -289,7 +255,7 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 				}
 				s.requeueAfter(capacityCheckInterval)
 			default:
-				left := max(c.headroom-c.createdSince, 0)
+				left := c.headroom
 				v.Headroom = &left
 				h := int32(min(left, 1<<30))
 				v.status.Headroom = &h
@@ -299,7 +265,7 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 					msg := fmt.Sprintf("%s: no room for one more VM of %d vCPU, %d MiB: %s", label, p.Spec.Template.NumCPUs,
 						p.Spec.Template.MemoryMiB, strings.Join(c.short, "; "))
 					if len(c.short) == 0 {
-						msg = fmt.Sprintf("%s: the VMs created since vCenter's last reading used its headroom; read again within %s", label, capacityCheckInterval)
+						msg = fmt.Sprintf("%s: the VMs this operator created since vCenter's last reading used its headroom; read again within %s", label, capacityCheckInterval)
 					}
 					v.status.Available, v.status.Reason, v.status.Message = false, afv1.ReasonInsufficientCapacity, msg
 					problems = append(problems, msg)

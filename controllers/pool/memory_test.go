@@ -18,6 +18,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
 	"github.com/containeroo/agent-forge-operator/internal/poolmemory/memorytest"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
+	"github.com/containeroo/agent-forge-operator/test/vspherefake"
 )
 
 // poolRecordFields are the Reconciler's fields that remember something per pool, with the name each
@@ -93,13 +94,13 @@ func TestEveryPoolRecordIsForgotten(t *testing.T) {
 		r.statusWrites.remember(key, &planner.Burst{Value: 1, First: now, LastChange: now})
 		r.own.Wrote("1", p)
 		r.refusalEvents.Allow(key+"/credentials", afv1.ReasonCredentialsNotFound, now)
+		r.domains.reading(context.Background(), key+"/zone-a", "vc.example", vspherefake.New(clk), vsphere.CapacitySpec{Datacenter: "dc"}, vsphere.VMNeed{NumCPUs: 2}, now)
 		r.domains.created(key, p.Name+"-va-1", "zone-a")
 		r.domains.meter(p, key, sets.New("zone-a"))
 		r.domains.mu.Lock()
-		if r.domains.capacity == nil {
-			r.domains.capacity, r.domains.failing = map[string]*capacityReading{}, map[string]*domainFailures{}
+		if r.domains.failing == nil {
+			r.domains.failing = map[string]*domainFailures{}
 		}
-		r.domains.capacity[key+"/zone-a"] = &capacityReading{at: now, headroom: 1}
 		r.domains.failing[key+"/zone-a"] = &domainFailures{failures: 1, lastAt: now}
 		r.domains.mu.Unlock()
 		iso.remember(nn)

@@ -204,3 +204,22 @@ func (c *client) readCapacity(ctx context.Context, spec CapacitySpec) (*Capacity
 	}
 	return out, nil
 }
+
+// Less returns c with one VM of need taken from it: its CPU and memory counted as used, its disk taken
+// from the datastore with the most usable room (the one HeadroomFor counts a VM on first). It is how a
+// reading stays right for the VMs created after it, by any pool placing VMs there, until the next one.
+func (c Capacity) Less(need VMNeed) Capacity {
+	c.UsedCPUMHz += need.CPUMHz(c.CoreMHz)
+	c.UsedMemoryMiB += need.MemoryMiB
+	c.Datastores = append([]DatastoreSpace(nil), c.Datastores...)
+	best, bestUsable := -1, int64(0)
+	for i, ds := range c.Datastores {
+		if usable := ds.FreeBytes - int64(float64(ds.CapacityBytes)*DatastoreSafetyMargin); best < 0 || usable > bestUsable {
+			best, bestUsable = i, usable
+		}
+	}
+	if best >= 0 {
+		c.Datastores[best].FreeBytes -= need.DiskBytes()
+	}
+	return c
+}

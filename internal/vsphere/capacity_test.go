@@ -111,3 +111,39 @@ func TestReadCapacityFollowsTheSimulatorKnobs(t *testing.T) {
 		t.Fatalf("datastore cluster: %+v, %v", got, err)
 	}
 }
+
+// Less keeps a reading right for the VMs created after it: each VM of the same need lowers the
+// headroom by exactly one, whichever resource limits it, and leaves the reading it came from untouched.
+func TestCapacityLessTakesOneVMEach(t *testing.T) {
+	const gib = int64(1) << 30
+	need := vsphere.VMNeed{NumCPUs: 4, MemoryMiB: 16 * 1024, ThickDiskGiB: 100}
+	cases := []struct {
+		name string
+		c    vsphere.Capacity
+	}{
+		{"memory limits", vsphere.Capacity{Compute: "C0", EffectiveCPUMHz: 1 << 30, CoreMHz: 2_000, EffectiveMemoryMiB: 64 * 1024,
+			Datastores: []vsphere.DatastoreSpace{{Name: "ds", CapacityBytes: 10_000 * gib, FreeBytes: 10_000 * gib}}}},
+		{"CPU limits", vsphere.Capacity{Compute: "C0", EffectiveCPUMHz: 40_000, CoreMHz: 2_000, EffectiveMemoryMiB: 1 << 30,
+			Datastores: []vsphere.DatastoreSpace{{Name: "ds", CapacityBytes: 10_000 * gib, FreeBytes: 10_000 * gib}}}},
+		{"datastore cluster limits", vsphere.Capacity{Compute: "C0", EffectiveCPUMHz: 1 << 30, CoreMHz: 2_000, EffectiveMemoryMiB: 1 << 30,
+			Datastores: []vsphere.DatastoreSpace{{Name: "a", CapacityBytes: 1000 * gib, FreeBytes: 500 * gib}, {Name: "b", CapacityBytes: 1000 * gib, FreeBytes: 380 * gib}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := vsphere.HeadroomFor(tc.c, need).VMs
+			if start < 2 {
+				t.Fatalf("case starts with %d VMs of room; needs at least 2", start)
+			}
+			c := tc.c
+			for i := 1; i <= start; i++ {
+				c = c.Less(need)
+				if got := vsphere.HeadroomFor(c, need); got.VMs != start-i || (got.VMs == 0) != (len(got.Short) > 0) {
+					t.Fatalf("after %d VMs: headroom %d (short %v), want %d", i, got.VMs, got.Short, start-i)
+				}
+			}
+			if got := vsphere.HeadroomFor(tc.c, need).VMs; got != start {
+				t.Fatalf("the original reading changed: %d, want %d", got, start)
+			}
+		})
+	}
+}
