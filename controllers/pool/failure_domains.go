@@ -37,8 +37,8 @@ var domainBackoff = planner.Backoff{Base: time.Minute, Ceiling: 15 * time.Minute
 type domainTracker struct {
 	mu       sync.Mutex
 	failing  map[string]*domainFailures
-	capacity map[string]*capacityReading // placement key -> last reading
-	placed   map[string]placedAs         // pool key/domain -> where and what the domain places
+	capacity map[string]*capacityReading  // placement key -> last reading
+	placed   map[string]placedAs          // pool key/domain -> where and what the domain places
 	recent   map[string]map[string]string // pool key -> VsphereAgent name -> domain
 	metered  map[string]sets.Set[string]  // pool key -> domains listed on the last pass
 }
@@ -66,7 +66,6 @@ type domainFailures struct {
 	last       string // what failed last (VsphereAgent and reason)
 	seen       map[types.UID]bool
 }
-
 
 // ForgetPool drops everything remembered of a deleted pool's domains (a poolmemory Record).
 func (t *domainTracker) ForgetPool(pool types.NamespacedName) {
