@@ -93,7 +93,7 @@ func (r *Reconciler) trackBinding(ctx context.Context, s *vmScope) (bool, error)
 //     phase was: the VM runs the installed OS of a worker that is gone, it is never capacity again;
 //  3. it is on its way out of a cluster otherwise (unbinding, reclaiming, reclaiming-rebooting), or the
 //     VM was Bound or Released before: Released/AgentUnbound (unbound after use);
-//  4. its host fails assisted-service's validations (Validated=False): Provisioning/HostValidationsFailing,
+//  4. its host fails assisted-service's validations (Agent.FailsValidations): Provisioning/HostValidationsFailing,
 //     in flight and no supply (checkValidations fails it at once for its hardware, else after
 //     registrationTimeout, unless the host recovers);
 //  5. otherwise: Available/AgentPrepared.
@@ -110,7 +110,7 @@ func bindingPhase(prev afv1.VMPhase, a agents.Agent) (afv1.VMPhase, string) {
 		return afv1.VMPhaseReleased, afv1.ReasonUnbindingPendingUserAction
 	case a.IsUnbinding() || prev == afv1.VMPhaseBound || prev == afv1.VMPhaseReleased:
 		return afv1.VMPhaseReleased, afv1.ReasonAgentUnbound
-	case validationsFailing(a):
+	case hostFailsValidations(a):
 		return afv1.VMPhaseProvisioning, afv1.ReasonHostValidationsFailing
 	}
 	return afv1.VMPhaseAvailable, afv1.ReasonAgentPrepared
@@ -161,9 +161,9 @@ func (r *Reconciler) reservingMachine(ctx context.Context, s *vmScope) string {
 	return ""
 }
 
-// validationsFailing reports whether assisted-service says the host fails its validations (Validated=False;
-// Unknown while they run is not failing).
-func validationsFailing(a agents.Agent) bool {
-	c, ok := agents.FindCondition(a.Conditions, "Validated")
-	return ok && c.Status == "False"
+// hostFailsValidations is Agent.FailsValidations without the list: the same verdict checkValidations
+// reports and acts on (Unknown while the validations run is not failing).
+func hostFailsValidations(a agents.Agent) bool {
+	_, fails := a.FailsValidations()
+	return fails
 }

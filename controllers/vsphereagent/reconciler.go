@@ -449,8 +449,11 @@ func (r *Reconciler) setReady(s *vmScope) {
 	case afv1.VMPhaseBound:
 		if reason, msg, ok := r.discoveryBootReady(s); ok && va.Status.VM.Reason == afv1.ReasonInstallingPendingUserAction {
 			if reason == afv1.ReasonDiscoveryBootNotRecovered {
+				// Announced once the condition is written: a pass whose write conflicts does not repeat it.
 				if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionReady); c == nil || c.Reason != reason {
-					r.Recorder.Eventf(va, nil, "Warning", reason, events.ActionResetVM, "%s", msg)
+					s.afterWrite = append(s.afterWrite, func() {
+						r.Recorder.Eventf(va, nil, "Warning", reason, events.ActionResetVM, "%s", msg)
+					})
 				}
 			}
 			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionReady, false, reason, msg, va.Generation)

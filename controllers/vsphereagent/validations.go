@@ -24,6 +24,14 @@ func describeValidations(vs []agents.Validation) string {
 	return strings.Join(parts, "; ")
 }
 
+// validatedMessage is the Agent's Validated condition message, or a placeholder when it has none.
+func validatedMessage(a *agents.Agent) string {
+	if c, ok := agents.FindCondition(a.Conditions, "Validated"); ok && c.Message != "" {
+		return c.Message
+	}
+	return "(no message)"
+}
+
 // checkValidations reports assisted-service's verdict on the host (condition AgentValidated, a Warning
 // Event when it starts failing or fails differently) and gives up on a host that cannot pass: Failed/
 // HostValidationFailed at once when a hardware validation fails (every VM of the template would fail
@@ -42,8 +50,8 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 	if c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentValidated); c != nil {
 		prev = *c
 	}
-	failing := agents.FailingValidations(a.Obj)
-	if len(failing) == 0 {
+	failing, fails := a.FailsValidations()
+	if !fails {
 		if agents.IsTrue(a.Conditions, "Validated") {
 			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentValidated, true, afv1.ReasonHostValidationsPassing,
 				"the host passes assisted-service's validations", va.Generation)
@@ -54,6 +62,9 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 		return true, nil
 	}
 	msg := "the host fails assisted-service's validations: " + describeValidations(failing)
+	if len(failing) == 0 {
+		msg = "assisted-service reports the host's validations failing (Validated=False) without naming one: " + validatedMessage(a)
+	}
 	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentValidated, false, afv1.ReasonHostValidationsFailing, msg, va.Generation)
 	if prev.Status != metav1.ConditionFalse || prev.Message != msg {
 		s.afterWrite = append(s.afterWrite, func() {
@@ -79,10 +90,13 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 		}
 	}
 	r.setPhase(va, afv1.VMPhaseFailed, afv1.ReasonHostValidationFailed)
-	name := va.Status.VM.Name
+	name, failedWhat := va.Status.VM.Name, describeValidations(failing)
+	if failedWhat == "" {
+		failedWhat = "Validated=False: " + validatedMessage(a)
+	}
 	s.afterWrite = append(s.afterWrite, func() {
 		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonHostValidationFailed, events.ActionAwaitAgent,
-			"VM %s is Failed for its host's validations (%s); the pool replaces it within the registration breaker's budget", name, describeValidations(failing))
+			"VM %s is Failed for its host's validations (%s); the pool replaces it within the registration breaker's budget", name, failedWhat)
 	})
 	return false, nil
 }

@@ -73,6 +73,56 @@ func TestValidationFailureAfterPending(t *testing.T) {
 	}
 }
 
+// TestValidatedFalseWithoutAList: an Agent whose Validated condition is False while validationsInfo names
+// no failed validation is the same verdict for the phase and the condition (Agent.FailsValidations): the
+// condition and the Event carry the hub's own message, and the host is Failed after the grace, as a
+// non-hardware failure. Before, the phase said HostValidationsFailing while the condition said nothing.
+func TestValidatedFalseWithoutAList(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	rec := kevents.NewFakeRecorder(8)
+	r := &Reconciler{Recorder: events.NewRecorder(rec)}
+	r.Opts.Clock = clk
+	pool := &afv1.VsphereAgentPool{}
+	pool.Spec.RegistrationTimeout = &metav1.Duration{Duration: 5 * time.Minute}
+	va := &afv1.VsphereAgent{}
+	va.Status.VM.Name, va.Status.VM.Phase = "hc-worker-2", afv1.VMPhaseProvisioning
+	a := agents.AgentFrom(&unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "agent-2"},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "Validated", "status": "False", "reason": "ValidationsFailing",
+			"message": "The agent's validations are failing: Host is insufficient"}}},
+	}})
+	if phase, reason := bindingPhase(afv1.VMPhaseProvisioning, a); phase != afv1.VMPhaseProvisioning || reason != afv1.ReasonHostValidationsFailing {
+		t.Fatalf("bindingPhase = %s/%s, want Provisioning/%s", phase, reason, afv1.ReasonHostValidationsFailing)
+	}
+	pass := func() {
+		s := &vmScope{va: va, pool: pool, agent: &a}
+		if _, err := r.checkValidations(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range s.afterWrite {
+			f()
+		}
+	}
+	before := append([]metav1.Condition(nil), va.Status.Conditions...)
+	pass()
+	conditions.StampTransitions(before, va.Status.Conditions, clk.Now())
+	c := conditions.FindCondition(va.Status.Conditions, afv1.ConditionAgentValidated)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "Host is insufficient") {
+		t.Fatalf("AgentValidated = %+v, want False with the hub's message", c)
+	}
+	if got := drain(rec); len(got) != 1 || !strings.Contains(got[0], "Host is insufficient") {
+		t.Fatalf("events %q, want one Warning with the hub's message", got)
+	}
+	clk.Step(5 * time.Minute)
+	pass()
+	if va.Status.VM.Phase != afv1.VMPhaseFailed {
+		t.Fatalf("after the grace: phase %s, want Failed", va.Status.VM.Phase)
+	}
+	if got := drain(rec); len(got) != 1 || !strings.Contains(got[0], "Validated=False: The agent's validations are failing") {
+		t.Fatalf("events %q, want the Failed Event naming the condition", got)
+	}
+}
+
 func drain(rec *kevents.FakeRecorder) []string {
 	var out []string
 	for {

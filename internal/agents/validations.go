@@ -17,6 +17,19 @@ type Validation struct {
 // error, disabled).
 const ValidationStatusFailure = "failure"
 
+// FailsValidations is the one reading of assisted-service's verdict that a host fails its validations,
+// for every caller: the Validated condition False (except with reason Unbinding, which a host leaving a
+// cluster shows whatever its validations), or a validation in status.validationsInfo reported failing
+// (the two are written together by the hub; either is enough). failing lists the failed validations,
+// empty when only the condition says so (its message is then the explanation).
+func (a Agent) FailsValidations() (failing []Validation, fails bool) {
+	if a.Obj != nil {
+		failing = FailingValidations(a.Obj)
+	}
+	c, ok := FindCondition(a.Conditions, "Validated")
+	return failing, len(failing) > 0 || (ok && c.Status == "False" && c.Reason != BoundReasonUnbinding)
+}
+
 // FailingValidations lists the validations u's status.validationsInfo reports failing, ordered by
 // category then id. A malformed entry is skipped.
 func FailingValidations(u *unstructured.Unstructured) []Validation {

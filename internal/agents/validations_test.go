@@ -43,3 +43,39 @@ func TestFailingValidations(t *testing.T) {
 		t.Errorf("InventoryOf = %+v, want %+v", got, want)
 	}
 }
+
+// FailsValidations is the one verdict the VsphereAgent's phase and its AgentValidated condition share:
+// either the Validated condition or a failed validation says so; a host leaving a cluster does not fail.
+func TestFailsValidations(t *testing.T) {
+	failed := map[string]any{"network": []any{map[string]any{"id": "ntp-synced", "status": "failure", "message": "Host couldn't synchronize with any NTP server"}}}
+	cases := []struct {
+		name      string
+		validated []any // the Validated condition, if any
+		info      map[string]any
+		fails     bool
+		listed    int
+	}{
+		{"passing", []any{"True", "ValidationsPassing"}, nil, false, 0},
+		{"still running", []any{"Unknown", "ValidationsUnknown"}, nil, false, 0},
+		{"condition and list agree", []any{"False", "ValidationsFailing"}, failed, true, 1},
+		{"condition only: failing, nothing listed", []any{"False", "ValidationsFailing"}, nil, true, 0},
+		{"list only (condition not written yet): failing", nil, failed, true, 1},
+		{"unbinding: Validated=False/Unbinding is not a failed validation", []any{"False", "Unbinding"}, nil, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status := map[string]any{}
+			if tc.validated != nil {
+				status["conditions"] = []any{map[string]any{"type": "Validated", "status": tc.validated[0], "reason": tc.validated[1]}}
+			}
+			if tc.info != nil {
+				status["validationsInfo"] = tc.info
+			}
+			a := AgentFrom(&unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "a"}, "status": status}})
+			list, fails := a.FailsValidations()
+			if fails != tc.fails || len(list) != tc.listed {
+				t.Fatalf("FailsValidations = %v (%d listed), want %v (%d listed)", fails, len(list), tc.fails, tc.listed)
+			}
+		})
+	}
+}
