@@ -106,6 +106,11 @@ type VMStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Image Created",xDescriptors="urn:alm:descriptor:text"
 	ImageCreatedTime *metav1.Time `json:"imageCreatedTime,omitempty"`
+	// Template is the pool's template the VM was created from (its shape and hash); the pool reports a
+	// bound worker whose template differs from the current one as drift and never changes it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Template"
+	Template *TemplateRecord `json:"template,omitempty"`
 	// Hardware is what of the pool's hardware profile the VM was created with (data disks, storage
 	// policy); empty when the pool has no profile.
 	// +optional

@@ -715,13 +715,18 @@ type VsphereAgentPoolStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Warm Standby"
 	Standby *StandbyStatus `json:"standby,omitempty"`
+	// TemplateDrift reports the bound workers made from an earlier template (condition TemplateCurrent).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Template Drift"
+	TemplateDrift *TemplateDriftStatus `json:"templateDrift,omitempty"`
 	// RegistrationBreaker is the registration breaker's memory (see RegistrationBreakerStatus). Unset
 	// while it never tripped.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Registration Breaker"
 	RegistrationBreaker *RegistrationBreakerStatus `json:"registrationBreaker,omitempty"`
 	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
-	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable, StaticIPsReady, StandbyReady.
+	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable, StaticIPsReady, StandbyReady,
+	// TemplateCurrent.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -77,7 +77,7 @@ func (r *Reconciler) replaceOutdated(ctx context.Context, s *poolScope, poolKey 
 			return err
 		}
 		if released {
-			r.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonOutdatedImage, events.ActionReplaceVM, "replacing VM %s: %s", rel.Name, rel.Message)
+			r.Recorder.Eventf(s.pool, nil, "Normal", rel.Reason, events.ActionReplaceVM, "replacing VM %s: %s", rel.Name, rel.Message)
 		}
 	}
 	return nil

@@ -164,8 +164,9 @@ type poolScope struct {
 	vs      vsphere.Client
 	vsErr   error
 	isoCond *conditionUpdate
-	// plan is what the planner decided this pass (zero when the pass ended before planning).
-	plan planner.Decisions
+	// plan is what the planner decided this pass (zero when the pass ended before planning: planned false).
+	plan    planner.Decisions
+	planned bool
 	// preflightBlock is the reason of a failed preflight check (selector, placement, privileges): no
 	// VsphereAgent is created while it is set.
 	preflightBlock string
@@ -575,6 +576,6 @@ func (r *Reconciler) refreshISO(ctx context.Context, s *poolScope) error {
 
 // planAndAct gathers what the pass observed, lets the planner decide and carries out its plan.
 func (r *Reconciler) planAndAct(ctx context.Context, s *poolScope) error {
-	s.plan = planner.Plan(r.snapshot(s))
+	s.plan, s.planned = planner.Plan(r.snapshot(s)), true
 	return r.carryOut(ctx, s)
 }

@@ -160,6 +160,7 @@ func (r *Reconciler) setStatus(s *poolScope, success bool) {
 	conditions.SetCondition(&st.Conditions, afv1.ConditionReady, ready, reason, msg, gen)
 
 	r.setStandby(s)
+	r.setTemplateDrift(s, s.planned)
 	recordPoolMetrics(p, s)
 }
 
@@ -196,6 +197,7 @@ func forgetPoolMetrics(ns, name string) {
 	metrics.PoolHeadroom.DeletePartialMatch(labels)
 	metrics.PoolStandbyDesired.DeletePartialMatch(labels)
 	metrics.PoolStandbyReady.DeletePartialMatch(labels)
+	metrics.PoolDriftedWorkers.DeletePartialMatch(labels)
 	metrics.DemandToBound.DeletePartialMatch(labels)
 	metrics.PoolRegistrationBreakerTrips.DeletePartialMatch(labels)
 	metrics.PoolVCenterTLSUnverified.DeletePartialMatch(labels)

@@ -344,6 +344,9 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	va.Status.VM.MACAddress = agents.NormalizeMAC(info.MACAddress)
 	va.Status.VM.Datacenter, va.Status.VM.ISOPath = spec.Datacenter, spec.ISOPath
 	va.Status.VM.Hardware = poolspec.HardwareStatus(spec.Hardware, info)
+	if va.Status.VM.Template == nil { // the shape vmSpec just asked vCenter for: drift is measured from it
+		va.Status.VM.Template = poolspec.TemplateRecord(pool, va.Spec.FailureDomain)
+	}
 	if t := pool.Status.ISO.SourceCreatedTime; t != nil && va.Status.VM.ImageCreatedTime == nil {
 		va.Status.VM.ImageCreatedTime = t.DeepCopy()
 	}

@@ -13,6 +13,7 @@ func All() []prometheus.Collector {
 		VsphereVMOperations, VsphereCallDuration, VCenterCircuitOpen,
 		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated, OtherManagerActive, ManagerLeasesUnreadable,
 		PoolStandbyDesired, PoolStandbyReady, DemandToBound, PoolRegistrationBreakerTrips, PoolVCenterTLSUnverified,
+		PoolDriftedWorkers,
 	}
 }
 

@@ -37,6 +37,7 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 	metrics.DemandToBound.WithLabelValues("ns", "pool").Observe(0)
 	metrics.PoolRegistrationBreakerTrips.WithLabelValues("ns", "pool").Set(0)
 	metrics.PoolVCenterTLSUnverified.WithLabelValues("ns", "pool").Set(0)
+	metrics.PoolDriftedWorkers.WithLabelValues("ns", "pool").Set(0)
 
 	families, err := reg.Gather()
 	if err != nil {

@@ -23,6 +23,8 @@ import (
 //	                               then marks: @z in failure domain z, ~ booted an outdated image,
 //	                                 # holds a static-IP lease, & its Agent is already bound,
 //	                                 ? available but its Agent not suitable yet (not validated),
+//	                                 % made from an earlier template (memoryMiB 16384 -> 32768),
+//	                                 = its template not recorded (made before VMs recorded it),
 //	                                 ! its creation failed (VMCreateFailed), +D registered (a, u, d) or
 //	                                 failed (x) D ago (default: registered 1h ago, failed 1m ago)
 //	domains=z1,z2                  failure domains (default: none, one placement named ""), marks:
@@ -39,7 +41,7 @@ import (
 // Decisions, rendered in this order, each word only when it is not empty:
 //
 //	deficit=N create=N|z1,z2 release=v1:Reason,... expire=v1,... block=R refuse=R wait=R,R
-//	requeue=D burst=V/F/L closes noscan standby=R/S limit=R
+//	requeue=D burst=V/F/L closes noscan standby=R/S limit=R drift=v1,... unrecorded=N
 //
 // (standby=R/S only with standby=N in the snapshot: R ready standby Agents, S VMs it lacks beyond the
 // deficit; limit=R: what caps its refill.)
@@ -138,7 +140,7 @@ func vmOf(t *testing.T, i int, word string) VM {
 	if registered {
 		o.RegisteredAt = notationNow.Add(-time.Hour)
 	}
-	const marks = "@~#&!+?"
+	const marks = "@~#&!+?%="
 	for rest := word[1:]; rest != ""; {
 		mark := rest[0]
 		arg := rest[1:]
@@ -158,6 +160,10 @@ func vmOf(t *testing.T, i int, word string) VM {
 			o.AgentBound = true
 		case '?':
 			vm.AgentReady = false
+		case '%':
+			vm.TemplateDrift = []string{"memoryMiB 16384 -> 32768"}
+		case '=':
+			vm.TemplateUnrecorded = true
 		case '!':
 			o.Reason = afv1.ReasonVMCreateFailed
 		case '+':
@@ -279,6 +285,10 @@ func render(s Snapshot, d Decisions) string {
 	}
 	if d.Standby.Limit != "" {
 		w = append(w, "limit="+d.Standby.Limit)
+	}
+	add("drift", d.Drift.Workers)
+	if d.Drift.Unrecorded > 0 {
+		w = append(w, fmt.Sprintf("unrecorded=%d", d.Drift.Unrecorded))
 	}
 	return strings.Join(w, " ")
 }

@@ -70,6 +70,10 @@ type VM struct {
 	// AgentReady: its Agent is registered, validated, connected, approved and unbound (the provider
 	// would take it now): a ready standby VM when it is Available.
 	AgentReady bool
+	// TemplateDrift says in what its VM differs from the pool's current template (empty: it matches);
+	// TemplateUnrecorded: its template is not known (made before VMs recorded it, or adopted).
+	TemplateDrift      []string
+	TemplateUnrecorded bool
 }
 
 // Blocks are the observed conditions other than the registration breaker that stop creation.
@@ -117,6 +121,8 @@ type Decisions struct {
 	Standby Standby
 	// Actions are the planned actions shown in status.plannedActions, each with its reason.
 	Actions []Action
+	// Drift reports the bound workers made from an earlier template (DecideTemplate).
+	Drift Drift
 }
 
 // Standby is the warm standby as this plan sees it.
@@ -138,7 +144,9 @@ type Release struct {
 }
 
 // Replaces reports whether the release replaces an outdated VM (demand creates its successor).
-func (r Release) Replaces() bool { return r.Reason == afv1.ReasonOutdatedImage }
+func (r Release) Replaces() bool {
+	return r.Reason == afv1.ReasonOutdatedImage || r.Reason == afv1.ReasonOutdatedTemplate
+}
 
 func (r Release) action() Action {
 	return Action{Kind: ActionDelete, Target: r.Name, Reason: r.Reason, Message: r.Message}
@@ -188,7 +196,8 @@ func when(cond bool, reason string) string {
 //  3. the first of blockRules that applies stops creation (registration breaker while open, preflight,
 //     static addressing, vCenter session, ISO); a breaker probing after its hold lets one VM be in flight;
 //  4. a VM that booted an outdated image is replaced: released, and not supply, so demand creates its
-//     successor; never while creation is blocked or the pool paused (DecideImage);
+//     successor; never while creation is blocked or the pool paused (DecideImage); so is one whose Agent
+//     never bound made from an earlier template, while a bound worker of one is only reported (DecideTemplate);
 //  5. capacity: deficit and the warm standby's shortfall, creation capped by the limits, released and
 //     surplus VMs; the standby is never surplus while it is short (computeCapacity);
 //  6. paused: nothing is carried out, the burst window stays as it was; the counts still report;
@@ -222,6 +231,19 @@ func Plan(s Snapshot) Decisions {
 			outdated = append(outdated, Release{Name: vm.Name, Reason: afv1.ReasonOutdatedImage, Message: v.Message})
 		}
 	}
+	// VMs made from an earlier template: bound workers are reported, the others replaced.
+	var drift Drift
+	for i, vm := range s.VMs {
+		if states[i].State == VMReleasing {
+			continue
+		}
+		v := DecideTemplate(vm, states[i].State, block != "" || s.Paused)
+		drift.add(vm, v)
+		if v.Replace {
+			states[i].State = VMReleasing
+			outdated = append(outdated, Release{Name: vm.Name, Reason: afv1.ReasonOutdatedTemplate, Message: v.Message})
+		}
+	}
 	byName(abandon)
 	byName(outdated)
 
@@ -233,7 +255,7 @@ func Plan(s Snapshot) Decisions {
 	})
 	d := Decisions{Block: block, Breaker: &breaker, BreakerState: breakerState, Deficit: c.Deficit, InFlight: c.InFlight,
 		Available: c.Available, InUse: c.InUse, Failed: c.Failed, Actions: c.Actions,
-		Standby: Standby{Desired: s.Standby, Ready: c.StandbyReady, Short: c.StandbyShort, Limit: c.StandbyLimit}}
+		Standby: Standby{Desired: s.Standby, Ready: c.StandbyReady, Short: c.StandbyShort, Limit: c.StandbyLimit}, Drift: drift}
 	for _, r := range outdated {
 		d.Actions = append(d.Actions, r.action())
 	}
