@@ -747,6 +747,7 @@ type VsphereAgentPoolStatus struct {
 // +kubebuilder:printcolumn:name="Standby-Desired",type=integer,JSONPath=`.status.standby.desired`,priority=1
 // +kubebuilder:printcolumn:name="Ejected",type=integer,JSONPath=`.status.isoEjections.ejected`
 // +kubebuilder:printcolumn:name="Eject-Failed",type=integer,JSONPath=`.status.isoEjections.failed`,priority=1
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.templateDrift.boundWorkers`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +operator-sdk:csv:customresourcedefinitions:displayName="vSphere Agent Pool",resources={{VsphereAgent,v1alpha1},{Agent,v1beta1},{Secret,v1}}
 type VsphereAgentPool struct {
