@@ -35,6 +35,7 @@ import (
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -374,7 +375,11 @@ func poll(ctx context.Context, timeout time.Duration, f func() (bool, string, er
 	var lastLog time.Time
 	for {
 		done, progress, err := f()
-		if err != nil {
+		if err != nil && transientAPIError(err) {
+			// A saturated API server (CAPI at its default flags serves thousands of Machine status patches)
+			// may time a list out; the bench's own reads try again within the poll's deadline.
+			done, progress = false, "API server busy: "+err.Error()
+		} else if err != nil {
 			return err
 		}
 		if done {
@@ -394,6 +399,12 @@ func poll(ctx context.Context, timeout time.Duration, f func() (bool, string, er
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// transientAPIError reports an API server answer that says "not now" (timeouts, 429, 503), not "no".
+func transientAPIError(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err)
 }
 
 func listAgents(ctx context.Context, c client.Client) ([]unstructured.Unstructured, error) {
