@@ -28,11 +28,7 @@ func (r *Reconciler) setTemplateDrift(s *poolScope, planned bool) {
 	if !planned {
 		return // the pass ended before planning: nothing new is known about the VMs
 	}
-	domain := ""
-	if ds := poolspec.Domains(p); len(ds) > 0 {
-		domain = ds[0].Name
-	}
-	cur := poolspec.TemplateRecord(p, domain)
+	cur := s.templates.Record(poolspec.Domains(p)[0].Name) // Domains lists at least the pool's own placement
 	var prev *afv1.TemplateRecord
 	if st.TemplateDrift != nil {
 		prev = st.TemplateDrift.Template
@@ -62,7 +58,7 @@ func (r *Reconciler) setTemplateDrift(s *poolScope, planned bool) {
 		names += fmt.Sprintf(" and %d more", len(d.Workers)-len(drift.Workers))
 	}
 	msg := fmt.Sprintf("%d bound worker(s) were made from an earlier template (%s): %s. They are kept as they are; "+
-		"roll the NodePool (e.g. change its spec.management.upgradeType Replace rollout or delete the Machines one by one) "+
-		"so that CAPI replaces them with VMs of the current template", len(d.Workers), drift.Diff, names)
+		"delete their Machines one by one so that CAPI replaces them with VMs of the current template (docs/drift.md)",
+		len(d.Workers), drift.Diff, names)
 	conditions.SetCondition(&st.Conditions, afv1.ConditionTemplateCurrent, false, afv1.ReasonTemplateDrift, msg, gen)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/events"
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 )
 
 // TestTemplateDriftStatus: the pool's status follows the plan's drift (count, names, the most common
@@ -24,8 +25,12 @@ func TestTemplateDriftStatus(t *testing.T) {
 	t.Cleanup(func() { metrics.PoolDriftedWorkers.DeleteLabelValues(p.Namespace, p.Name) })
 	p.Spec.Template = afv1.VMTemplateSpec{NumCPUs: 2, MemoryMiB: 8192, DiskGiB: 100}
 	s := &poolScope{pool: p}
+	pass := func(planned bool) { // each pass computes the pool's current template afresh
+		s.templates = poolspec.NewTemplates(p)
+		r.setTemplateDrift(s, planned)
+	}
 
-	r.setTemplateDrift(s, true)
+	pass(true)
 	if c := conditions.FindCondition(p.Status.Conditions, afv1.ConditionTemplateCurrent); c == nil || c.Reason != afv1.ReasonTemplateCurrent {
 		t.Fatalf("TemplateCurrent = %+v", c)
 	}
@@ -39,7 +44,7 @@ func TestTemplateDriftStatus(t *testing.T) {
 		{VMObservation: planner.VMObservation{Name: "va-2", Phase: afv1.VMPhaseBound, MachineRef: true}, TemplateDrift: []string{"memoryMiB 8192 -> 12288", "numCPUs 1 -> 2"}},
 		{VMObservation: planner.VMObservation{Name: "va-3", Phase: afv1.VMPhaseBound, MachineRef: true}, TemplateUnrecorded: true},
 	}})
-	r.setTemplateDrift(s, true)
+	pass(true)
 	d := p.Status.TemplateDrift
 	if d.BoundWorkers != 2 || d.Unrecorded != 1 || strings.Join(d.Workers, ",") != "va-1,va-2" || d.Diff != "memoryMiB 8192 -> 12288, numCPUs 1 -> 2" {
 		t.Fatalf("templateDrift = %+v", d)
@@ -57,14 +62,14 @@ func TestTemplateDriftStatus(t *testing.T) {
 	if e := <-rec.Events; !strings.Contains(e, afv1.ReasonTemplateChanged) || !strings.Contains(e, "memoryMiB 8192 -> 12288") {
 		t.Fatalf("Event %q", e)
 	}
-	r.setTemplateDrift(s, true)
+	pass(true)
 	if len(rec.Events) != 0 {
 		t.Fatal("the same template announced again")
 	}
 
 	p.Spec.Template.MemoryMiB = 16384
 	before := p.Status.TemplateDrift.DeepCopy()
-	r.setTemplateDrift(s, false)
+	pass(false)
 	if p.Status.TemplateDrift.Template.Hash != before.Template.Hash || len(rec.Events) != 0 {
 		t.Fatal("a pass that did not plan changed the drift status or announced a change")
 	}

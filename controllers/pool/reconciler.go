@@ -36,6 +36,7 @@ import (
 	"github.com/containeroo/agent-forge-operator/internal/metrics"
 	"github.com/containeroo/agent-forge-operator/internal/planner"
 	"github.com/containeroo/agent-forge-operator/internal/poolmemory"
+	"github.com/containeroo/agent-forge-operator/internal/poolspec"
 	"github.com/containeroo/agent-forge-operator/internal/upstream"
 	"github.com/containeroo/agent-forge-operator/internal/vsphere"
 )
@@ -167,6 +168,8 @@ type poolScope struct {
 	// plan is what the planner decided this pass (zero when the pass ended before planning: planned false).
 	plan    planner.Decisions
 	planned bool
+	// templates is the pool's current template per failure domain, computed once for the pass's plan and status.
+	templates *poolspec.Templates
 	// preflightBlock is the reason of a failed preflight check (selector, placement, privileges): no
 	// VsphereAgent is created while it is set.
 	preflightBlock string

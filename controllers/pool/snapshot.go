@@ -45,12 +45,12 @@ func (r *Reconciler) snapshot(s *poolScope) planner.Snapshot {
 			readyAgentOfVM.Insert(name)
 		}
 	}
-	templates := poolspec.NewTemplates(s.pool)
+	s.templates = poolspec.NewTemplates(s.pool)
 	for i, o := range observeVMs(s, deleting) {
 		va := &s.vas[i]
 		snap.VMs = append(snap.VMs, planner.VM{VMObservation: o, Domain: va.Spec.FailureDomain,
 			HasVM: va.Status.VM.InstanceUUID != "", Image: poolspec.BootedImage(va), StaticIPLease: poolspec.HoldsLease(va),
-			AgentReady: readyAgentOfVM.Has(va.Name), TemplateDrift: templates.Drift(va),
+			AgentReady: readyAgentOfVM.Has(va.Name), TemplateDrift: s.templates.Drift(va),
 			TemplateUnrecorded: va.Status.VM.Template == nil && va.Status.VM.InstanceUUID != ""})
 	}
 	for _, v := range s.domains {

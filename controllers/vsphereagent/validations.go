@@ -61,10 +61,11 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 		}
 		return true, nil
 	}
-	msg := "the host fails assisted-service's validations: " + describeValidations(failing)
-	if len(failing) == 0 {
-		msg = "assisted-service reports the host's validations failing (Validated=False) without naming one: " + validatedMessage(a)
+	what := describeValidations(failing)
+	if len(failing) == 0 { // only the Validated condition says so: its message is the explanation
+		what = "Validated=False: " + validatedMessage(a)
 	}
+	msg := "the host fails assisted-service's validations: " + what
 	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentValidated, false, afv1.ReasonHostValidationsFailing, msg, va.Generation)
 	if prev.Status != metav1.ConditionFalse || prev.Message != msg {
 		s.afterWrite = append(s.afterWrite, func() {
@@ -90,13 +91,10 @@ func (r *Reconciler) checkValidations(_ context.Context, s *vmScope) (bool, erro
 		}
 	}
 	r.setPhase(va, afv1.VMPhaseFailed, afv1.ReasonHostValidationFailed)
-	name, failedWhat := va.Status.VM.Name, describeValidations(failing)
-	if failedWhat == "" {
-		failedWhat = "Validated=False: " + validatedMessage(a)
-	}
+	name := va.Status.VM.Name
 	s.afterWrite = append(s.afterWrite, func() {
 		r.Recorder.Eventf(va, nil, "Warning", afv1.ReasonHostValidationFailed, events.ActionAwaitAgent,
-			"VM %s is Failed for its host's validations (%s); the pool replaces it within the registration breaker's budget", name, failedWhat)
+			"VM %s is Failed for its host's validations (%s); the pool replaces it within the registration breaker's budget", name, what)
 	})
 	return false, nil
 }

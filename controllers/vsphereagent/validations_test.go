@@ -40,16 +40,7 @@ func TestValidationFailureAfterPending(t *testing.T) {
 		}}},
 	}})
 
-	pass := func() *vmScope {
-		s := &vmScope{va: va, pool: pool, agent: &a}
-		if _, err := r.checkValidations(t.Context(), s); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range s.afterWrite {
-			f()
-		}
-		return s
-	}
+	pass := func() *vmScope { return validationsPass(t, r, va, pool, &a) }
 	before := append([]metav1.Condition(nil), va.Status.Conditions...)
 	s := pass()
 	conditions.StampTransitions(before, va.Status.Conditions, clk.Now()) // as the pass's status write does
@@ -94,15 +85,7 @@ func TestValidatedFalseWithoutAList(t *testing.T) {
 	if phase, reason := bindingPhase(afv1.VMPhaseProvisioning, a); phase != afv1.VMPhaseProvisioning || reason != afv1.ReasonHostValidationsFailing {
 		t.Fatalf("bindingPhase = %s/%s, want Provisioning/%s", phase, reason, afv1.ReasonHostValidationsFailing)
 	}
-	pass := func() {
-		s := &vmScope{va: va, pool: pool, agent: &a}
-		if _, err := r.checkValidations(t.Context(), s); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range s.afterWrite {
-			f()
-		}
-	}
+	pass := func() { validationsPass(t, r, va, pool, &a) }
 	before := append([]metav1.Condition(nil), va.Status.Conditions...)
 	pass()
 	conditions.StampTransitions(before, va.Status.Conditions, clk.Now())
@@ -121,6 +104,19 @@ func TestValidatedFalseWithoutAList(t *testing.T) {
 	if got := drain(rec); len(got) != 1 || !strings.Contains(got[0], "Validated=False: The agent's validations are failing") {
 		t.Fatalf("events %q, want the Failed Event naming the condition", got)
 	}
+}
+
+// validationsPass runs checkValidations once and, as a pass whose status write succeeded, its afterWrite.
+func validationsPass(t *testing.T, r *Reconciler, va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool, a *agents.Agent) *vmScope {
+	t.Helper()
+	s := &vmScope{va: va, pool: pool, agent: a}
+	if _, err := r.checkValidations(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range s.afterWrite {
+		f()
+	}
+	return s
 }
 
 func drain(rec *kevents.FakeRecorder) []string {

@@ -238,12 +238,13 @@ func Plan(s Snapshot) Decisions {
 			continue
 		}
 		v := DecideTemplate(vm, states[i].State, block != "" || s.Paused)
-		drift.add(vm, v)
+		drift.add(vm, states[i].State, v)
 		if v.Replace {
 			states[i].State = VMReleasing
 			outdated = append(outdated, Release{Name: vm.Name, Reason: afv1.ReasonOutdatedTemplate, Message: v.Message})
 		}
 	}
+	sort.Strings(drift.Workers)
 	byName(abandon)
 	byName(outdated)
 

@@ -47,10 +47,10 @@ type Drift struct {
 	differences map[string]int
 }
 
-func (d *Drift) add(vm VM, v TemplateVerdict) {
+// add counts one VM (in the plan's lifecycle state) with its verdict; Plan sorts Workers once at the end.
+func (d *Drift) add(vm VM, state VMLifecycle, v TemplateVerdict) {
 	if v.Drifted {
 		d.Workers = append(d.Workers, vm.Name)
-		sort.Strings(d.Workers)
 		if d.differences == nil {
 			d.differences = map[string]int{}
 		}
@@ -58,7 +58,7 @@ func (d *Drift) add(vm VM, v TemplateVerdict) {
 			d.differences[diff]++
 		}
 	}
-	if vm.TemplateUnrecorded && Lifecycle(vm.VMObservation) == VMInUse {
+	if vm.TemplateUnrecorded && state == VMInUse {
 		d.Unrecorded++
 	}
 }

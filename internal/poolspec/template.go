@@ -88,8 +88,7 @@ func TemplateHash(shape map[string]string) string {
 
 // TemplateRecord is the record of the pool's current template for a VM of the failure domain.
 func TemplateRecord(pool *afv1.VsphereAgentPool, domain string) *afv1.TemplateRecord {
-	shape := TemplateShape(pool, domain)
-	return &afv1.TemplateRecord{Hash: TemplateHash(shape), Shape: shape}
+	return NewTemplates(pool).Record(domain)
 }
 
 // ShapeDiff lists, sorted by field, what differs from old to cur: "memoryMiB 16384 -> 32768", a field
@@ -149,17 +148,27 @@ func (t *Templates) Drift(va *afv1.VsphereAgent) []string {
 	if rec == nil || rec.Hash == "" {
 		return nil
 	}
-	d := va.Spec.FailureDomain
-	cur, ok := t.shapes[d]
-	if !ok {
-		cur = TemplateShape(t.pool, d)
-		t.shapes[d], t.hashes[d] = cur, TemplateHash(cur)
-	}
-	if t.hashes[d] == rec.Hash {
+	cur, hash := t.current(va.Spec.FailureDomain)
+	if hash == rec.Hash {
 		return nil
 	}
 	if len(rec.Shape) == 0 { // the recorded shape was pruned (an older CRD): only the hashes are known
-		return []string{"template " + rec.Hash + " -> " + t.hashes[d]}
+		return []string{"template " + rec.Hash + " -> " + hash}
 	}
 	return ShapeDiff(rec.Shape, cur)
+}
+
+// Record is the pool's current template for the failure domain, from the pass's cache.
+func (t *Templates) Record(domain string) *afv1.TemplateRecord {
+	shape, hash := t.current(domain)
+	return &afv1.TemplateRecord{Hash: hash, Shape: shape}
+}
+
+// current is the pool's template shape and hash for the failure domain, computed once per pass.
+func (t *Templates) current(domain string) (map[string]string, string) {
+	if _, ok := t.shapes[domain]; !ok {
+		shape := TemplateShape(t.pool, domain)
+		t.shapes[domain], t.hashes[domain] = shape, TemplateHash(shape)
+	}
+	return t.shapes[domain], t.hashes[domain]
 }
