@@ -251,15 +251,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	var errs []error
 	var cut error
 	for _, phase := range []struct {
-		name string
-		run  func(context.Context, *poolScope) error
+		id, name string
+		run      func(context.Context, *poolScope) error
 	}{
-		{"checking the NodePool claim", r.checkClaim}, {"checking the pool's references", r.checkRefs}, {"observing capacity", r.observeCapacity}, {"observing demand", r.observeDemand},
-		{"reading the InfraEnv", r.observeInfraEnv}, {"logging in to vCenter", r.connectVSphere}, {"running the preflight checks", r.runPreflight},
-		{"refreshing the ISO", r.refreshISO}, {"observing failure domains", r.observeDomains}, {"observing leases", r.observeLeases},
-		{"planning and acting", r.planAndAct}, {"preparing leases", r.prepareLeases},
+		{"claim", "checking the NodePool claim", r.checkClaim}, {"refs", "checking the pool's references", r.checkRefs},
+		{"agents", "observing capacity", r.observeCapacity}, {"demand", "observing demand", r.observeDemand},
+		{"infraenv", "reading the InfraEnv", r.observeInfraEnv}, {"vcenter", "logging in to vCenter", r.connectVSphere},
+		{"preflight", "running the preflight checks", r.runPreflight}, {"iso", "refreshing the ISO", r.refreshISO},
+		{"domains", "observing failure domains", r.observeDomains}, {"leases", "observing leases", r.observeLeases},
+		{"plan", "planning and acting", r.planAndAct}, {"prepare_leases", "preparing leases", r.prepareLeases},
 	} {
+		began := r.Opts.Clock.Now()
 		err := phase.run(work, s)
+		metrics.PoolPhaseDuration.WithLabelValues(phase.id).Observe(r.Opts.Clock.Since(began).Seconds())
 		if errors.Is(work.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			// The phase's own error is the deadline's echo: the cut is the one error reported.
 			cut = r.passCut(s, phase.name)
@@ -283,7 +287,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if wait := r.statusBatch(req.String(), before, &pool.Status); wait > 0 {
 			// Only counters and the VM list moved: batch them (a burst of VM phase changes is one write).
 			s.requeueAfter(wait)
-		} else if err := r.writeStatus(ctx, pool); err != nil {
+		} else if err := r.timedStatusWrite(ctx, pool); err != nil {
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{RequeueAfter: config.StatusConflictRequeue}, nil // a newer pool arrived: the next pass sees it
 			}
@@ -299,6 +303,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// timedStatusWrite is writeStatus observed as the pass's "status" phase.
+func (r *Reconciler) timedStatusWrite(ctx context.Context, pool *afv1.VsphereAgentPool) error {
+	began := r.Opts.Clock.Now()
+	defer func() { metrics.PoolPhaseDuration.WithLabelValues("status").Observe(r.Opts.Clock.Since(began).Seconds()) }()
+	return r.writeStatus(ctx, pool)
 }
 
 // writeStatus writes the pool's status and remembers the write (see poolmemory.OwnWrites). The version it replaces

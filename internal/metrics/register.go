@@ -9,7 +9,7 @@ import (
 // All returns every metric of the operator.
 func All() []prometheus.Collector {
 	return []prometheus.Collector{
-		PoolCapacity, PoolWaiting, PoolDemandUnobserved, PoolHeadroom, VMsRequested, VMResources, ReconcileDuration, ExternalCRDsMissing,
+		PoolCapacity, PoolWaiting, PoolDemandUnobserved, PoolHeadroom, VMsRequested, VMResources, ReconcileDuration, PoolPhaseDuration, ExternalCRDsMissing,
 		VsphereVMOperations, VsphereCallDuration, VCenterCircuitOpen,
 		ISOOperations, ISOBytesTransferred, CRDSchemaOutdated, OtherManagerActive, ManagerLeasesUnreadable,
 		PoolStandbyDesired, PoolStandbyReady, DemandToBound, PoolRegistrationBreakerTrips, PoolVCenterTLSUnverified,

@@ -31,6 +31,7 @@ func TestRegisterServesEveryMetricOnceUnderOurPrefix(t *testing.T) {
 	metrics.VMsRequested.WithLabelValues("ns", "pool", "create").Add(0)
 	metrics.VMResources.WithLabelValues("ns", "pool", "vm", "cpus").Set(0)
 	metrics.ReconcileDuration.WithLabelValues("pool", "success").Observe(0)
+	metrics.PoolPhaseDuration.WithLabelValues("plan").Observe(0)
 	metrics.CRDSchemaOutdated.WithLabelValues("vsphereagents.agent-forge.containeroo.ch").Set(0)
 	metrics.PoolStandbyDesired.WithLabelValues("ns", "pool").Set(0)
 	metrics.PoolStandbyReady.WithLabelValues("ns", "pool").Set(0)

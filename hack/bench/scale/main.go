@@ -217,6 +217,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	writesBefore, soapBefore := writes.total.Load(), soapN.Load()
 	conflictsBefore, soapMethodsBefore := writes.conflicts.Load(), soapByMethod.snapshot()
 	retriesBefore := readRetries(ctrlmetrics.Registry, reconcileErrs)
+	phasesBefore := readPhaseTimes(ctrlmetrics.Registry)
 	writes.record()
 	logf("autoscaler: %d NodePools 0 -> %d at once", nPools, perPool)
 	requestsBefore, err := apiServerRequests(ctx, h.Env.Config)
@@ -302,6 +303,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	}
 	retries := readRetries(ctrlmetrics.Registry, reconcileErrs).since(retriesBefore)
 	retries.log(vms)
+	readPhaseTimes(ctrlmetrics.Registry).logSince(phasesBefore)
 	retries.logSurplus(ctx, h.Client, want)
 	logf("idle window: %s with nothing changing (world quiet, demand satisfied)", idle)
 	worldBefore := w.Writes()
