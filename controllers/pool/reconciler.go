@@ -308,7 +308,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // timedStatusWrite is writeStatus observed as the pass's "status" phase.
 func (r *Reconciler) timedStatusWrite(ctx context.Context, pool *afv1.VsphereAgentPool) error {
 	began := r.Opts.Clock.Now()
-	defer func() { metrics.PoolPhaseDuration.WithLabelValues("status").Observe(r.Opts.Clock.Since(began).Seconds()) }()
+	defer func() {
+		metrics.PoolPhaseDuration.WithLabelValues("status").Observe(r.Opts.Clock.Since(began).Seconds())
+	}()
 	return r.writeStatus(ctx, pool)
 }
 
