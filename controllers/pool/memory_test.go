@@ -44,6 +44,7 @@ var notPoolRecords = map[string]string{
 	"Opts.Credentials": "keyed by Secret, which pools share: dropped when vCenter refuses it or a read fails",
 	"Opts.NoVMYet":     "keyed by VsphereAgent UID: forgotten with the VsphereAgent, which a pool's deletion waits for",
 	"Opts.Liveness":    "the passes running now: each ends",
+	"markedVMs":        "keyed by vCenter, user and datacenter, which pools share: an entry past its max age goes with the next listing",
 }
 
 // isoMemory stands in for the ISO cache (its Manager's Forget and Holds are tested in internal/iso).

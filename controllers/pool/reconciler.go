@@ -72,7 +72,9 @@ type Reconciler struct {
 	expectations *expectations
 	debounce     *debouncer
 	orphanScans  *lastRun
-	copies       *copyMemory
+	// markedVMs shares the orphan scans' listing of marked VMs among pools (see markedVMListings).
+	markedVMs markedVMListings
+	copies    *copyMemory
 	// latency measures demand→bound per AgentMachine (agent_forge_demand_to_bound_seconds).
 	latency *boundLatency
 	// statusWrites batches inventory-only status changes (see statusBatch).

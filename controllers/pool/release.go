@@ -76,10 +76,13 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 		return nil
 	}
 	s.requeueAfter(r.Opts.OrphanScanInterval)
-	vms, err := s.vs.ListPoolVMs(ctx, s.pool.Spec.VSphere.Datacenter, string(s.pool.UID))
+	dc := s.pool.Spec.VSphere.Datacenter
+	marked, err := r.markedVMs.list(ctx, listingKey(s.creds.Server, s.creds.Username, dc), r.Opts.Clock.Now(), orphanListingMaxAge(r.Opts.OrphanScanInterval),
+		func(ctx context.Context) ([]vsphere.VMInfo, error) { return s.vs.ListMarkedVMs(ctx, dc) })
 	if err != nil {
 		return err
 	}
+	vms := poolVMsOf(marked, string(s.pool.UID))
 	known := sets.New[string]()
 	for _, va := range s.vas {
 		known.Insert(string(va.UID))
@@ -98,7 +101,19 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 		if known.Has(vm.Ownership.OwnerUID) {
 			continue
 		}
-		if err := r.cleanOrphan(ctx, s, vm); err != nil {
+		// The listing may be a minute old (shared): read the VM again, so one its VsphereAgent destroyed
+		// since is not taken for an orphan, and the rest works from its current MAC and power state.
+		fresh, err := s.vs.FindVM(ctx, dc, vm.InstanceUUID, "")
+		if vsphere.ClassOf(err) == vsphere.ClassNotFound {
+			continue
+		}
+		if err == nil && (fresh.Ownership != vm.Ownership || fresh.IsCopy()) {
+			continue // no longer the VM the listing saw: the next scan looks again
+		}
+		if err == nil {
+			err = r.cleanOrphan(ctx, s, *fresh)
+		}
+		if err != nil {
 			r.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonOrphanCleanupFailed, events.ActionCleanUpOrphan, "orphan VM %s: %v", vm.Name, err)
 		}
 	}

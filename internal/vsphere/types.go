@@ -196,6 +196,9 @@ type Client interface {
 	// ListPoolVMs lists VMs in the datacenter whose ownership marker names poolUID, copies included
 	// (VMInfo.IsCopy: clones, templates, replicas; never to be counted, changed or destroyed).
 	ListPoolVMs(ctx context.Context, datacenter, poolUID string) ([]VMInfo, error)
+	// ListMarkedVMs lists the VMs in the datacenter that carry any pool's ownership marker, copies included
+	// (one listing that the pools of one vCenter user share for their orphan scans).
+	ListMarkedVMs(ctx context.Context, datacenter string) ([]VMInfo, error)
 	// NICMACs lists the MACs of every NIC of every VM in the datacenter (any owner), lower case.
 	NICMACs(ctx context.Context, datacenter string) ([]string, error)
 

@@ -288,14 +288,32 @@ func ignoreNotFound(err error) error {
 // ListPoolVMs lists the VMs carrying a pool's marker with one container-view pass over the datacenter:
 // the originals and their copies (VMInfo.IsCopy), which callers must never count or change.
 func (c *client) ListPoolVMs(ctx context.Context, datacenter, poolUID string) ([]VMInfo, error) {
+	if poolUID == "" {
+		return nil, nil
+	}
+	out, err := c.listMarkedVMs(ctx, datacenter, poolUID)
+	return out, observe("list", err)
+}
+
+// ListMarkedVMs lists the VMs carrying any pool's marker (originals and copies) in one container-view pass.
+func (c *client) ListMarkedVMs(ctx context.Context, datacenter string) ([]VMInfo, error) {
+	out, err := c.listMarkedVMs(ctx, datacenter, "")
+	return out, observe("list", err)
+}
+
+// listMarkedVMs lists the VMs whose marker names poolUID ("": any pool).
+func (c *client) listMarkedVMs(ctx context.Context, datacenter, poolUID string) ([]VMInfo, error) {
 	var out []VMInfo
 	err := c.eachVM(ctx, datacenter, vmProps, func(vm *mo.VirtualMachine) {
-		if vm.Config == nil || ownershipOf(vm.Config.ExtraConfig).PoolUID != poolUID || poolUID == "" {
+		if vm.Config == nil {
+			return
+		}
+		if owner := ownershipOf(vm.Config.ExtraConfig).PoolUID; owner == "" || (poolUID != "" && owner != poolUID) {
 			return
 		}
 		out = append(out, *toVMInfo(vm))
 	})
-	return out, observe("list", err)
+	return out, err
 }
 
 // eachVM retrieves props of every VM in the datacenter (any folder, any state) in one container view.

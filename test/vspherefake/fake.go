@@ -33,6 +33,7 @@ const (
 	PowerOnVM       Method = "PowerOnVM"
 	ResetVM         Method = "ResetVM"
 	ListPoolVMs     Method = "ListPoolVMs"
+	ListMarkedVMs   Method = "ListMarkedVMs"
 	NICMACs         Method = "NICMACs"
 	UploadISO       Method = "UploadISO"
 	UploadFile      Method = "UploadFile"
@@ -364,6 +365,23 @@ func (f *Fake) ListPoolVMs(_ context.Context, datacenter, poolUID string) ([]vsp
 	var out []vsphere.VMInfo
 	for _, vm := range f.vms {
 		if poolUID != "" && vm.Datacenter == datacenter && vm.Ownership.PoolUID == poolUID {
+			out = append(out, *infoOf(vm))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// ListMarkedVMs lists the VMs whose marker names any pool.
+func (f *Fake) ListMarkedVMs(_ context.Context, datacenter string) ([]vsphere.VMInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(ListMarkedVMs); err != nil {
+		return nil, err
+	}
+	var out []vsphere.VMInfo
+	for _, vm := range f.vms {
+		if vm.Datacenter == datacenter && vm.Ownership.PoolUID != "" {
 			out = append(out, *infoOf(vm))
 		}
 	}

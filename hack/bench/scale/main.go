@@ -240,6 +240,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	cancelBind()
 	if err != nil {
 		explainStall(ctx, h.Client, perPool)
+		readPhaseTimes(ctrlmetrics.Registry).logSince(phasesBefore)
 		return fmt.Errorf("waiting for %d bound Agents: %w", want, err)
 	}
 	satisfied := time.Since(start)
