@@ -25,6 +25,7 @@ func Hardware(pool *afv1.VsphereAgentPool) vsphere.Hardware {
 		out.DataDisks = append(out.DataDisks, vsphere.DataDisk{Name: d.Name, SizeGiB: d.SizeGiB,
 			Provisioning: string(d.ProvisioningMode), Datastore: d.Datastore})
 	}
+	out.PCIDevices = PCIDevices(pool)
 	if len(hw.ExtraConfig) > 0 {
 		out.ExtraConfig = make(map[string]string, len(hw.ExtraConfig))
 		for k, v := range hw.ExtraConfig {
@@ -50,4 +51,25 @@ func HardwareStatus(hw vsphere.Hardware, info *vsphere.VMInfo) *afv1.HardwareSta
 		st.DataDisks = append(st.DataDisks, ds)
 	}
 	return st
+}
+
+// PCIDevices are the pool's passthrough devices and vGPU profiles (spec.template.hardware.pciDevices) for
+// the vSphere client; nil without any.
+func PCIDevices(pool *afv1.VsphereAgentPool) []vsphere.PCIDevice {
+	hw := pool.Spec.Template.Hardware
+	if hw == nil || len(hw.PCIDevices) == 0 {
+		return nil
+	}
+	out := make([]vsphere.PCIDevice, 0, len(hw.PCIDevices))
+	for _, d := range hw.PCIDevices {
+		v := vsphere.PCIDevice{CustomLabel: d.CustomLabel, VGPUProfile: d.VGPUProfile}
+		if d.VendorID != nil {
+			v.VendorID = *d.VendorID
+		}
+		if d.DeviceID != nil {
+			v.DeviceID = *d.DeviceID
+		}
+		out = append(out, v)
+	}
+	return out
 }

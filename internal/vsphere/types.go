@@ -228,6 +228,9 @@ type Client interface {
 	// ReadCapacity reads, read-only, the CPU and memory of the resource pool's owner cluster (or host) and
 	// the space of the datastore (or datastore cluster members) of spec; see HeadroomFor.
 	ReadCapacity(ctx context.Context, spec CapacitySpec) (*Capacity, error)
+	// ReadHostDevices reads, read-only, the PCI passthrough devices and vGPU profiles each host of the
+	// resource pool's owner cluster (or standalone host) offers; see FitDevices.
+	ReadHostDevices(ctx context.Context, spec HostDevicesSpec) (*HostDevices, error)
 
 	// AdoptionCandidates lists, read-only, every VM of the datacenter named name, with its folder and
 	// Notes: what adopting an upstream operator's VM compares.
