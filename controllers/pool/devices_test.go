@@ -27,7 +27,9 @@ func TestPoolsOnOnePlacementShareTheDeviceReading(t *testing.T) {
 	vgpu := []vsphere.PCIDevice{{VGPUProfile: "grid_t4-4q"}}
 	a100 := []vsphere.PCIDevice{{VendorID: 0x10DE, DeviceID: 0x20F1}}
 	var tr domainTracker
-	fit := func(server string, want []vsphere.PCIDevice) deviceFit { return tr.devicesFit(ctx, server, vs, spec, want, clk.Now()) }
+	fit := func(server string, want []vsphere.PCIDevice) deviceFit {
+		return tr.devicesFit(ctx, server, vs, spec, want, clk.Now())
+	}
 	reads := func() int { return vs.Calls(vspherefake.ReadHostDevices) }
 
 	if f := fit("vc", vgpu); f.shortfall != "" || f.err != "" {
