@@ -51,6 +51,10 @@ var _ = Describe("GPUs: PCI passthrough devices and vGPU profiles", func() {
 		By("the VM has a Dynamic DirectPath device allowing the T4 and a vGPU of the profile")
 		vas := vsphereAgents(pool)
 		Expect(vas).To(HaveLen(1))
+		Expect(vas[0].Status.VM.Hardware).NotTo(BeNil())
+		Expect(vas[0].Status.VM.Hardware.PCIDevices).To(Equal([]afv1.PCIDeviceStatus{
+			{VendorID: vcsim.VendorNVIDIA, DeviceID: vcsim.DeviceTeslaT4, CustomLabel: vcsim.T4Label}, {VGPUProfile: "grid_t4-4q"},
+		}))
 		cfg := vmConfigOf(ctx, vas[0])
 		devs := object.VirtualDeviceList(cfg.Hardware.Device).SelectByType((*types.VirtualPCIPassthrough)(nil))
 		Expect(devs).To(HaveLen(2))

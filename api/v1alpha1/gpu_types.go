@@ -45,3 +45,20 @@ type PCIDeviceSpec struct {
 
 // HasPCIDevices reports whether the hardware profile gives the VMs passthrough or vGPU devices.
 func (h *HardwareSpec) HasPCIDevices() bool { return h != nil && len(h.PCIDevices) > 0 }
+
+// PCIDeviceStatus is one PCI device of a created VM: a passthrough device (vendor and device ID, with the
+// hardware label it is narrowed to) or a vGPU profile.
+type PCIDeviceStatus struct {
+	// VendorID is the passthrough device's PCI vendor ID (decimal).
+	// +optional
+	VendorID int32 `json:"vendorId,omitempty"`
+	// DeviceID is the passthrough device's PCI device ID (decimal).
+	// +optional
+	DeviceID int32 `json:"deviceId,omitempty"`
+	// CustomLabel is the hardware label the passthrough device is narrowed to.
+	// +optional
+	CustomLabel string `json:"customLabel,omitempty"`
+	// VGPUProfile is the vGPU's profile.
+	// +optional
+	VGPUProfile string `json:"vGPUProfile,omitempty"`
+}

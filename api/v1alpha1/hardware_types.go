@@ -133,6 +133,11 @@ type HardwareStatus struct {
 	// StoragePolicyID is the SPBM profile ID StoragePolicy resolved to.
 	// +optional
 	StoragePolicyID string `json:"storagePolicyID,omitempty"`
+	// PCIDevices lists the VM's PCI passthrough devices and vGPU profiles as vCenter reports them.
+	// +optional
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="PCI Devices and vGPUs"
+	PCIDevices []PCIDeviceStatus `json:"pciDevices,omitempty"`
 }
 
 // DataDiskStatus is one data disk of a created VM.

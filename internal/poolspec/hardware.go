@@ -36,13 +36,17 @@ func Hardware(pool *afv1.VsphereAgentPool) vsphere.Hardware {
 }
 
 // HardwareStatus is what users need to see on the VsphereAgent of the profile its VM got: the data
-// disks as created (datastore read back from the VM) and the storage policy with its ID. Nil when the
-// VM has neither.
+// disks as created (datastore read back from the VM), the storage policy with its ID and the PCI devices
+// as vCenter reports them. Nil when the VM has none of them.
 func HardwareStatus(hw vsphere.Hardware, info *vsphere.VMInfo) *afv1.HardwareStatus {
-	if len(hw.DataDisks) == 0 && hw.StoragePolicyName == "" {
+	if len(hw.DataDisks) == 0 && hw.StoragePolicyName == "" && len(info.PCIDevices) == 0 {
 		return nil
 	}
 	st := &afv1.HardwareStatus{StoragePolicy: hw.StoragePolicyName, StoragePolicyID: info.StoragePolicyID}
+	for _, d := range info.PCIDevices {
+		st.PCIDevices = append(st.PCIDevices, afv1.PCIDeviceStatus{VendorID: d.VendorID, DeviceID: d.DeviceID,
+			CustomLabel: d.CustomLabel, VGPUProfile: d.VGPUProfile})
+	}
 	for i, d := range hw.DataDisks {
 		ds := afv1.DataDiskStatus{Name: d.Name, SizeGiB: d.SizeGiB, ProvisioningMode: afv1.ProvisioningMode(d.Provisioning)}
 		if i+1 < len(info.Disks) { // the boot disk comes first

@@ -42,3 +42,17 @@ func TestPCIDevicesForTheClient(t *testing.T) {
 		})
 	}
 }
+
+// The VsphereAgent shows the devices vCenter reports on its VM; a VM without devices, data disks or policy
+// has no hardware status.
+func TestHardwareStatusShowsPCIDevices(t *testing.T) {
+	if st := poolspec.HardwareStatus(vsphere.Hardware{}, &vsphere.VMInfo{}); st != nil {
+		t.Fatalf("a plain VM: %+v, want nil", st)
+	}
+	info := &vsphere.VMInfo{PCIDevices: []vsphere.PCIDevice{{VendorID: 0x10DE, DeviceID: 0x1EB8, CustomLabel: "gpu-t4"}, {VGPUProfile: "grid_t4-4q"}}}
+	st := poolspec.HardwareStatus(vsphere.Hardware{PCIDevices: info.PCIDevices}, info)
+	want := []afv1.PCIDeviceStatus{{VendorID: 0x10DE, DeviceID: 0x1EB8, CustomLabel: "gpu-t4"}, {VGPUProfile: "grid_t4-4q"}}
+	if st == nil || !slices.Equal(st.PCIDevices, want) {
+		t.Fatalf("status %+v, want devices %v", st, want)
+	}
+}

@@ -90,6 +90,8 @@ type VMInfo struct {
 	// Adopted is set by CreateVM when it found the VM of an earlier attempt (a crash between create and
 	// status write) instead of creating one.
 	Adopted bool
+	// PCIDevices are the VM's PCI passthrough devices and vGPUs (PCIDevicesOf).
+	PCIDevices []PCIDevice
 	// DiskFirstBoot is whether config.bootOptions.bootOrder starts with the boot disk: an installed worker
 	// then boots its disk whatever is in its CD-ROM. CreateVM sets it on every VM it creates or adopts.
 	DiskFirstBoot bool
