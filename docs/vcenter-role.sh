@@ -39,6 +39,8 @@ privileges=(
 	VirtualMachine.Config.AdvancedConfig
 	VirtualMachine.Config.CPUCount
 	VirtualMachine.Config.Memory
+	# spec.template.hardware.pciDevices (all memory reserved) and memoryReservationMiB
+	VirtualMachine.Config.Resource
 	# the boot order [disk, CD-ROM] set after the first power-on (also nested HV and EFI secure boot)
 	VirtualMachine.Config.Settings
 	VirtualMachine.Interact.PowerOn

@@ -86,7 +86,7 @@ type FailureDomainStatus struct {
 	// Available is false while the domain takes no new VM; Reason and Message say why.
 	// +optional
 	Available bool `json:"available"`
-	// Reason is InsufficientCapacity, CreationsFailing, MaxVMsReached or empty.
+	// Reason is InsufficientCapacity, PCIDevicesUnavailable, CreationsFailing, MaxVMsReached or empty.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// Message explains the reason with the numbers.
@@ -120,4 +120,12 @@ const (
 	ReasonCreationsFailing = "CreationsFailing"
 	// ReasonCapacityUnchecked: vCenter did not answer a failure domain's capacity read; creation is not held back.
 	ReasonCapacityUnchecked = "CapacityUnchecked"
+	// ReasonPCIDevicesUnavailable: no connected host of a failure domain's cluster (or standalone host)
+	// offers every PCI passthrough device and vGPU profile of spec.template.hardware.pciDevices; the
+	// message names the missing ones. No VM is created there (a Warning Event says so); the hosts are read
+	// again every few minutes.
+	ReasonPCIDevicesUnavailable = "PCIDevicesUnavailable"
+	// ReasonPCIDevicesUnchecked: vCenter did not answer the read of a failure domain's hosts' PCI devices;
+	// creation is not held back (vCenter refuses to power on a VM whose device no host has).
+	ReasonPCIDevicesUnchecked = "PCIDevicesUnchecked"
 )

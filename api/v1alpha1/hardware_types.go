@@ -49,6 +49,18 @@ type HardwareSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="EFI Secure Boot",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	EFISecureBootEnabled bool `json:"efiSecureBootEnabled,omitempty"`
 
+	// PCIDevices are PCI passthrough devices (by vendor and device ID, Dynamic DirectPath I/O) and vGPU
+	// profiles added to every VM. vSphere requires such a VM to reserve all its memory: the VMs are made
+	// with the reservation locked to their memory size, so memoryReservationMiB must be unset or equal to
+	// spec.template.memoryMiB. Before a VM is created the placement's hosts are asked whether one offers
+	// every device (FailureDomainsAvailable reason PCIDevicesUnavailable when none does). Large-BAR GPUs may need
+	// pciPassthru.use64bitMMIO and pciPassthru.64bitMMIOSizeGB in extraConfig.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="PCI Devices and vGPUs",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
+	PCIDevices []PCIDeviceSpec `json:"pciDevices,omitempty"`
+
 	// ExtraConfig adds advanced VM options (VMX keys). Only an allow-list is accepted, keys that tune the
 	// guest without touching what the operator relies on: guestinfo.* (data for the guest), numa.* (NUMA
 	// placement), pciPassthru.* (passthrough MMIO sizing) and sched.cpu.latencySensitivity. Everything
@@ -121,6 +133,11 @@ type HardwareStatus struct {
 	// StoragePolicyID is the SPBM profile ID StoragePolicy resolved to.
 	// +optional
 	StoragePolicyID string `json:"storagePolicyID,omitempty"`
+	// PCIDevices lists the VM's PCI passthrough devices and vGPU profiles as vCenter reports them.
+	// +optional
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="PCI Devices and vGPUs"
+	PCIDevices []PCIDeviceStatus `json:"pciDevices,omitempty"`
 }
 
 // DataDiskStatus is one data disk of a created VM.

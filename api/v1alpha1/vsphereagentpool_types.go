@@ -243,6 +243,7 @@ type VSphereSpec struct {
 // VMTemplateSpec sizes and names the VMs of a pool.
 // +kubebuilder:validation:XValidation:rule="!has(self.hardware) || !has(self.hardware.numCoresPerSocket) || (has(self.numCPUs) ? self.numCPUs : 4) % self.hardware.numCoresPerSocket == 0",message="spec.template.numCPUs must be a multiple of spec.template.hardware.numCoresPerSocket",fieldPath=".hardware.numCoresPerSocket"
 // +kubebuilder:validation:XValidation:rule="!has(self.hardware) || !has(self.hardware.memoryReservationMiB) || self.hardware.memoryReservationMiB <= (has(self.memoryMiB) ? self.memoryMiB : 16384)",message="spec.template.hardware.memoryReservationMiB must not exceed spec.template.memoryMiB",fieldPath=".hardware.memoryReservationMiB"
+// +kubebuilder:validation:XValidation:rule="!has(self.hardware) || !has(self.hardware.pciDevices) || size(self.hardware.pciDevices) == 0 || !has(self.hardware.memoryReservationMiB) || self.hardware.memoryReservationMiB == (has(self.memoryMiB) ? self.memoryMiB : 16384)",message="spec.template.hardware.memoryReservationMiB must be unset or equal to spec.template.memoryMiB when spec.template.hardware.pciDevices is set: vSphere reserves all the memory of a VM with a PCI passthrough or vGPU device",fieldPath=".hardware.memoryReservationMiB"
 type VMTemplateSpec struct {
 	// NamePrefix prefixes VM names (VM name = <namePrefix>-<suffix>; also the Agent hostname).
 	// Empty means <hostedCluster>-<role>.

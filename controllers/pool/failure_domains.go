@@ -38,6 +38,7 @@ type domainTracker struct {
 	mu       sync.Mutex
 	failing  map[string]*domainFailures
 	capacity map[string]*capacityReading  // placement key -> last reading
+	devices  map[string]*deviceReading    // devices key -> last reading of the hosts' PCI devices
 	placed   map[string]placedAs          // pool key/domain -> where and what the domain places
 	recent   map[string]map[string]string // pool key -> VsphereAgent name -> domain
 	metered  map[string]sets.Set[string]  // pool key -> domains listed on the last pass
@@ -241,6 +242,15 @@ func (r *Reconciler) observeDomains(ctx context.Context, s *poolScope) error {
 			if r.refusalEvents.Allow(key+"/failing", fmt.Sprintf("%d", f.failures), now) {
 				r.Recorder.Eventf(p, nil, "Warning", afv1.ReasonCreationsFailing, events.ActionPlaceVM, "%s; the other failure domains take the demand", msg)
 			}
+		}
+		// A domain whose hosts lack the pool's PCI devices takes no VM; its capacity is not read.
+		if s.vs != nil && s.preflightBlock == "" && !p.Spec.Paused && !v.Skipped && !r.devicesOffered(ctx, s, &v, key, label, now) {
+			if reason == "" {
+				reason = afv1.ReasonPCIDevicesUnavailable
+			}
+			problems = append(problems, v.status.Message)
+			s.domains = append(s.domains, v)
+			continue
 		}
 		if s.vs != nil && s.preflightBlock == "" && !p.Spec.Paused {
 			c := r.domains.reading(ctx, key, s.creds.Server, s.vs, vsphere.CapacitySpec{Datacenter: p.Spec.VSphere.Datacenter,

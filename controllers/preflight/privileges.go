@@ -26,7 +26,7 @@ func checkDomainPrivileges(ctx context.Context, vs vsphere.Client, pool *afv1.Vs
 	seen := sets.New[string]()
 	for _, d := range poolspec.Domains(pool) {
 		missing, err := vs.CheckPrivileges(ctx, vsphere.PrivilegeSpec{PlacementSpec: poolspec.PlacementSpec(pool, d), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall,
-			RecoverDiscoveryBoot: pool.Spec.ISO.RecoverDiscoveryBoot})
+			RecoverDiscoveryBoot: pool.Spec.ISO.RecoverDiscoveryBoot, PCIDevices: pool.Spec.Template.Hardware.HasPCIDevices()})
 		if err != nil {
 			return nil, err
 		}

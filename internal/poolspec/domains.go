@@ -61,7 +61,7 @@ func DomainOf(pool *afv1.VsphereAgentPool, name string) (Placement, bool) {
 }
 
 // VMNeed is what one VM of the pool's template takes from a placement: its vCPUs and memory, and on the
-// boot datastore its swap file (memory minus reservation) and the disks provisioned thick there (the boot
+// boot datastore its swap file (memory minus reservation; none with PCI devices, whose VMs reserve all) and the disks provisioned thick there (the boot
 // disk with diskEagerlyScrub, data disks Thick or EagerlyZeroed without a datastore of their own).
 func VMNeed(pool *afv1.VsphereAgentPool) vsphere.VMNeed {
 	t := pool.Spec.Template
@@ -72,6 +72,9 @@ func VMNeed(pool *afv1.VsphereAgentPool) vsphere.VMNeed {
 	if hw := t.Hardware; hw != nil {
 		if hw.MemoryReservationMiB != nil {
 			n.MemoryReservationMiB = *hw.MemoryReservationMiB
+		}
+		if hw.HasPCIDevices() { // all memory reserved: no swap file
+			n.MemoryReservationMiB = t.MemoryMiB
 		}
 		for _, d := range hw.DataDisks {
 			if d.Datastore == "" && (d.ProvisioningMode == afv1.ProvisioningThick || d.ProvisioningMode == afv1.ProvisioningEagerlyZeroed) {

@@ -84,3 +84,36 @@ func TestTemplateShapeFollowsTheDomain(t *testing.T) {
 		t.Fatal("a placement change changed the template")
 	}
 }
+
+// The hardware profile is shape as a whole (TemplateShape flattens spec.template.hardware): every field of
+// vsphere.Hardware comes from it, PCI devices included, so a new one must be named here.
+func TestEveryHardwareFieldIsShape(t *testing.T) {
+	fromHardwareSpec := []string{"NumCoresPerSocket", "MemoryReservationMiB", "DataDisks", "StoragePolicyName", "NestedHV",
+		"SecureBoot", "ExtraConfig", "PCIDevices"}
+	typ := reflect.TypeFor[vsphere.Hardware]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i).Name; !slices.Contains(fromHardwareSpec, f) {
+			t.Errorf("vsphere.Hardware.%s is not known to come from spec.template.hardware (the template's shape)", f)
+		}
+	}
+}
+
+// Adding, changing or removing a PCI device or vGPU profile is template drift: the VM's devices differ.
+func TestPCIDevicesAreShape(t *testing.T) {
+	p := driftPool()
+	old := poolspec.TemplateRecord(p, "")
+	vendor, device := int32(4318), int32(7864)
+	p.Spec.Template.Hardware = &afv1.HardwareSpec{PCIDevices: []afv1.PCIDeviceSpec{
+		{VGPUProfile: "grid_t4-4q"}, {VendorID: &vendor, DeviceID: &device},
+	}}
+	cur := poolspec.TemplateRecord(p, "")
+	want := []string{"hardware.pciDevices[0].vGPUProfile (unset) -> grid_t4-4q", "hardware.pciDevices[1].deviceId (unset) -> 7864",
+		"hardware.pciDevices[1].vendorId (unset) -> 4318"}
+	if got := poolspec.ShapeDiff(old.Shape, cur.Shape); !slices.Equal(got, want) {
+		t.Fatalf("diff %q, want %q", got, want)
+	}
+	p.Spec.Template.Hardware.PCIDevices[0].VGPUProfile = "grid_t4-8q"
+	if got := poolspec.ShapeDiff(cur.Shape, poolspec.TemplateRecord(p, "").Shape); !slices.Equal(got, []string{"hardware.pciDevices[0].vGPUProfile grid_t4-4q -> grid_t4-8q"}) {
+		t.Fatalf("another profile: %q", got)
+	}
+}

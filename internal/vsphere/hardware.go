@@ -26,6 +26,9 @@ type Hardware struct {
 	SecureBoot        bool
 	// ExtraConfig is added to the VM's extraConfig; only AllowedExtraConfigKey keys are accepted.
 	ExtraConfig map[string]string
+	// PCIDevices are passthrough devices and vGPUs added to the VM (pcidevices.go); with any, all the
+	// VM's memory is reserved (memoryReservationLockedToMax), as vSphere requires.
+	PCIDevices []PCIDevice
 }
 
 // DataDisk is one extra disk.
@@ -77,6 +80,14 @@ func validateHardware(spec VMSpec) error {
 	if h.SecureBoot && orDefault(spec.Firmware, DefaultFirmware) != "efi" {
 		return NewError(ClassInvalid, "CreateVM", "secure boot needs efi firmware")
 	}
+	if h.HasPCIDevices() && h.MemoryReservationMiB != 0 && h.MemoryReservationMiB != spec.MemoryMiB {
+		return NewError(ClassInvalid, "CreateVM", "a VM with PCI passthrough or vGPU devices reserves all its memory: memory reservation %d MiB must be 0 or %d MiB", h.MemoryReservationMiB, spec.MemoryMiB)
+	}
+	for _, d := range h.PCIDevices {
+		if d.VGPUProfile == "" && (d.VendorID <= 0 || d.VendorID > 0xFFFF || d.DeviceID < 0 || d.DeviceID > 0xFFFF) {
+			return NewError(ClassInvalid, "CreateVM", "%s: vendor and device ID must be 16-bit PCI IDs (vendor not 0)", d)
+		}
+	}
 	for k := range h.ExtraConfig {
 		if !AllowedExtraConfigKey(k) {
 			return NewError(ClassInvalid, "CreateVM", "extraConfig key %q is not allowed", k)
@@ -123,7 +134,13 @@ func applyHardware(cfg *types.VirtualMachineConfigSpec, h Hardware, policyID str
 	if h.NumCoresPerSocket > 0 {
 		cfg.NumCoresPerSocket = types.NewInt32(h.NumCoresPerSocket)
 	}
-	if h.MemoryReservationMiB > 0 {
+	switch {
+	case h.HasPCIDevices():
+		// vSphere powers on a VM with a passthrough or vGPU device only with all its memory reserved: lock
+		// the reservation to the memory size ("Reserve all guest memory (All locked)").
+		cfg.MemoryReservationLockedToMax = types.NewBool(true)
+		cfg.MemoryAllocation = &types.ResourceAllocationInfo{Reservation: types.NewInt64(cfg.MemoryMB)}
+	case h.MemoryReservationMiB > 0:
 		cfg.MemoryAllocation = &types.ResourceAllocationInfo{Reservation: types.NewInt64(h.MemoryReservationMiB)}
 	}
 	if h.NestedHV {

@@ -20,6 +20,9 @@ type PrivilegeSpec struct {
 	EjectAfterInstall bool
 	// RecoverDiscoveryBoot: a worker that booted discovery again has its ISO ejected (as above) and is reset.
 	RecoverDiscoveryBoot bool
+	// PCIDevices: the VMs get PCI passthrough or vGPU devices (VirtualMachine.Config.AddRemoveDevice, as
+	// every VM) and so a memory reservation of all their memory (VirtualMachine.Config.Resource).
+	PCIDevices bool
 }
 
 // Entities whose privileges CheckPrivileges checks (MissingPrivileges.Kind).
@@ -45,6 +48,7 @@ const (
 	PrivVMCPUCount          = "VirtualMachine.Config.CPUCount"
 	PrivVMMemory            = "VirtualMachine.Config.Memory"
 	PrivVMSettings          = "VirtualMachine.Config.Settings"
+	PrivVMResource          = "VirtualMachine.Config.Resource"
 	PrivVMPowerOn           = "VirtualMachine.Interact.PowerOn"
 	PrivVMPowerOff          = "VirtualMachine.Interact.PowerOff"
 	PrivVMSetCDMedia        = "VirtualMachine.Interact.SetCDMedia"
@@ -77,6 +81,9 @@ func RequiredPrivileges(spec PrivilegeSpec, createFolder bool) map[string][]stri
 	}
 	if spec.RecoverDiscoveryBoot {
 		folder = append(folder, PrivVMReset)
+	}
+	if spec.PCIDevices {
+		folder = append(folder, PrivVMResource)
 	}
 	if len(spec.Tags) > 0 {
 		folder = append(folder, PrivTagObjectAttachable)

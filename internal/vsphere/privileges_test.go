@@ -38,6 +38,7 @@ func TestRequiredPrivileges(t *testing.T) {
 		{"recovery of a worker that booted discovery again", vsphere.PrivilegeSpec{RecoverDiscoveryBoot: true}, false,
 			with("VirtualMachine.Interact.SetCDMedia", "VirtualMachine.Interact.DeviceConnection", "VirtualMachine.Interact.AnswerQuestion",
 				"VirtualMachine.Interact.Reset")},
+		{"PCI passthrough and vGPU devices: the full memory reservation", vsphere.PrivilegeSpec{PCIDevices: true}, false, with("VirtualMachine.Config.Resource")},
 		{"tags", vsphere.PrivilegeSpec{PlacementSpec: vsphere.PlacementSpec{Tags: []string{"c/t"}}}, false,
 			with("InventoryService.Tagging.ObjectAttachable")},
 	}
@@ -62,7 +63,7 @@ func TestRequiredPrivilegesAreDocumented(t *testing.T) {
 	doc := readRepoFile(t, "docs/vcenter-privileges.md")
 	role := markdownSection(t, doc, "## The role")
 	checked := markdownSection(t, doc, "## What the preflight checks")
-	all := vsphere.RequiredPrivileges(vsphere.PrivilegeSpec{EjectAfterInstall: true,
+	all := vsphere.RequiredPrivileges(vsphere.PrivilegeSpec{EjectAfterInstall: true, RecoverDiscoveryBoot: true, PCIDevices: true,
 		PlacementSpec: vsphere.PlacementSpec{Tags: []string{"c/t"}}}, true)
 	for kind, privs := range all {
 		for _, p := range privs {

@@ -90,6 +90,8 @@ type VMInfo struct {
 	// Adopted is set by CreateVM when it found the VM of an earlier attempt (a crash between create and
 	// status write) instead of creating one.
 	Adopted bool
+	// PCIDevices are the VM's PCI passthrough devices and vGPUs (PCIDevicesOf).
+	PCIDevices []PCIDevice
 	// DiskFirstBoot is whether config.bootOptions.bootOrder starts with the boot disk: an installed worker
 	// then boots its disk whatever is in its CD-ROM. CreateVM sets it on every VM it creates or adopts.
 	DiskFirstBoot bool
@@ -231,6 +233,9 @@ type Client interface {
 	// ReadCapacity reads, read-only, the CPU and memory of the resource pool's owner cluster (or host) and
 	// the space of the datastore (or datastore cluster members) of spec; see HeadroomFor.
 	ReadCapacity(ctx context.Context, spec CapacitySpec) (*Capacity, error)
+	// ReadHostDevices reads, read-only, the PCI passthrough devices and vGPU profiles each host of the
+	// resource pool's owner cluster (or standalone host) offers; see FitDevices.
+	ReadHostDevices(ctx context.Context, spec HostDevicesSpec) (*HostDevices, error)
 
 	// AdoptionCandidates lists, read-only, every VM of the datacenter named name, with its folder and
 	// Notes: what adopting an upstream operator's VM compares.

@@ -102,6 +102,7 @@ func toVMInfo(vm *mo.VirtualMachine) *VMInfo {
 		info.NumCPUs = vm.Config.Hardware.NumCPU
 		info.MemoryMiB = int64(vm.Config.Hardware.MemoryMB)
 		devices := object.VirtualDeviceList(vm.Config.Hardware.Device)
+		info.PCIDevices = PCIDevicesOf(devices)
 		if info.Disks = disksOf(devices); len(info.Disks) > 0 {
 			info.DiskGiB = info.Disks[0].SizeGiB
 		}

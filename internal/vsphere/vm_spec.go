@@ -21,7 +21,7 @@ func orDefault(v, def string) string {
 }
 
 // configSpec builds the CreateVM config: SCSI controller + boot disk (+ the profile's data disks), IDE
-// controller + CD-ROM with the ISO, one NIC, disk.EnableUUID, the ownership marker, the instance UUID =
+// controller + CD-ROM with the ISO, one NIC (+ the profile's PCI passthrough and vGPU devices), disk.EnableUUID, the ownership marker, the instance UUID =
 // owner UID and the hardware profile (policyID: its storage policy, resolved). It returns the disks,
 // boot disk first, so placement can pin them to datastores.
 func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo, policyID string) (types.VirtualMachineConfigSpec, []*types.VirtualDisk, error) {
@@ -65,6 +65,10 @@ func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo, poli
 	nic.GetVirtualDevice().Key = devices.NewKey()
 	manualMAC(nic, spec.MACAddress)
 	devices = append(devices, nic)
+
+	for _, d := range spec.Hardware.PCIDevices {
+		devices = append(devices, pciPassthroughDevice(d, devices.NewKey()))
+	}
 
 	changes, err := devices.ConfigSpec(types.VirtualDeviceConfigSpecOperationAdd)
 	if err != nil {

@@ -37,7 +37,7 @@ const (
 // preflightPrivileges is every privilege the preflight can ask vCenter about (every option on), per
 // kind, and all of them as one sorted set.
 func preflightPrivileges() (map[string][]string, []string) {
-	spec := vsphere.PrivilegeSpec{EjectAfterInstall: true, RecoverDiscoveryBoot: true}
+	spec := vsphere.PrivilegeSpec{EjectAfterInstall: true, RecoverDiscoveryBoot: true, PCIDevices: true}
 	spec.Tags = []string{"zone-a"}
 	perKind := vsphere.RequiredPrivileges(spec, true)
 	var all []string
@@ -106,10 +106,10 @@ func TestVCenterRoleScript(t *testing.T) {
 	runRoleScript(ctx, t, govc, env, map[string]string{
 		"DATACENTER": dc, "FOLDER": roleFolder, "RESOURCE_POOL": entities[vsphere.PrivilegeResourcePool],
 		"DATASTORE": entities[vsphere.PrivilegeISODatastore], "ISO_DATASTORE": entities[vsphere.PrivilegeISODatastore],
-		"NETWORK": entities[vsphere.PrivilegeNetwork], "EXTRA_PRIVILEGES": "VirtualMachine.Config.Resource",
+		"NETWORK": entities[vsphere.PrivilegeNetwork], "EXTRA_PRIVILEGES": "StorageProfile.View",
 	})
 	role = readRole(ctx, t, c, roleName)
-	if got, want := withoutSystem(role.Privilege), slices.Sorted(slices.Values(append(want, "VirtualMachine.Config.Resource"))); !slices.Equal(got, want) {
+	if got, want := withoutSystem(role.Privilege), slices.Sorted(slices.Values(append(want, "StorageProfile.View"))); !slices.Equal(got, want) {
 		t.Errorf("after the second run with EXTRA_PRIVILEGES the role holds %v, want %v", got, want)
 	}
 	// One datastore for both VMs and ISOs keeps the propagating assignment.

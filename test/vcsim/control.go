@@ -296,6 +296,9 @@ func (c *controller) mux() *http.ServeMux {
 	handle(m, c, "capacity/datastore", func(r datastoreSpaceReq) (any, error) {
 		return empty{}, e.SetDatastoreSpace(r.Datastore, r.CapacityBytes, r.FreeBytes)
 	})
+	handle(m, c, "pci/host", func(r hostPCIReq) (any, error) { return empty{}, e.SetHostPCIDevices(r.Host, r.Devices) })
+	handle(m, c, "pci/reset", func(empty) (any, error) { return empty{}, e.ResetHostPCIDevices() })
+	handle(m, c, "pci/host-devices", func(r nameReq) (any, error) { return e.HostPCIDevicesOf(r.Name) })
 	handle(m, c, "privileges/denied", func(r privilegeReq) (any, error) { return privilegesResp{e.DeniedPrivileges(r.Entity)}, nil })
 	return m
 }

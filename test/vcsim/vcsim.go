@@ -96,7 +96,8 @@ type Env struct {
 	// ctl and proc are set when the simulator runs in its own process (StartProcess).
 	ctl       *controlClient
 	proc      *process
-	callbacks *callbacks // fault rules' filter callbacks, served to the process
+	callbacks *callbacks   // fault rules' filter callbacks, served to the process
+	pci       *pciRegistry // the hosts' PCI devices (pcidevices.go); in process only
 }
 
 // Start creates the model, serves it on a loopback port and prepares the inventory.
@@ -133,6 +134,7 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	env.prepareCapacity()
+	env.preparePCIDevices()
 	return env, nil
 }
 

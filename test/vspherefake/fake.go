@@ -45,6 +45,7 @@ const (
 	CheckPlacement  Method = "CheckPlacement"
 	CheckPrivileges Method = "CheckPrivileges"
 	ReadCapacity    Method = "ReadCapacity"
+	ReadHostDevices Method = "ReadHostDevices"
 	EjectISO        Method = "EjectISO"
 )
 
@@ -79,6 +80,7 @@ type Fake struct {
 	problems []vsphere.PlacementProblem
 	missing  []vsphere.MissingPrivileges
 	capacity vsphere.Capacity
+	devices  vsphere.HostDevices
 }
 
 type fakeFile struct {
@@ -92,7 +94,8 @@ func New(clk clock.PassiveClock) *Fake {
 		clk = clock.RealClock{}
 	}
 	return &Fake{clock: clk, vms: map[string]*VM{}, files: map[string]fakeFile{}, calls: map[Method]int{},
-		queued: map[Method][]error{}, always: map[Method]error{}, capacity: RoomyCapacity()}
+		queued: map[Method][]error{}, always: map[Method]error{}, capacity: RoomyCapacity(),
+		devices: vsphere.HostDevices{Compute: "cluster", Hosts: []vsphere.HostPCI{{Name: "host-0"}}}}
 }
 
 // RoomyCapacity is what ReadCapacity reports unless SetCapacity says otherwise: a cluster and a datastore
@@ -107,6 +110,13 @@ func (f *Fake) SetCapacity(c vsphere.Capacity) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.capacity = c
+}
+
+// SetHostDevices scripts what ReadHostDevices reports (by default one host offering no device).
+func (f *Fake) SetHostDevices(h vsphere.HostDevices) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.devices = h
 }
 
 // FailNext makes the next len(errs) calls of m fail with errs, in order (nil lets a call through).
@@ -543,6 +553,18 @@ func (f *Fake) ReadCapacity(_ context.Context, _ vsphere.CapacitySpec) (*vsphere
 	c := f.capacity
 	c.Datastores = append([]vsphere.DatastoreSpace(nil), c.Datastores...)
 	return &c, nil
+}
+
+// ReadHostDevices reports the scripted hosts' devices (SetHostDevices).
+func (f *Fake) ReadHostDevices(_ context.Context, _ vsphere.HostDevicesSpec) (*vsphere.HostDevices, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(ReadHostDevices); err != nil {
+		return nil, err
+	}
+	h := f.devices
+	h.Hosts = append([]vsphere.HostPCI(nil), h.Hosts...)
+	return &h, nil
 }
 
 // EjectISO disconnects and ejects one CD-ROM of an owned VM at once (no task, no lock question): Done.
