@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -60,68 +59,6 @@ type Address struct {
 
 // CIDR is the address with its prefix ("10.0.0.21/24").
 func (a Address) CIDR() string { return fmt.Sprintf("%s/%d", a.Address, a.Prefix) }
-
-// Route is one extra static route.
-type Route struct {
-	To, Via string
-	Metric  *int32
-}
-
-// Config is what one lease's NMStateConfig says about the VM's NIC.
-type Config struct {
-	Interface   string
-	MAC         string
-	Address     Address
-	Nameservers []string
-	Routes      []Route
-}
-
-// NMState renders the nmstate document of spec.config (the YAML assisted-service hands to nmstate on the
-// host whose NIC has MAC): a static IPv4 address, a default route through the gateway, extra routes and
-// DNS servers.
-func NMState(c Config) (map[string]any, error) {
-	addr, err := netip.ParseAddr(c.Address.Address)
-	if err != nil {
-		return nil, fmt.Errorf("address %q: %w", c.Address.Address, err)
-	}
-	if !addr.Is4() {
-		return nil, fmt.Errorf("address %s: only IPv4 addresses are supported", addr)
-	}
-	doc := map[string]any{
-		"interfaces": []any{map[string]any{
-			"name": c.Interface, "type": "ethernet", "state": "up", "mac-address": strings.ToUpper(c.MAC),
-			"ipv4": map[string]any{
-				"enabled": true, "dhcp": false,
-				"address": []any{map[string]any{"ip": c.Address.Address, "prefix-length": int64(c.Address.Prefix)}},
-			},
-			"ipv6": map[string]any{"enabled": false},
-		}},
-	}
-	var routes []any
-	if c.Address.Gateway != "" {
-		routes = append(routes, map[string]any{
-			"destination": "0.0.0.0/0", "next-hop-address": c.Address.Gateway, "next-hop-interface": c.Interface, "table-id": int64(254),
-		})
-	}
-	for _, r := range c.Routes {
-		route := map[string]any{"destination": r.To, "next-hop-address": r.Via, "next-hop-interface": c.Interface, "table-id": int64(254)}
-		if r.Metric != nil {
-			route["metric"] = int64(*r.Metric)
-		}
-		routes = append(routes, route)
-	}
-	if len(routes) > 0 {
-		doc["routes"] = map[string]any{"config": routes}
-	}
-	if len(c.Nameservers) > 0 {
-		servers := make([]any, 0, len(c.Nameservers))
-		for _, s := range c.Nameservers {
-			servers = append(servers, s)
-		}
-		doc["dns-resolver"] = map[string]any{"config": map[string]any{"server": servers}}
-	}
-	return doc, nil
-}
 
 // ImageCarries is the ordering rule: an image created at imageCreated carries a config created at
 // configCreated only if it was generated strictly later. Both are second-resolution API timestamps, so the
