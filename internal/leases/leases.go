@@ -115,8 +115,18 @@ type Lease struct {
 	Disposition State
 	// AddressName is the claim's status.addressRef.name.
 	AddressName string
-	// Exhausted carries the provider's message when its Ready condition says PoolExhausted.
+	// Exhausted carries the provider's message when its Ready condition says PoolExhausted (the lease's
+	// own claim, or one of its secondary claims that has no address).
 	Exhausted string
+	// NICMACs are the MACs of the VM's other NICs with static addresses, by NIC index (1: the second NIC).
+	NICMACs map[int]string
+	// Secondaries are the lease's other claims (the other IPAM pools of its NICs), and Missing how many
+	// of those the pool's spec wants that do not exist (yet).
+	Secondaries []Secondary
+	Missing     int
+	// Shape names the NICs and pools the lease was made for (see the staticip package); a free lease of
+	// another shape than the pool's current one is not handed out.
+	Shape string
 	// HasConfig and ConfigCreated describe the NMStateConfig.
 	HasConfig     bool
 	ConfigCreated time.Time
@@ -132,6 +142,28 @@ type Lease struct {
 	Claimed time.Time
 }
 
+// Secondary is one claim of a lease besides its own: the address of another IPAM pool of one of the
+// VM's NICs (the first NIC's second pool, or a pool of another NIC).
+type Secondary struct {
+	// NIC is the NIC's index (0: the first NIC), Pool the pool's index in its addressesFromPools.
+	NIC, Pool int
+	// Claim names the IPAddressClaim, AddressName its status.addressRef.name ("" until served).
+	Claim, AddressName string
+}
+
+// Complete reports whether the lease has all its addresses: its own and each secondary claim's.
+func (l Lease) Complete() bool {
+	if l.AddressName == "" || l.Missing > 0 {
+		return false
+	}
+	for _, s := range l.Secondaries {
+		if s.AddressName == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // StateOf derives the lease's state.
 func (l Lease) StateOf() State {
 	switch {
@@ -139,11 +171,11 @@ func (l Lease) StateOf() State {
 		return l.Disposition
 	case l.Holder != "":
 		return StateAssigned
-	case l.Exhausted != "" && l.AddressName == "":
+	case l.Exhausted != "" && !l.Complete():
 		return StateExhausted
 	case l.Invalid != "":
 		return StateInvalid
-	case l.AddressName == "" || !l.HasConfig || !l.Selected:
+	case !l.Complete() || !l.HasConfig || !l.Selected:
 		return StatePending
 	}
 	return StateReady
