@@ -11,6 +11,7 @@ import (
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -171,6 +172,46 @@ var _ = Describe("Static IPs on several NICs, IPv6 and dual-stack", func() {
 			{Name: "other6", Addresses: []string{"fd01::10-fd01::20"}, Prefix: 64}},
 			[]afv1.IPPoolReference{poolRef("vm-net6"), poolRef("other6")}, "two IPv6 addresses"),
 	)
+})
+
+var _ = Describe("A DHCP pool with a second NIC", func() {
+	It("creates VMs with both NICs and never approves an Agent that reports a NIC the VM does not have", func(ctx context.Context) {
+		// The VM's own host never boots here: the forged host below takes its place (binding with two
+		// NICs is the static-IP spec's).
+		_, s, d, pool := startPoolScenarioWith(operatorOptions{},
+			world.Options{Register: func(world.VM) bool { return false }}, func(p *afv1.VsphereAgentPool) {
+				p.Spec.VSphere.AdditionalNetworks = []afv1.AdditionalNetwork{{Network: "VM Network"}}
+			})
+		Expect(d.SetReplicas(ctx, s.NodePool, 1)).To(Succeed())
+		var va afv1.VsphereAgent
+		Eventually(func(g Gomega) {
+			vas := vsphereAgents(pool)
+			g.Expect(vas).To(HaveLen(1))
+			g.Expect(vas[0].Status.VM.MACAddresses).To(HaveLen(2))
+			va = vas[0]
+		}, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+		macs := va.Status.VM.MACAddresses
+		Expect(macs[0]).To(Equal(va.Status.VM.MACAddress))
+		Expect(vmNICs(ctx, va.Status.VM.InstanceUUID)).To(Equal([]string{vcsim.Network + " " + macs[0], "VM Network " + macs[1]}))
+
+		By("a host with the VM's MAC and serial but a third NIC registers first")
+		forged, err := d.RegisterHost(ctx, world.VM{Name: "stranger", BIOSUUID: va.Status.VM.BIOSUUID, MAC: macs[0],
+			MACs: []string{macs[0], "00:50:56:3f:00:99"}}, s.InfraEnv)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(freshVA(ctx, &va).Status.Conditions, afv1.ConditionAgentRegistered)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(afv1.ReasonHostIdentityUnproven))
+			g.Expect(c.Message).To(ContainSubstring("Agent " + forged.GetName() + " reports the VM's MAC and serial number but also interface(s) 00:50:56:3f:00:99, none of the VM's NICs"))
+		}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+		Consistently(func(g Gomega) {
+			a := getAgent(ctx, forged.GetNamespace(), forged.GetName())
+			approved, _, _ := unstructured.NestedBool(a.Object, "spec", "approved")
+			g.Expect(approved).To(BeFalse(), "approved with a NIC the VM does not have")
+			g.Expect(a.GetLabels()).NotTo(HaveKey(afv1.LabelVsphereAgent))
+		}, 2*time.Second, 250*time.Millisecond).Should(Succeed())
+
+	})
 })
 
 // upstreamPoolManifest is the VsphereAgentPool of upstream v1.1.0's objects (one network, no
