@@ -169,20 +169,23 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 		return err
 	}
 
-	free, exhausted := 0, ""
+	ref := s.pool.Spec.Network.AddressesFromPools[0]
+	free, exhausted, exhaustedPool := 0, "", ref.Kind+" "+ref.Name
 	for _, l := range st.leases {
 		switch l.StateOf() {
 		case leases.StateReady, leases.StatePending:
 			free++
 		case leases.StateExhausted:
-			exhausted = l.Exhausted
+			exhausted, exhaustedPool = l.Exhausted, ref.Kind+" "+ref.Name
+			if l.ExhaustedPool != "" {
+				exhaustedPool = l.ExhaustedPool
+			}
 		}
 	}
-	ref := s.pool.Spec.Network.AddressesFromPools[0]
 	switch {
 	case exhausted != "" && free == 0:
 		st.block = afv1.ReasonIPPoolExhausted
-		st.blockMsg = fmt.Sprintf("IPAM pool %s %s has no free address for this pool's next VM (%s); no VM is created until an address is free", ref.Kind, ref.Name, exhausted)
+		st.blockMsg = fmt.Sprintf("IPAM pool %s has no free address for this pool's next VM (%s); no VM is created until an address is free", exhaustedPool, exhausted)
 	case st.unservable == afv1.ReasonInvalidIPAddress && free == 0:
 		st.block, st.blockMsg = st.unservable, st.unservableMsg+"; no VM is created until IPAM pool "+ref.Kind+" "+ref.Name+" hands out a valid address"
 	}

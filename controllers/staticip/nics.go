@@ -142,7 +142,8 @@ func withSecondaries(l leases.Lease, claim *unstructured.Unstructured, secondari
 			s.AddressName, _, _ = unstructured.NestedString(c.Object, "status", "addressRef", "name")
 			if s.AddressName == "" {
 				if msg := exhaustedOf(c); msg != "" && l.Exhausted == "" {
-					l.Exhausted = msg
+					ref := n.pools[k]
+					l.Exhausted, l.ExhaustedPool = msg, ref.Kind+" "+ref.Name
 				}
 			}
 			l.Secondaries = append(l.Secondaries, s)
@@ -151,16 +152,14 @@ func withSecondaries(l leases.Lease, claim *unstructured.Unstructured, secondari
 	return l
 }
 
-// exhaustedOf is the provider's message when the claim's Ready condition says PoolExhausted, naming its pool.
+// exhaustedOf is the provider's message when the claim's Ready condition says PoolExhausted.
 func exhaustedOf(claim *unstructured.Unstructured) string {
 	for _, c := range agents.Conditions(claim) {
 		if c.Type == "Ready" && c.Status == "False" && c.Reason == "PoolExhausted" {
-			ref, _, _ := unstructured.NestedStringMap(claim.Object, "spec", "poolRef")
-			msg := c.Message
-			if msg == "" {
-				msg = "PoolExhausted"
+			if c.Message == "" {
+				return "PoolExhausted"
 			}
-			return fmt.Sprintf("%s %s: %s", ref["kind"], ref["name"], msg)
+			return c.Message
 		}
 	}
 	return ""

@@ -118,6 +118,9 @@ type Lease struct {
 	// Exhausted carries the provider's message when its Ready condition says PoolExhausted (the lease's
 	// own claim, or one of its secondary claims that has no address).
 	Exhausted string
+	// ExhaustedPool names ("<Kind> <name>") the pool of an exhausted secondary claim ("" when it is the
+	// lease's own claim that is exhausted).
+	ExhaustedPool string
 	// NICMACs are the MACs of the VM's other NICs with static addresses, by NIC index (1: the second NIC).
 	NICMACs map[int]string
 	// Secondaries are the lease's other claims (the other IPAM pools of its NICs), and Missing how many
