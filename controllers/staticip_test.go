@@ -47,6 +47,18 @@ func startStaticScenario(o operatorOptions, addresses []string, spare int32) *st
 // given (its namespace is the scenario's).
 func startStaticScenarioWith(o operatorOptions, ipPool world.IPPool, spare int32) *staticScenario {
 	GinkgoHelper()
+	return startStaticScenarioPools(o, []world.IPPool{ipPool}, func(p *afv1.VsphereAgentPool) {
+		p.Spec.Network = &afv1.NetworkSpec{
+			AddressesFromPools: []afv1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: ipPool.Name}},
+			Nameservers:        []string{"10.0.0.53"}, SpareLeases: spare,
+		}
+	})
+}
+
+// startStaticScenarioPools is startStaticScenario with the world's IPAM pools (their namespace is the
+// scenario's) and the pool's static addressing (customize sets spec.network and any NICs).
+func startStaticScenarioPools(o operatorOptions, ipPools []world.IPPool, customize func(*afv1.VsphereAgentPool)) *staticScenario {
+	GinkgoHelper()
 	ctx := context.Background()
 	sc := &staticScenario{iso: sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: 64 * 1024, Token: "static-token"})}
 	DeferCleanup(sc.iso.Close)
@@ -68,16 +80,17 @@ func startStaticScenarioWith(o operatorOptions, ipPool world.IPPool, spare int32
 	Expect(unstructured.SetNestedStringMap(ie.Object, map[string]string{"example.com/static": s.Namespace}, "spec", "nmStateConfigLabelSelector", "matchLabels")).To(Succeed())
 	Expect(k8s.Update(ctx, ie)).To(Succeed())
 	sc.s = s
-	ipPool.Namespace = s.Namespace
+	pools := make([]world.IPPool, 0, len(ipPools))
+	for _, ipPool := range ipPools {
+		ipPool.Namespace = s.Namespace
+		pools = append(pools, ipPool)
+	}
 	sc.d = startWorld(s, world.Options{StaticIP: &world.StaticIPOptions{
 		InfraEnv: s.InfraEnv, Images: sc.iso,
-		Pools: []world.IPPool{ipPool},
+		Pools: pools,
 	}})
 	p := newPool(s, "workers")
-	p.Spec.Network = &afv1.NetworkSpec{
-		AddressesFromPools: []afv1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "vm-net"}},
-		Nameservers:        []string{"10.0.0.53"}, SpareLeases: spare,
-	}
+	customize(p)
 	sc.pool = createPool(p)
 	DeferCleanup(deletePoolAndWait, sc.pool)
 	return sc

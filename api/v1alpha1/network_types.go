@@ -50,18 +50,22 @@ type NetworkRoute struct {
 }
 
 // NetworkSpec gives the pool's VMs static addresses from Cluster API IPAM pools instead of DHCP. Each VM
-// gets a MAC in VMware's static range and an address claimed from the pool; an NMStateConfig selected by
-// the InfraEnv puts the address into the discovery image before the VM is created.
+// gets a MAC in VMware's static range and an address claimed from each pool; an NMStateConfig selected by
+// the InfraEnv puts the addresses into the discovery image before the VM is created. It configures the
+// VM's first NIC (spec.vsphere.network, the machine network); spec.vsphere.additionalNetworks name their
+// own pools.
 type NetworkSpec struct {
-	// AddressesFromPools are the IPAM pools the VM's address is claimed from (one address per VM, from
-	// the first pool: the VM has one NIC).
+	// AddressesFromPools are the IPAM pools the first NIC's addresses are claimed from: one address per
+	// pool and VM. Two pools make the NIC dual-stack: one must hand out IPv4 addresses, the other IPv6
+	// (checked when the addresses arrive: two of one family are refused with InvalidIPAddress).
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self[0].apiGroup != self[1].apiGroup || self[0].kind != self[1].kind || self[0].name != self[1].name",message="addressesFromPools must name two different pools (one IPv4, one IPv6)"
 	// +listType=atomic
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Addresses From Pools"
 	AddressesFromPools []IPPoolReference `json:"addressesFromPools"`
 
-	// Nameservers are the DNS servers written into the VM's network configuration.
+	// Nameservers are the DNS servers (IPv4 or IPv6) written into the VM's network configuration.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=3
@@ -70,7 +74,8 @@ type NetworkSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="DNS Servers",xDescriptors="urn:alm:descriptor:com.tectonic.ui:text"
 	Nameservers []string `json:"nameservers,omitempty"`
 
-	// Routes are extra static routes besides the default route through the pool's gateway.
+	// Routes are extra static routes besides the default routes through the first NIC's gateways (IPv4
+	// and IPv6 alike); each goes out of the NIC whose static subnet holds its next hop, else the first.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -95,16 +100,57 @@ type NetworkSpec struct {
 	InterfaceName string `json:"interfaceName,omitempty"`
 }
 
+// AdditionalNetwork is one NIC of the VM after the first (spec.vsphere.network). Without
+// addressesFromPools it gets its address by DHCP (or none); with them, static addresses claimed like the
+// first NIC's and written into the same NMStateConfig (the pool needs spec.network then).
+type AdditionalNetwork struct {
+	// Network is the port group or network name of the NIC (failure domains do not override it).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network",xDescriptors="urn:alm:descriptor:com.tectonic.ui:text"
+	Network string `json:"network"`
+
+	// AdapterType is the NIC model. Empty: spec.vsphere.networkAdapterType.
+	// +optional
+	// +kubebuilder:validation:Enum=vmxnet3;e1000;e1000e
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Adapter Type",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:vmxnet3","urn:alm:descriptor:com.tectonic.ui:select:e1000","urn:alm:descriptor:com.tectonic.ui:select:e1000e","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	AdapterType string `json:"adapterType,omitempty"`
+
+	// AddressesFromPools are the IPAM pools this NIC's static addresses are claimed from: at most one
+	// IPv4 and one IPv6 pool. Empty: DHCP. Its gateways are not default routes (the first NIC's are):
+	// use spec.network.routes for networks behind this NIC.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:XValidation:rule="self.size() < 2 || self[0].apiGroup != self[1].apiGroup || self[0].kind != self[1].kind || self[0].name != self[1].name",message="addressesFromPools must name two different pools (one IPv4, one IPv6)"
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Addresses From Pools"
+	AddressesFromPools []IPPoolReference `json:"addressesFromPools,omitempty"`
+
+	// InterfaceName is the name the NMStateConfig gives the NIC; assisted-service maps it to the host's
+	// NIC by MAC, so it is a label. Empty: ens224 for the second NIC, ens256 for the third, and so on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-a-zA-Z0-9_.]*$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Interface Name",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
+	InterfaceName string `json:"interfaceName,omitempty"`
+}
+
 // StaticIPStatus is a VM's static address lease.
 type StaticIPStatus struct {
 	// Lease names the IPAddressClaim (and NMStateConfig) of the VM's address.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Lease",xDescriptors="urn:alm:descriptor:text"
 	Lease string `json:"lease,omitempty"`
-	// Address is the leased address with its prefix, e.g. 10.0.0.21/24.
+	// Address is the leased address with its prefix, e.g. 10.0.0.21/24: the first NIC's first address.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Static IP",xDescriptors="urn:alm:descriptor:text"
 	Address string `json:"address,omitempty"`
+	// Addresses are every leased address with its prefix, NIC by NIC in the NICs' order, each NIC's
+	// addresses in the order of its addressesFromPools (e.g. 10.0.0.21/24, fd00::21/64, 192.168.5.7/24).
+	// +optional
+	// +listType=atomic
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Static IPs",xDescriptors="urn:alm:descriptor:text"
+	Addresses []string `json:"addresses,omitempty"`
 	// ConfigCreatedAt is when the lease's NMStateConfig was created.
 	// +optional
 	ConfigCreatedAt *metav1.Time `json:"configCreatedAt,omitempty"`

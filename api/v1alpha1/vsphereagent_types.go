@@ -65,6 +65,13 @@ type VMStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="MAC Address",xDescriptors="urn:alm:descriptor:text"
 	MACAddress string `json:"macAddress,omitempty"`
+	// MACAddresses are the MACs of all the VM's NICs in their order (the first is MACAddress), set when the
+	// VM has more than one: an Agent proves its host only when every interface it reports is one of them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="MAC Addresses",xDescriptors="urn:alm:descriptor:text"
+	MACAddresses []string `json:"macAddresses,omitempty"`
 	// AgentName names the Agent registered by this VM (in the pool's namespace).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Agent",xDescriptors="urn:alm:descriptor:io.kubernetes:agent-install.openshift.io:v1beta1:Agent"

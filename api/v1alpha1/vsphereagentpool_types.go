@@ -30,6 +30,8 @@ const (
 // VsphereAgentPoolSpec defines the vSphere capacity that backs one HyperShift Agent NodePool.
 // +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.limits.maxVMs) || !has(self.limits.maxConcurrentProvisioning) || self.limits.maxConcurrentProvisioning <= self.limits.maxVMs",message="spec.limits.maxConcurrentProvisioning must be less than or equal to spec.limits.maxVMs",fieldPath=".limits.maxConcurrentProvisioning"
 // +kubebuilder:validation:XValidation:rule="!has(self.standby) || self.standby == 0 || !has(self.limits) || !has(self.limits.maxVMs) || self.standby <= self.limits.maxVMs",message="spec.standby must be less than or equal to spec.limits.maxVMs",fieldPath=".standby"
+// +kubebuilder:validation:XValidation:rule="!has(self.vsphere.additionalNetworks) || has(self.network) || self.vsphere.additionalNetworks.all(a, !has(a.addressesFromPools) || a.addressesFromPools.size() == 0)",message="spec.vsphere.additionalNetworks[].addressesFromPools need spec.network (the first NIC's static addresses)",fieldPath=".vsphere.additionalNetworks"
+// +kubebuilder:validation:XValidation:rule="!has(self.network) || !has(self.vsphere.additionalNetworks) || self.vsphere.additionalNetworks.all(a, !has(a.interfaceName) || a.interfaceName != (has(self.network.interfaceName) ? self.network.interfaceName : 'ens192'))",message="spec.vsphere.additionalNetworks[].interfaceName must differ from spec.network.interfaceName",fieldPath=".vsphere.additionalNetworks"
 // +kubebuilder:validation:XValidation:rule="!has(self.template) || !has(self.template.hardware) || !has(self.template.hardware.efiSecureBootEnabled) || !self.template.hardware.efiSecureBootEnabled || !has(self.vsphere.firmware) || self.vsphere.firmware == 'efi'",message="spec.template.hardware.efiSecureBootEnabled requires spec.vsphere.firmware efi",fieldPath=".template.hardware.efiSecureBootEnabled"
 type VsphereAgentPoolSpec struct {
 	// HostedClusterRef names the HyperShift HostedCluster in the pool's namespace: the NodePool's
@@ -175,7 +177,7 @@ type VSphereSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="VM Folder",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Folder string `json:"folder,omitempty"`
 
-	// Network is the port group or network name for the VM's NIC.
+	// Network is the port group or network name for the VM's first NIC (the machine network).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
@@ -223,6 +225,16 @@ type VSphereSpec struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network Adapter",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:vmxnet3","urn:alm:descriptor:com.tectonic.ui:select:e1000","urn:alm:descriptor:com.tectonic.ui:select:e1000e","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	NetworkAdapterType string `json:"networkAdapterType,omitempty"`
+
+	// AdditionalNetworks are the VM's NICs after the first (spec.vsphere.network), created in this order;
+	// each may take static addresses from its own IPAM pools (see AdditionalNetwork). vSphere allows 10
+	// NICs per VM.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=9
+	// +kubebuilder:validation:XValidation:rule="self.all(a, !has(a.interfaceName) || self.exists_one(b, has(b.interfaceName) && b.interfaceName == a.interfaceName))",message="spec.vsphere.additionalNetworks[].interfaceName must be unique"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Additional Networks"
+	AdditionalNetworks []AdditionalNetwork `json:"additionalNetworks,omitempty"`
 
 	// DiskEagerlyScrub creates the disk eager-zeroed thick instead of thin.
 	// +optional

@@ -63,8 +63,10 @@ type State struct {
 	claims map[string]*unstructured.Unstructured
 	// configs are the pool's NMStateConfigs by lease name.
 	configs map[string]*unstructured.Unstructured
-	// addresses are the validated addresses of leases whose NMStateConfig is still to be written.
-	addresses map[string]leases.Address
+	// secondaries are the leases' secondary claims (other pools of their NICs), by lease name.
+	secondaries map[string][]*unstructured.Unstructured
+	// addresses are the validated addresses (by NIC index) of leases whose NMStateConfig is still to be written.
+	addresses map[string]map[int][]leases.Address
 	selector  map[string]string
 	// usedMACs are the MACs of every claim and NMStateConfig in the namespace (any owner).
 	usedMACs sets.Set[string]
@@ -101,7 +103,7 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 		return nil
 	}
 	st := &State{claims: map[string]*unstructured.Unstructured{}, configs: map[string]*unstructured.Unstructured{},
-		addresses: map[string]leases.Address{}, usedMACs: sets.New[string]()}
+		addresses: map[string]map[int][]leases.Address{}, secondaries: map[string][]*unstructured.Unstructured{}, usedMACs: sets.New[string]()}
 	s.staticIP = st
 	if _, err := agents.UseServedIPAMVersion(ls.Client.RESTMapper()); err != nil {
 		st.block, st.blockMsg = afv1.ReasonIPAMUnavailable, "the hub serves no ipam.cluster.x-k8s.io IPAddressClaim: install Cluster API's IPAM CRDs and an IPAM provider"
@@ -136,36 +138,54 @@ func (ls *Leases) observeLeases(ctx context.Context, s *pass) error {
 			ourConfigs[c.GetName()] = c
 		}
 	}
+	secondaries := map[string]*unstructured.Unstructured{}
+	var own []*unstructured.Unstructured
 	for i := range claims.Items {
 		c := &claims.Items[i]
 		if mac := strings.ToLower(c.GetAnnotations()[annotationMAC]); mac != "" {
 			st.usedMACs.Insert(mac)
 		}
-		if c.GetLabels()[afv1.LabelPool] != s.pool.Name || !ownedBy(c, s.pool.UID) {
+		for _, mac := range parseNICMACs(c.GetAnnotations()[annotationNICMACs]) {
+			st.usedMACs.Insert(mac)
+		}
+		if c.GetLabels()[afv1.LabelPool] != s.pool.Name {
 			continue
 		}
+		if lease := c.GetLabels()[labelLease]; lease != "" {
+			secondaries[c.GetName()] = c
+			st.secondaries[lease] = append(st.secondaries[lease], c)
+			continue
+		}
+		if ownedBy(c, s.pool.UID) {
+			own = append(own, c)
+		}
+	}
+	for _, c := range own {
 		st.claims[c.GetName()] = c
-		st.leases = append(st.leases, leaseOf(c, ourConfigs[c.GetName()], sel))
+		st.leases = append(st.leases, withSecondaries(leaseOf(c, ourConfigs[c.GetName()], sel), c, secondaries, s.pool))
 	}
 	sort.Slice(st.leases, func(i, j int) bool { return st.leases[i].Name < st.leases[j].Name })
 	if err := ls.checkAddresses(ctx, s); err != nil {
 		return err
 	}
 
-	free, exhausted := 0, ""
+	ref := s.pool.Spec.Network.AddressesFromPools[0]
+	free, exhausted, exhaustedPool := 0, "", ref.Kind+" "+ref.Name
 	for _, l := range st.leases {
 		switch l.StateOf() {
 		case leases.StateReady, leases.StatePending:
 			free++
 		case leases.StateExhausted:
-			exhausted = l.Exhausted
+			exhausted, exhaustedPool = l.Exhausted, ref.Kind+" "+ref.Name
+			if l.ExhaustedPool != "" {
+				exhaustedPool = l.ExhaustedPool
+			}
 		}
 	}
-	ref := s.pool.Spec.Network.AddressesFromPools[0]
 	switch {
 	case exhausted != "" && free == 0:
 		st.block = afv1.ReasonIPPoolExhausted
-		st.blockMsg = fmt.Sprintf("IPAM pool %s %s has no free address for this pool's next VM (%s); no VM is created until an address is free", ref.Kind, ref.Name, exhausted)
+		st.blockMsg = fmt.Sprintf("IPAM pool %s has no free address for this pool's next VM (%s); no VM is created until an address is free", exhaustedPool, exhausted)
 	case st.unservable == afv1.ReasonInvalidIPAddress && free == 0:
 		st.block, st.blockMsg = st.unservable, st.unservableMsg+"; no VM is created until IPAM pool "+ref.Kind+" "+ref.Name+" hands out a valid address"
 	}
@@ -272,6 +292,9 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 			live++
 		}
 	}
+	if err := ls.removeStale(ctx, s); err != nil {
+		return err
+	}
 	pendingCreates := s.pendingCreates
 	spare := int(s.pool.Spec.Network.SpareLeases)
 	plan := leases.Decide(st.leases, live, pendingCreates, spare)
@@ -279,6 +302,9 @@ func (ls *Leases) prepareLeases(ctx context.Context, s *pass) error {
 		if err := ls.createClaims(ctx, s, plan.Create); err != nil {
 			return err
 		}
+	}
+	if err := ls.createSecondaries(ctx, s, nil); err != nil {
+		return err
 	}
 	if err := ls.followSelector(ctx, s); err != nil {
 		return err
@@ -346,12 +372,13 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 	ref := s.pool.Spec.Network.AddressesFromPools[0]
 	rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(ls.Clock.Now().UnixNano())))
 	created := 0
+	var newLeases []*unstructured.Unstructured
 	for i := 0; created < n && i < 10000; i++ {
 		name := fmt.Sprintf("%s-ip-%d", truncateName(s.pool.Name, 240), i)
 		if _, exists := st.claims[name]; exists {
 			continue
 		}
-		mac, err := leases.NewMAC(rng, st.usedMACs)
+		mac, nicMACs, err := newLeaseMACs(s.pool, rng, st)
 		if err != nil {
 			return err
 		}
@@ -359,7 +386,14 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 		claim.SetNamespace(s.pool.Namespace)
 		claim.SetName(name)
 		claim.SetLabels(map[string]string{afv1.LabelPool: s.pool.Name})
-		claim.SetAnnotations(map[string]string{annotationMAC: mac})
+		ann := map[string]string{annotationMAC: mac}
+		if len(nicMACs) > 0 {
+			ann[annotationNICMACs] = formatNICMACs(nicMACs)
+		}
+		if shape := Shape(s.pool); shape != "" {
+			ann[annotationShape] = shape
+		}
+		claim.SetAnnotations(ann)
 		claim.Object["spec"] = map[string]any{"poolRef": map[string]any{"apiGroup": ref.APIGroup, "kind": ref.Kind, "name": ref.Name}}
 		if err := controllerutil.SetControllerReference(s.pool, claim, ls.Client.Scheme()); err != nil {
 			return err
@@ -374,11 +408,15 @@ func (ls *Leases) createClaims(ctx context.Context, s *pass, n int) error {
 			ls.Recorder.Eventf(s.pool, nil, "Warning", afv1.ReasonLeaseClaimFailed, events.ActionLeaseAddresses, "creating IPAddressClaim %s: %v", name, err)
 			return fmt.Errorf("creating IPAddressClaim %s: %w", name, err)
 		}
-		st.usedMACs.Insert(mac)
+		// Its secondary claims (the other pools of its NICs) right after it.
+		newLeases = append(newLeases, claim)
 		created++
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseClaimed); err != nil {
 			return err
 		}
+	}
+	if err := ls.createSecondaries(ctx, s, newLeases); err != nil {
+		return err
 	}
 	if created > 0 {
 		ls.Recorder.Eventf(s.pool, nil, "Normal", afv1.ReasonLeasesClaimed, events.ActionLeaseAddresses, "claimed %d address(es) from %s %s", created, ref.Kind, ref.Name)
@@ -404,12 +442,12 @@ func (ls *Leases) createConfigs(ctx context.Context, s *pass) error {
 		switch state := l.StateOf(); {
 		case l.Deleting || l.HasConfig:
 			continue
-		case state == leases.StateAssigned && waiting.Has(l.Holder) && l.Disposition == "" && l.AddressName != "":
+		case state == leases.StateAssigned && waiting.Has(l.Holder) && l.Disposition == "" && l.Complete():
 		case state != leases.StatePending:
 			continue
-		case l.AddressName == "" && l.Exhausted == "":
+		case !l.Complete() && l.Exhausted == "":
 			return nil // the batch is not complete yet
-		case l.AddressName == "":
+		case !l.Complete():
 			continue
 		}
 		ready = append(ready, l)
@@ -447,16 +485,8 @@ func readIPAddress(ctx context.Context, reader client.Reader, namespace, name st
 	return a, nil
 }
 
-func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, l leases.Lease, addr leases.Address) error {
-	netSpec := pool.Spec.Network
-	iface := netSpec.InterfaceName
-	if iface == "" {
-		iface = "ens192"
-	}
-	cfg := leases.Config{Interface: iface, MAC: l.MAC, Address: addr, Nameservers: netSpec.Nameservers}
-	for _, rt := range netSpec.Routes {
-		cfg.Routes = append(cfg.Routes, leases.Route{To: rt.To, Via: rt.Via, Metric: rt.Metric})
-	}
+func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool, st *State, l leases.Lease, addrs map[int][]leases.Address) error {
+	cfg := nmStateConfig(pool, l, addrs)
 	doc, err := leases.NMState(cfg)
 	if err != nil {
 		return fmt.Errorf("lease %s: %w", l.Name, err) // ValidateAddress refused such addresses already
@@ -471,7 +501,7 @@ func (ls *Leases) createConfig(ctx context.Context, pool *afv1.VsphereAgentPool,
 	c.SetLabels(labels)
 	c.Object["spec"] = map[string]any{
 		"config":     doc,
-		"interfaces": []any{map[string]any{"name": iface, "macAddress": l.MAC}},
+		"interfaces": leases.NMStateInterfaces(cfg),
 	}
 	// Owned by the claim (the lease), without blockOwnerDeletion: that would need update on
 	// ipaddressclaims/finalizers, and the pool removes the NMStateConfig before the claim anyway.

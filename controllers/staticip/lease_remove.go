@@ -37,6 +37,12 @@ func (ls *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool,
 		if err := crashpoint.Hit(ctx, crashpoint.LeaseConfigRemoved); err != nil {
 			return removed, err
 		}
+		if !unchangedOnly {
+			// Its secondary claims first (owned by the claim, so garbage collection would follow).
+			if err := ls.deleteSecondaries(ctx, st, name); err != nil {
+				return removed, err
+			}
+		}
 		pre := client.Preconditions{UID: ptr.To(claim.GetUID())}
 		if unchangedOnly {
 			// A spare a VM took since the read stays: the VM's pass sees the config missing and the
@@ -49,6 +55,11 @@ func (ls *Leases) removeLeases(ctx context.Context, pool *afv1.VsphereAgentPool,
 			}
 			if client.IgnoreNotFound(err) != nil {
 				return removed, fmt.Errorf("deleting IPAddressClaim %s: %w", name, err)
+			}
+		}
+		if unchangedOnly {
+			if err := ls.deleteSecondaries(ctx, st, name); err != nil {
+				return removed, err
 			}
 		}
 		removed = append(removed, name)
@@ -69,10 +80,14 @@ func (ls *Leases) releaseAllLeases(ctx context.Context, s *pass) error {
 	if err := ls.APIReader.List(ctx, claims, client.InNamespace(s.pool.Namespace), client.MatchingLabels{afv1.LabelPool: s.pool.Name}); err != nil {
 		return fmt.Errorf("listing IPAddressClaims: %w", err)
 	}
-	st := &State{claims: map[string]*unstructured.Unstructured{}}
+	st := &State{claims: map[string]*unstructured.Unstructured{}, secondaries: map[string][]*unstructured.Unstructured{}}
 	var release []string
 	for i := range claims.Items {
 		c := &claims.Items[i]
+		if lease := c.GetLabels()[labelLease]; lease != "" {
+			st.secondaries[lease] = append(st.secondaries[lease], c)
+			continue
+		}
 		if !ownedBy(c, s.pool.UID) {
 			continue
 		}

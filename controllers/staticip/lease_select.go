@@ -31,19 +31,19 @@ func (ls *Leases) checkAddresses(ctx context.Context, s *pass) error {
 	var refused []string
 	for i := range st.leases {
 		l := &st.leases[i]
-		if l.Deleting || l.Disposition != "" || l.AddressName == "" || (l.HasConfig && l.Selected) || (l.Holder != "" && l.HasConfig) {
+		if l.Deleting || l.Disposition != "" || !l.Complete() || (l.HasConfig && l.Selected) || (l.Holder != "" && l.HasConfig) {
 			continue
 		}
-		addr, err := readIPAddress(ctx, ls.APIReader, s.pool.Namespace, l.AddressName)
+		addrs, bad, err := leaseAddresses(ctx, ls.APIReader, s.pool, *l)
 		if apierrors.IsNotFound(err) {
 			continue // the provider names it before its cache shows it: the next pass reads it
 		}
 		if err != nil {
 			return err
 		}
-		if err := leases.ValidateAddress(addr); err != nil {
-			l.Invalid = err.Error()
-			msg := fmt.Sprintf("IPAddress %s of IPAddressClaim %s is refused: %v", l.AddressName, l.Name, err)
+		if bad != nil {
+			l.Invalid = bad.err.Error()
+			msg := fmt.Sprintf("IPAddress %s of IPAddressClaim %s is refused: %v", bad.name, bad.claim, bad.err)
 			refused = append(refused, msg)
 			key := client.ObjectKeyFromObject(s.pool).String() + "/invalid-ip/" + l.Name
 			if ls.Events == nil || ls.Events.Allow(key, afv1.ReasonInvalidIPAddress, ls.Clock.Now()) {
@@ -51,7 +51,7 @@ func (ls *Leases) checkAddresses(ctx context.Context, s *pass) error {
 			}
 			continue
 		}
-		st.addresses[l.Name] = addr
+		st.addresses[l.Name] = addrs
 	}
 	if len(refused) > 0 {
 		st.unservable, st.unservableMsg = afv1.ReasonInvalidIPAddress, strings.Join(refused, "; ")
@@ -74,12 +74,12 @@ func (ls *Leases) followSelector(ctx context.Context, s *pass) error {
 			continue
 		}
 		addr, ok := st.addresses[l.Name]
-		if !ok && l.Holder != "" {
-			a, err := readIPAddress(ctx, ls.APIReader, s.pool.Namespace, l.AddressName)
+		if !ok && l.Holder != "" && l.Complete() {
+			a, bad, err := leaseAddresses(ctx, ls.APIReader, s.pool, *l)
 			if err != nil {
 				return err
 			}
-			if leases.ValidateAddress(a) == nil {
+			if bad == nil {
 				addr, ok = a, true
 			}
 		}

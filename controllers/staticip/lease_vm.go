@@ -61,19 +61,36 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 	}
 	image := imageOf(pool)
 
+	secondaries := map[string]*unstructured.Unstructured{}
+	for i := range claims.Items {
+		if c := &claims.Items[i]; c.GetLabels()[labelLease] != "" {
+			secondaries[c.GetName()] = c
+		}
+	}
+	view := func(c *unstructured.Unstructured) leases.Lease {
+		return withSecondaries(leaseOf(c, configOf[c.GetName()], sel), c, secondaries, pool)
+	}
+	shape := Shape(pool)
 	var held *unstructured.Unstructured
 	var candidates, inImage []*unstructured.Unstructured
 	for i := range claims.Items {
 		c := &claims.Items[i]
-		if !ownedBy(c, pool.UID) && c.GetLabels()[afv1.LabelVsphereAgent] != va.Name {
+		if c.GetLabels()[labelLease] != "" || (!ownedBy(c, pool.UID) && c.GetLabels()[afv1.LabelVsphereAgent] != va.Name) {
 			continue
 		}
-		l := leaseOf(c, configOf[c.GetName()], sel)
+		l := view(c)
 		if l.Holder == va.Name && l.Disposition == "" {
+			if l.Shape != shape {
+				// Made for other NICs than the pool's VMs now have: the VM would boot without its addresses.
+				if err := dropHold(ctx, ls.Client, c); err != nil {
+					return Held{}, err
+				}
+				continue
+			}
 			held = c
 			break
 		}
-		if l.StateOf() == leases.StateReady && !l.Deleting {
+		if l.StateOf() == leases.StateReady && !l.Deleting && l.Shape == shape {
 			candidates = append(candidates, c)
 			if leases.ImageCarries(image, l.ConfigCreated) {
 				inImage = append(inImage, c)
@@ -116,7 +133,7 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		}
 		ls.Recorder.Eventf(va, nil, "Normal", afv1.ReasonLeaseHeld, events.ActionLeaseAddresses, "holds static address lease %s (MAC %s)", held.GetName(), held.GetAnnotations()[annotationMAC])
 	}
-	l := leaseOf(held, configOf[held.GetName()], sel)
+	l := view(held)
 	switch {
 	case !l.HasConfig:
 		return wait(afv1.ReasonWaitingForLease, "lease "+l.Name+" has no NMStateConfig yet")
@@ -135,16 +152,19 @@ func (ls *Leases) Hold(ctx context.Context, va *afv1.VsphereAgent, pool *afv1.Vs
 		return wait(afv1.ReasonWaitingForImageWithLease, fmt.Sprintf("the cached discovery ISO (image created %s) predates NMStateConfig %s (created %s): waiting for the regenerated image, else the VM would boot without its address",
 			formatTime(image), l.Name, l.ConfigCreated.UTC().Format(time.RFC3339)))
 	}
-	addr, err := readIPAddress(ctx, ls.APIReader, va.Namespace, l.AddressName)
+	addrs, bad, err := leaseAddresses(ctx, ls.APIReader, pool, l)
 	if err != nil {
 		return Held{}, err
 	}
-	if err := leases.ValidateAddress(addr); err != nil {
-		return wait(afv1.ReasonInvalidIPAddress, fmt.Sprintf("IPAddress %s of IPAddressClaim %s is refused: %v", l.AddressName, l.Name, err))
+	if bad != nil {
+		return wait(afv1.ReasonInvalidIPAddress, fmt.Sprintf("IPAddress %s of IPAddressClaim %s is refused: %v", bad.name, bad.claim, bad.err))
 	}
 	cfgAt, imgAt := metav1.NewTime(l.ConfigCreated), metav1.NewTime(image)
-	va.Status.StaticIP = &afv1.StaticIPStatus{Lease: l.Name, Address: addr.CIDR(), ConfigCreatedAt: &cfgAt, ImageCreatedAt: &imgAt}
-	return Held{MAC: l.MAC, Ready: true}, nil
+	va.Status.StaticIP = &afv1.StaticIPStatus{Lease: l.Name, Address: addrs[0][0].CIDR(), ConfigCreatedAt: &cfgAt, ImageCreatedAt: &imgAt}
+	if all := CIDRs(pool, addrs); len(all) > 1 {
+		va.Status.StaticIP.Addresses = all
+	}
+	return Held{MAC: l.MAC, NICMACs: l.NICMACs, Ready: true}, nil
 }
 
 func formatTime(t time.Time) string {

@@ -61,7 +61,9 @@ type Input struct {
 
 // Held is the outcome of Hold: the MAC the VM is created with once Ready, else why it waits.
 type Held struct {
-	MAC             string
+	MAC string
+	// NICMACs are the MACs of the VM's other NICs with static addresses, by NIC index (1: the second).
+	NICMACs         map[int]string
 	Ready           bool
 	Reason, Message string
 }

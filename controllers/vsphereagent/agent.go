@@ -47,7 +47,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 				continue
 			}
 			seen.Insert(a.Name)
-			switch a.ProofOfHost(mac, bios) {
+			switch a.ProofOfHostWith(mac, va.Status.VM.MACAddresses, bios) {
 			case agents.ProvenHost:
 				proven = append(proven, a)
 			case agents.NotHost:
@@ -64,7 +64,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 	if len(proven) == 0 {
 		switch {
 		case len(unproven) > 0:
-			msg := "no Agent proves it was registered by VM " + va.Status.VM.Name + ": " + describeUnproven(unproven, mac, bios) +
+			msg := "no Agent proves it was registered by VM " + va.Status.VM.Name + ": " + describeUnproven(unproven, mac, va.Status.VM.MACAddresses, bios) +
 				"; such an Agent is never labelled or approved for this VM"
 			conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, false, afv1.ReasonHostIdentityUnproven, msg, va.Generation)
 		case va.Status.VM.AgentName != "":
@@ -83,7 +83,7 @@ func (r *Reconciler) matchAgent(ctx context.Context, s *vmScope) (bool, error) {
 	va.Status.VM.AgentName = a.Name // shown by the AgentRegistered condition; no Event (one API write per VM)
 	msg := "registered as Agent " + a.Name
 	if len(unproven) > 0 {
-		msg += "; ignored: " + describeUnproven(unproven, mac, bios)
+		msg += "; ignored: " + describeUnproven(unproven, mac, va.Status.VM.MACAddresses, bios)
 	}
 	conditions.SetCondition(&va.Status.Conditions, afv1.ConditionAgentRegistered, true, afv1.ReasonAgentRegistered, msg, va.Generation)
 	r.announceUnproven(s, unproven, prevMsg, mac, bios)
@@ -102,7 +102,7 @@ func (r *Reconciler) announceUnproven(s *vmScope, unproven []agents.Agent, prevM
 	}
 	eventType := "Normal"
 	for _, a := range unproven {
-		if a.ProofOfHost(mac, bios) != agents.MACNoSerial {
+		if a.ProofOfHostWith(mac, va.Status.VM.MACAddresses, bios) != agents.MACNoSerial {
 			eventType = "Warning"
 		}
 	}
@@ -118,7 +118,7 @@ const maxShownSerial = 64
 
 // describeUnproven says, sorted by name so that it is the same from pass to pass, why each Agent does
 // not prove it is the VM's host.
-func describeUnproven(list []agents.Agent, mac, bios string) string {
+func describeUnproven(list []agents.Agent, mac string, vmMACs []string, bios string) string {
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	out := make([]string, 0, len(list))
 	for _, a := range list {
@@ -127,7 +127,10 @@ func describeUnproven(list []agents.Agent, mac, bios string) string {
 			serial = serial[:maxShownSerial] + "..."
 		}
 		var why string
-		switch a.ProofOfHost(mac, bios) {
+		switch a.ProofOfHostWith(mac, vmMACs, bios) {
+		case agents.ForeignNIC:
+			why = fmt.Sprintf("reports the VM's MAC and serial number but also interface(s) %s, none of the VM's NICs (%s)",
+				strings.Join(a.ForeignMACs(vmMACs), ", "), strings.Join(vmMACs, ", "))
 		case agents.MACNoSerial:
 			if a.Serial == "" {
 				why = "reports the VM's MAC " + agents.NormalizeMAC(mac) + " but no serial number yet (waiting for its inventory)"

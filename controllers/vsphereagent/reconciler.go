@@ -230,21 +230,21 @@ func (r *Reconciler) leases() *staticip.Leases {
 	return r.staticIP
 }
 
-// staticIPLease returns the MAC the VM is created with (static-IP pools: "" for DHCP), holding a lease
-// first; ok is false while the VM waits for one (phase Pending, condition VMCreated say why).
-func (r *Reconciler) staticIPLease(ctx context.Context, s *vmScope) (mac string, ok bool, err error) {
-	held, err := r.leases().Hold(ctx, s.va, s.pool)
+// staticIPLease returns the MACs the VM is created with (static-IP pools: none for DHCP), holding a
+// lease first; ok is false while the VM waits for one (phase Pending, condition VMCreated say why).
+func (r *Reconciler) staticIPLease(ctx context.Context, s *vmScope) (held staticip.Held, ok bool, err error) {
+	held, err = r.leases().Hold(ctx, s.va, s.pool)
 	if err != nil {
-		return "", false, err
+		return held, false, err
 	}
 	if !held.Ready {
 		va := s.va
 		r.setPhase(va, afv1.VMPhasePending, held.Reason)
 		conditions.SetCondition(&va.Status.Conditions, afv1.ConditionVMCreated, false, held.Reason, held.Message, va.Generation)
 		s.requeueAfter(staticip.Poll)
-		return "", false, nil
+		return held, false, nil
 	}
-	return held.MAC, true, nil
+	return held, true, nil
 }
 
 // ejectionPass is the ejection's view of the pass s.
@@ -312,7 +312,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	if ok, err := r.admitVM(ctx, s); err != nil || !ok {
 		return false, err
 	}
-	mac, ready, err := r.staticIPLease(ctx, s)
+	held, ready, err := r.staticIPLease(ctx, s)
 	if err != nil || !ready {
 		return false, err
 	}
@@ -330,7 +330,10 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 		return false, nil
 	}
 	spec := vmSpec(va, pool)
-	spec.MACAddress = mac
+	spec.MACAddress = held.MAC
+	for i := range spec.AdditionalNICs {
+		spec.AdditionalNICs[i].MACAddress = held.NICMACs[i+1]
+	}
 	spec.New = r.Opts.NoVMYet.Take(va.UID)
 	info, err := vs.CreateVM(ctx, spec)
 	if err != nil {
@@ -342,6 +345,12 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	now := metav1.NewTime(r.Opts.Clock.Now())
 	va.Status.VM.Name, va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID = info.Name, info.InstanceUUID, info.BIOSUUID
 	va.Status.VM.MACAddress = agents.NormalizeMAC(info.MACAddress)
+	va.Status.VM.MACAddresses = nil
+	if len(info.MACAddresses) > 1 {
+		for _, m := range info.MACAddresses {
+			va.Status.VM.MACAddresses = append(va.Status.VM.MACAddresses, agents.NormalizeMAC(m))
+		}
+	}
 	va.Status.VM.Datacenter, va.Status.VM.ISOPath = spec.Datacenter, spec.ISOPath
 	va.Status.VM.Hardware = poolspec.HardwareStatus(spec.Hardware, info)
 	if va.Status.VM.Template == nil { // the shape vmSpec just asked vCenter for: drift is measured from it
@@ -378,7 +387,7 @@ func vmSpec(va *afv1.VsphereAgent, pool *afv1.VsphereAgentPool) vsphere.VMSpec {
 		Folder: pl.Folder, Network: pl.Network, Tags: v.VMTags, GuestID: v.GuestID, SCSIType: v.SCSIType, Firmware: v.Firmware,
 		NetworkAdapter: v.NetworkAdapterType, NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
 		EagerlyScrub: v.DiskEagerlyScrub, ISOPath: iso.PoolISOPath(pool), Ownership: poolspec.Ownership(va, pool),
-		Hardware: poolspec.Hardware(pool),
+		Hardware: poolspec.Hardware(pool), AdditionalNICs: poolspec.AdditionalNICs(pool),
 	}
 }
 

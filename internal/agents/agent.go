@@ -218,6 +218,9 @@ const (
 	MACOtherSerial
 	// SerialNoMAC is the VM's serial, but the VM's MAC is not among its interfaces.
 	SerialNoMAC
+	// ForeignNIC is the VM's MAC and serial, but also an interface whose MAC is none of the VM's NICs
+	// (only for VMs with several NICs, whose MACs are all known).
+	ForeignNIC
 )
 
 // ProofOfHost classifies the Agent against the VM with that MAC and BIOS UUID.
@@ -234,6 +237,34 @@ func (a Agent) ProofOfHost(mac, biosUUID string) HostProof {
 		return MACOtherSerial
 	}
 	return ProvenHost
+}
+
+// ProofOfHostWith is ProofOfHost for a VM whose NICs have the MACs vmMACs (empty: only mac is known,
+// as for a VM with one NIC): a proven host must also report no interface that is not one of them.
+func (a Agent) ProofOfHostWith(mac string, vmMACs []string, biosUUID string) HostProof {
+	p := a.ProofOfHost(mac, biosUUID)
+	if p != ProvenHost || len(vmMACs) == 0 {
+		return p
+	}
+	if len(a.ForeignMACs(vmMACs)) > 0 {
+		return ForeignNIC
+	}
+	return p
+}
+
+// ForeignMACs are the MACs the Agent reports that are none of vmMACs.
+func (a Agent) ForeignMACs(vmMACs []string) []string {
+	own := make(map[string]bool, len(vmMACs))
+	for _, m := range vmMACs {
+		own[NormalizeMAC(m)] = true
+	}
+	var out []string
+	for _, m := range a.MACs {
+		if !own[m] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // IsHostOf reports whether this Agent was registered by the VM with that MAC and BIOS UUID: both the MAC

@@ -62,6 +62,35 @@ func TestProofOfHost(t *testing.T) {
 	}
 }
 
+// TestProofOfHostWithSeveralNICs: a VM with several NICs is proven by its first NIC's MAC and its serial,
+// and only when every interface the Agent reports is one of the VM's NICs.
+func TestProofOfHostWithSeveralNICs(t *testing.T) {
+	const mac, second, uuid = "00:50:56:aa:bb:cc", "00:50:56:00:00:02", "421e5c8f-2d3a-4b5c-9d8e-7f6a5b4c3d2e"
+	serial := SerialFromBIOSUUID(uuid)
+	vm := []string{mac, second}
+	tests := []struct {
+		name   string
+		agent  Agent
+		vmMACs []string
+		want   HostProof
+	}{
+		{"both NICs", Agent{MACs: []string{second, mac}, Serial: serial}, vm, ProvenHost},
+		{"only the first NIC reported", Agent{MACs: []string{mac}, Serial: serial}, vm, ProvenHost},
+		{"MACs in upper case", Agent{MACs: []string{mac, second}, Serial: serial}, []string{"00:50:56:AA:BB:CC", "00-50-56-00-00-02"}, ProvenHost},
+		{"a NIC that is not the VM's", Agent{MACs: []string{mac, second, "00:50:56:00:00:99"}, Serial: serial}, vm, ForeignNIC},
+		{"the second NIC only: the first NIC's MAC is the key", Agent{MACs: []string{second}, Serial: serial}, vm, SerialNoMAC},
+		{"a foreign NIC and no serial yet stays unproven", Agent{MACs: []string{mac, "00:50:56:00:00:99"}}, vm, MACNoSerial},
+		{"one NIC: MACs unknown, as before", Agent{MACs: []string{"00:50:56:00:00:01", mac}, Serial: serial}, nil, ProvenHost},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.agent.ProofOfHostWith(mac, tt.vmMACs, uuid); got != tt.want {
+				t.Fatalf("ProofOfHostWith = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestSuitability(t *testing.T) {
 	ok := []Condition{{Type: "Connected", Status: "True"}, {Type: "Validated", Status: "True"}, {Type: "Bound", Status: "False"}}
 	tests := []struct {

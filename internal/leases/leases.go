@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -60,68 +59,6 @@ type Address struct {
 
 // CIDR is the address with its prefix ("10.0.0.21/24").
 func (a Address) CIDR() string { return fmt.Sprintf("%s/%d", a.Address, a.Prefix) }
-
-// Route is one extra static route.
-type Route struct {
-	To, Via string
-	Metric  *int32
-}
-
-// Config is what one lease's NMStateConfig says about the VM's NIC.
-type Config struct {
-	Interface   string
-	MAC         string
-	Address     Address
-	Nameservers []string
-	Routes      []Route
-}
-
-// NMState renders the nmstate document of spec.config (the YAML assisted-service hands to nmstate on the
-// host whose NIC has MAC): a static IPv4 address, a default route through the gateway, extra routes and
-// DNS servers.
-func NMState(c Config) (map[string]any, error) {
-	addr, err := netip.ParseAddr(c.Address.Address)
-	if err != nil {
-		return nil, fmt.Errorf("address %q: %w", c.Address.Address, err)
-	}
-	if !addr.Is4() {
-		return nil, fmt.Errorf("address %s: only IPv4 addresses are supported", addr)
-	}
-	doc := map[string]any{
-		"interfaces": []any{map[string]any{
-			"name": c.Interface, "type": "ethernet", "state": "up", "mac-address": strings.ToUpper(c.MAC),
-			"ipv4": map[string]any{
-				"enabled": true, "dhcp": false,
-				"address": []any{map[string]any{"ip": c.Address.Address, "prefix-length": int64(c.Address.Prefix)}},
-			},
-			"ipv6": map[string]any{"enabled": false},
-		}},
-	}
-	var routes []any
-	if c.Address.Gateway != "" {
-		routes = append(routes, map[string]any{
-			"destination": "0.0.0.0/0", "next-hop-address": c.Address.Gateway, "next-hop-interface": c.Interface, "table-id": int64(254),
-		})
-	}
-	for _, r := range c.Routes {
-		route := map[string]any{"destination": r.To, "next-hop-address": r.Via, "next-hop-interface": c.Interface, "table-id": int64(254)}
-		if r.Metric != nil {
-			route["metric"] = int64(*r.Metric)
-		}
-		routes = append(routes, route)
-	}
-	if len(routes) > 0 {
-		doc["routes"] = map[string]any{"config": routes}
-	}
-	if len(c.Nameservers) > 0 {
-		servers := make([]any, 0, len(c.Nameservers))
-		for _, s := range c.Nameservers {
-			servers = append(servers, s)
-		}
-		doc["dns-resolver"] = map[string]any{"config": map[string]any{"server": servers}}
-	}
-	return doc, nil
-}
 
 // ImageCarries is the ordering rule: an image created at imageCreated carries a config created at
 // configCreated only if it was generated strictly later. Both are second-resolution API timestamps, so the
@@ -178,8 +115,21 @@ type Lease struct {
 	Disposition State
 	// AddressName is the claim's status.addressRef.name.
 	AddressName string
-	// Exhausted carries the provider's message when its Ready condition says PoolExhausted.
+	// Exhausted carries the provider's message when its Ready condition says PoolExhausted (the lease's
+	// own claim, or one of its secondary claims that has no address).
 	Exhausted string
+	// ExhaustedPool names ("<Kind> <name>") the pool of an exhausted secondary claim ("" when it is the
+	// lease's own claim that is exhausted).
+	ExhaustedPool string
+	// NICMACs are the MACs of the VM's other NICs with static addresses, by NIC index (1: the second NIC).
+	NICMACs map[int]string
+	// Secondaries are the lease's other claims (the other IPAM pools of its NICs), and Missing how many
+	// of those the pool's spec wants that do not exist (yet).
+	Secondaries []Secondary
+	Missing     int
+	// Shape names the NICs and pools the lease was made for (see the staticip package); a free lease of
+	// another shape than the pool's current one is not handed out.
+	Shape string
 	// HasConfig and ConfigCreated describe the NMStateConfig.
 	HasConfig     bool
 	ConfigCreated time.Time
@@ -195,6 +145,28 @@ type Lease struct {
 	Claimed time.Time
 }
 
+// Secondary is one claim of a lease besides its own: the address of another IPAM pool of one of the
+// VM's NICs (the first NIC's second pool, or a pool of another NIC).
+type Secondary struct {
+	// NIC is the NIC's index (0: the first NIC), Pool the pool's index in its addressesFromPools.
+	NIC, Pool int
+	// Claim names the IPAddressClaim, AddressName its status.addressRef.name ("" until served).
+	Claim, AddressName string
+}
+
+// Complete reports whether the lease has all its addresses: its own and each secondary claim's.
+func (l Lease) Complete() bool {
+	if l.AddressName == "" || l.Missing > 0 {
+		return false
+	}
+	for _, s := range l.Secondaries {
+		if s.AddressName == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // StateOf derives the lease's state.
 func (l Lease) StateOf() State {
 	switch {
@@ -202,11 +174,11 @@ func (l Lease) StateOf() State {
 		return l.Disposition
 	case l.Holder != "":
 		return StateAssigned
-	case l.Exhausted != "" && l.AddressName == "":
+	case l.Exhausted != "" && !l.Complete():
 		return StateExhausted
 	case l.Invalid != "":
 		return StateInvalid
-	case l.AddressName == "" || !l.HasConfig || !l.Selected:
+	case !l.Complete() || !l.HasConfig || !l.Selected:
 		return StatePending
 	}
 	return StateReady

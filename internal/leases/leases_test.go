@@ -87,28 +87,6 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func TestNMStateCarriesAddressRouteAndDNS(t *testing.T) {
-	doc, err := NMState(Config{Interface: "ens192", MAC: "00:50:56:01:02:03", Address: Address{Address: "10.0.0.21", Prefix: 24, Gateway: "10.0.0.1"},
-		Nameservers: []string{"10.0.0.53"}, Routes: []Route{{To: "192.168.0.0/16", Via: "10.0.0.254"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	iface := doc["interfaces"].([]any)[0].(map[string]any)
-	if iface["mac-address"] != "00:50:56:01:02:03" {
-		t.Errorf("mac-address %v", iface["mac-address"])
-	}
-	addr := iface["ipv4"].(map[string]any)["address"].([]any)[0].(map[string]any)
-	if addr["ip"] != "10.0.0.21" || addr["prefix-length"] != int64(24) {
-		t.Errorf("address %v", addr)
-	}
-	if routes := doc["routes"].(map[string]any)["config"].([]any); len(routes) != 2 {
-		t.Errorf("routes %v: want the default route and one extra", routes)
-	}
-	if _, err := NMState(Config{Interface: "ens192", MAC: "00:50:56:01:02:03", Address: Address{Address: "fd00::5", Prefix: 64}}); err == nil {
-		t.Error("IPv6 accepted: the nmstate document only writes IPv4")
-	}
-}
-
 func TestReleaseDue(t *testing.T) {
 	now := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
 	at := func(ago time.Duration) Lease { return Lease{Disposition: StateReleased, ReleasedAt: now.Add(-ago)} }

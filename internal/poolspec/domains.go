@@ -129,3 +129,19 @@ func PlacementSpec(pool *afv1.VsphereAgentPool, d Placement) vsphere.PlacementSp
 	}
 	return spec
 }
+
+// AdditionalNICs are the VM's NICs after the first (spec.vsphere.additionalNetworks), in order, without
+// MACs (a static-IP lease gives those of the NICs with static addresses); an adapter type left empty is
+// spec.vsphere.networkAdapterType.
+func AdditionalNICs(pool *afv1.VsphereAgentPool) []vsphere.NIC {
+	v := pool.Spec.VSphere
+	var out []vsphere.NIC
+	for _, a := range v.AdditionalNetworks {
+		adapter := a.AdapterType
+		if adapter == "" {
+			adapter = v.NetworkAdapterType
+		}
+		out = append(out, vsphere.NIC{Network: a.Network, Adapter: adapter})
+	}
+	return out
+}

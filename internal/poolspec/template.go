@@ -28,6 +28,14 @@ type templateFields struct {
 	EagerlyScrub   bool               `json:"diskEagerlyScrub,omitempty"`
 	Network        string             `json:"network,omitempty"`
 	Hardware       *afv1.HardwareSpec `json:"hardware,omitempty"`
+	// AdditionalNetworks are the NICs after the first: their networks and models (their IPAM pools
+	// are the discovery image's network configuration, not the VM's shape).
+	AdditionalNetworks []nicShape `json:"additionalNetworks,omitempty"`
+}
+
+type nicShape struct {
+	Network     string `json:"network"`
+	AdapterType string `json:"adapterType,omitempty"`
 }
 
 // TemplateShape is what of the pool's spec shapes a VM of the failure domain ("" without domains),
@@ -38,6 +46,9 @@ func TemplateShape(pool *afv1.VsphereAgentPool, domain string) map[string]string
 	f := templateFields{NumCPUs: t.NumCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB, GuestID: v.GuestID,
 		SCSIType: v.SCSIType, Firmware: v.Firmware, NetworkAdapter: v.NetworkAdapterType, EagerlyScrub: v.DiskEagerlyScrub,
 		Network: v.Network, Hardware: t.Hardware}
+	for _, a := range v.AdditionalNetworks {
+		f.AdditionalNetworks = append(f.AdditionalNetworks, nicShape{Network: a.Network, AdapterType: a.AdapterType})
+	}
 	if pl, ok := DomainOf(pool, domain); ok {
 		f.Network = pl.Network
 	}

@@ -20,7 +20,7 @@ func driftPool() *afv1.VsphereAgentPool {
 // Every field of the VM spec the controller asks vCenter for is either part of the template's shape or
 // named here as not shaping the VM: a new field must be classified, or drift would miss it.
 func TestEveryVMSpecFieldIsClassified(t *testing.T) {
-	shape := []string{"Network", "GuestID", "SCSIType", "Firmware", "NetworkAdapter", "NumCPUs", "MemoryMiB", "DiskGiB", "EagerlyScrub", "Hardware"}
+	shape := []string{"Network", "GuestID", "SCSIType", "Firmware", "NetworkAdapter", "NumCPUs", "MemoryMiB", "DiskGiB", "EagerlyScrub", "Hardware", "AdditionalNICs"}
 	notShape := []string{"Name", "Datacenter", "DatastoreCluster", "ResourcePool", "Folder", "Tags", "ISOPath", "Ownership", "MACAddress", "New"}
 	typ := reflect.TypeFor[vsphere.VMSpec]()
 	for i := range typ.NumField() {
@@ -115,5 +115,27 @@ func TestPCIDevicesAreShape(t *testing.T) {
 	p.Spec.Template.Hardware.PCIDevices[0].VGPUProfile = "grid_t4-8q"
 	if got := poolspec.ShapeDiff(cur.Shape, poolspec.TemplateRecord(p, "").Shape); !slices.Equal(got, []string{"hardware.pciDevices[0].vGPUProfile grid_t4-4q -> grid_t4-8q"}) {
 		t.Fatalf("another profile: %q", got)
+	}
+}
+
+// The NICs after the first are the VM's shape: adding one, or moving it to another network, is drift;
+// their IPAM pools are not (they are the image's network configuration).
+func TestTemplateShapeCountsAdditionalNetworks(t *testing.T) {
+	p := driftPool()
+	old := poolspec.TemplateShape(p, "")
+	p.Spec.VSphere.AdditionalNetworks = []afv1.AdditionalNetwork{{Network: "storage", AdapterType: "e1000e"}}
+	cur := poolspec.TemplateShape(p, "")
+	if got := poolspec.ShapeDiff(old, cur); !reflect.DeepEqual(got, []string{
+		"additionalNetworks[0].adapterType (unset) -> e1000e", "additionalNetworks[0].network (unset) -> storage"}) {
+		t.Fatalf("diff %q", got)
+	}
+	p.Spec.VSphere.AdditionalNetworks[0].AddressesFromPools = []afv1.IPPoolReference{{APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool", Name: "storage-v4"}}
+	if again := poolspec.TemplateShape(p, ""); poolspec.TemplateHash(again) != poolspec.TemplateHash(cur) {
+		t.Fatal("an IPAM pool of a NIC changed the VM's shape")
+	}
+	p.Spec.VSphere.NetworkAdapterType = "vmxnet3"
+	p.Spec.VSphere.AdditionalNetworks = append(p.Spec.VSphere.AdditionalNetworks, afv1.AdditionalNetwork{Network: "backup"})
+	if nics := poolspec.AdditionalNICs(p); !reflect.DeepEqual(nics, []vsphere.NIC{{Network: "storage", Adapter: "e1000e"}, {Network: "backup", Adapter: "vmxnet3"}}) {
+		t.Fatalf("NICs %+v", nics)
 	}
 }

@@ -28,7 +28,7 @@ func FuzzOwnershipMarker(f *testing.F) {
 	f.Add("a", "b", "c", "d", "[ds] x.iso", []byte{0, 0x40, 2}, "a", "c")
 	f.Fuzz(func(t *testing.T, ownerUID, ownerName, poolUID, poolName, isoPath string, extra []byte, wantOwner, wantPool string) {
 		own := Ownership{OwnerUID: ownerUID, OwnerName: ownerName, PoolUID: poolUID, PoolName: poolName}
-		cfg, _, err := configSpec(VMSpec{Name: "vm", ISOPath: isoPath, Ownership: own}, &types.VirtualEthernetCardNetworkBackingInfo{}, "")
+		cfg, _, err := configSpec(VMSpec{Name: "vm", ISOPath: isoPath, Ownership: own}, []types.BaseVirtualDeviceBackingInfo{&types.VirtualEthernetCardNetworkBackingInfo{}}, "")
 		if err != nil {
 			t.Fatalf("configSpec: %v", err)
 		}

@@ -60,9 +60,21 @@ type VMSpec struct {
 	// MACAddress, when set, is the NIC's manually assigned MAC (VMware's static range): static-IP pools
 	// give each VM the MAC its NMStateConfig names. Empty: vCenter generates one.
 	MACAddress string
+	// AdditionalNICs are the VM's NICs after the first (Network, NetworkAdapter, MACAddress), in order.
+	AdditionalNICs []NIC
 	// New says no VM can carry Ownership.OwnerUID yet (the caller created the owner and never tried to
 	// create its VM): CreateVM skips the search by instance UUID that finds an earlier attempt's VM.
 	New bool
+}
+
+// NIC is one network adapter of a VM.
+type NIC struct {
+	// Network is the port group or network name.
+	Network string
+	// Adapter is the model (vmxnet3, e1000, e1000e); empty: DefaultNetworkAdapter.
+	Adapter string
+	// MACAddress, when set, is assigned by hand (VMware's static range); empty: vCenter generates one.
+	MACAddress string
 }
 
 // VMInfo is what the operator reads back about a VM.
@@ -71,6 +83,8 @@ type VMInfo struct {
 	InstanceUUID string
 	BIOSUUID     string
 	MACAddress   string
+	// MACAddresses are the MACs of all its NICs in the order they were added (the first is MACAddress).
+	MACAddresses []string
 	PoweredOn    bool
 	Ownership    Ownership // as read from the VM's extraConfig; zero when the VM carries no marker
 	// Template is config.template: a template is never the VM we made, only a copy of it.

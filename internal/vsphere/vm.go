@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"sort"
 	"strings"
 
 	"github.com/vmware/govmomi/object"
@@ -106,15 +107,22 @@ func toVMInfo(vm *mo.VirtualMachine) *VMInfo {
 		if info.Disks = disksOf(devices); len(info.Disks) > 0 {
 			info.DiskGiB = info.Disks[0].SizeGiB
 		}
+		var nics []*types.VirtualEthernetCard
 		for _, d := range devices {
 			switch dev := d.(type) {
 			case types.BaseVirtualEthernetCard:
-				if info.MACAddress == "" {
-					info.MACAddress = dev.GetVirtualEthernetCard().MacAddress
-				}
+				nics = append(nics, dev.GetVirtualEthernetCard())
 			case *types.VirtualCdrom:
 				info.CDROMs = append(info.CDROMs, toCDROM(dev))
 			}
+		}
+		// NICs in the order they were added (device keys grow): the first is the machine network's.
+		sort.SliceStable(nics, func(i, j int) bool { return nics[i].Key < nics[j].Key })
+		for _, n := range nics {
+			info.MACAddresses = append(info.MACAddresses, n.MacAddress)
+		}
+		if len(nics) > 0 {
+			info.MACAddress = nics[0].MacAddress
 		}
 	}
 	if q := vm.Runtime.Question; q != nil {

@@ -125,6 +125,8 @@ func validateSpec(spec VMSpec) error {
 		return NewError(ClassInvalid, "CreateVM", "datastore or datastore cluster is required")
 	case spec.Network == "":
 		return NewError(ClassInvalid, "CreateVM", "network is required")
+	case len(spec.AdditionalNICs) > 9:
+		return NewError(ClassInvalid, "CreateVM", "a VM has at most 10 NICs, not %d", 1+len(spec.AdditionalNICs))
 	case spec.NumCPUs <= 0 || spec.MemoryMiB <= 0 || spec.DiskGiB <= 0:
 		return NewError(ClassInvalid, "CreateVM", "CPUs, memory and disk must be positive")
 	}
@@ -145,6 +147,14 @@ func (c *client) createFromScratch(ctx context.Context, d *dcCache, spec VMSpec)
 	if err != nil {
 		return nil, "", err
 	}
+	backings := []types.BaseVirtualDeviceBackingInfo{backing}
+	for _, n := range spec.AdditionalNICs {
+		b, err := d.network(ctx, n.Network)
+		if err != nil {
+			return nil, "", err
+		}
+		backings = append(backings, b)
+	}
 	storage, err := d.storageFor(ctx, spec.DatastoreCluster)
 	if err != nil {
 		return nil, "", err
@@ -153,7 +163,7 @@ func (c *client) createFromScratch(ctx context.Context, d *dcCache, spec VMSpec)
 	if err != nil {
 		return nil, "", err
 	}
-	cfg, disks, err := configSpec(spec, backing, policyID)
+	cfg, disks, err := configSpec(spec, backings, policyID)
 	if err != nil {
 		return nil, "", err
 	}

@@ -21,10 +21,11 @@ func orDefault(v, def string) string {
 }
 
 // configSpec builds the CreateVM config: SCSI controller + boot disk (+ the profile's data disks), IDE
-// controller + CD-ROM with the ISO, one NIC (+ the profile's PCI passthrough and vGPU devices), disk.EnableUUID, the ownership marker, the instance UUID =
+// controller + CD-ROM with the ISO, the NICs in order (nicBackings: one per NIC, the first NIC's
+// first), the profile's PCI passthrough and vGPU devices, disk.EnableUUID, the ownership marker, the instance UUID =
 // owner UID and the hardware profile (policyID: its storage policy, resolved). It returns the disks,
 // boot disk first, so placement can pin them to datastores.
-func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo, policyID string) (types.VirtualMachineConfigSpec, []*types.VirtualDisk, error) {
+func configSpec(spec VMSpec, nicBackings []types.BaseVirtualDeviceBackingInfo, policyID string) (types.VirtualMachineConfigSpec, []*types.VirtualDisk, error) {
 	var devices object.VirtualDeviceList
 
 	scsi, err := devices.CreateSCSIController(orDefault(spec.SCSIType, DefaultSCSIType))
@@ -58,13 +59,19 @@ func configSpec(spec VMSpec, nicBacking types.BaseVirtualDeviceBackingInfo, poli
 	}
 	devices = append(devices, cdrom)
 
-	nic, err := devices.CreateEthernetCard(orDefault(spec.NetworkAdapter, DefaultNetworkAdapter), nicBacking)
-	if err != nil {
-		return types.VirtualMachineConfigSpec{}, nil, NewError(ClassInvalid, "CreateVM", "networkAdapterType: %v", err)
+	nics := append([]NIC{{Network: spec.Network, Adapter: spec.NetworkAdapter, MACAddress: spec.MACAddress}}, spec.AdditionalNICs...)
+	if len(nicBackings) != len(nics) {
+		return types.VirtualMachineConfigSpec{}, nil, NewError(ClassInvalid, "CreateVM", "%d network backings for %d NICs", len(nicBackings), len(nics))
 	}
-	nic.GetVirtualDevice().Key = devices.NewKey()
-	manualMAC(nic, spec.MACAddress)
-	devices = append(devices, nic)
+	for i, n := range nics {
+		nic, err := devices.CreateEthernetCard(orDefault(n.Adapter, DefaultNetworkAdapter), nicBackings[i])
+		if err != nil {
+			return types.VirtualMachineConfigSpec{}, nil, NewError(ClassInvalid, "CreateVM", "NIC %d (%s) adapter type: %v", i, n.Network, err)
+		}
+		nic.GetVirtualDevice().Key = devices.NewKey()
+		manualMAC(nic, n.MACAddress)
+		devices = append(devices, nic)
+	}
 
 	for _, d := range spec.Hardware.PCIDevices {
 		devices = append(devices, pciPassthroughDevice(d, devices.NewKey()))

@@ -45,6 +45,13 @@ type ImageVersion struct {
 	CreatedTime time.Time
 	// Addresses maps each embedded config's MAC (lower case) to its address "ip/prefix".
 	Addresses map[string]string
+	// NICs maps the MAC (lower case) of every interface of the embedded configs to its addresses.
+	NICs map[string]NICAddresses
+}
+
+// NICAddresses are the static addresses ("ip/prefix") an NMStateConfig gives one interface.
+type NICAddresses struct {
+	IPv4, IPv6 []string
 }
 
 // staticWorld is the driver's static addressing state (guarded by Driver.stateMu).
@@ -56,6 +63,8 @@ type staticWorld struct {
 	bootedWithout map[string]string
 	// reported is the address each registered host (by BIOS UUID, lower case) reports.
 	reported map[string]string
+	// reportedNICs are the addresses of each registered host's interfaces (BIOS UUID -> MAC -> addresses).
+	reportedNICs map[string]map[string]NICAddresses
 	// failing, when set, is the message of a failing image generation (FailImageGeneration).
 	failing string
 	// url is the last published isoDownloadURL (a failed generation clears it on the InfraEnv).
@@ -79,7 +88,7 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 	if len(d.static.versions) == 0 {
 		created, _, _ := unstructured.NestedString(ie.Object, "status", "createdTime")
 		t, _ := time.Parse(time.RFC3339, created)
-		d.recordVersion(ImageVersion{SHA256: o.Images.SHA256(), CreatedTime: t, Addresses: map[string]string{}})
+		d.recordVersion(ImageVersion{SHA256: o.Images.SHA256(), CreatedTime: t, Addresses: map[string]string{}, NICs: map[string]NICAddresses{}})
 	}
 	d.stateMu.Unlock()
 	sel, _, _ := unstructured.NestedStringMap(ie.Object, "spec", "nmStateConfigLabelSelector", "matchLabels")
@@ -93,6 +102,7 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 	var keys []string
 	var newest time.Time
 	addresses := map[string]string{}
+	nics := map[string]NICAddresses{}
 	for i := range l.Items {
 		c := &l.Items[i]
 		if c.GetDeletionTimestamp() != nil {
@@ -108,6 +118,9 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 		mac, addr := configAddress(c)
 		if mac != "" {
 			addresses[mac] = addr
+		}
+		for m, a := range configNICs(c) {
+			nics[m] = a
 		}
 	}
 	// Any InfraEnv spec change (the selector among them) regenerates the image too.
@@ -154,7 +167,7 @@ func (d *Driver) regenerateImages(ctx context.Context) error {
 	d.wrote()
 	d.stateMu.Lock()
 	st.fingerprint = fp
-	d.recordVersion(ImageVersion{SHA256: o.Images.SHA256(), CreatedTime: now, Addresses: addresses})
+	d.recordVersion(ImageVersion{SHA256: o.Images.SHA256(), CreatedTime: now, Addresses: addresses, NICs: nics})
 	d.stateMu.Unlock()
 	d.log.Info("discovery image regenerated", "infraEnv", o.InfraEnv, "version", next, "configs", len(keys))
 	return nil
@@ -213,6 +226,44 @@ func configAddress(c *unstructured.Unstructured) (mac, address string) {
 	return mac, ""
 }
 
+// configNICs reads every interface of an NMStateConfig as assisted-service does: spec.interfaces maps
+// each name spec.config uses to the host NIC's MAC; that interface's ipv4/ipv6 addresses of spec.config
+// are what the host gets on the NIC.
+func configNICs(c *unstructured.Unstructured) map[string]NICAddresses {
+	ifaces, _, _ := unstructured.NestedSlice(c.Object, "spec", "interfaces")
+	docIfaces, _, _ := unstructured.NestedSlice(c.Object, "spec", "config", "interfaces")
+	out := map[string]NICAddresses{}
+	for _, i := range ifaces {
+		m, _ := i.(map[string]any)
+		mac, name := strings.ToLower(fmt.Sprint(m["macAddress"])), fmt.Sprint(m["name"])
+		var a NICAddresses
+		for _, di := range docIfaces {
+			dm, _ := di.(map[string]any)
+			if fmt.Sprint(dm["name"]) != name {
+				continue
+			}
+			a.IPv4, a.IPv6 = nmstateAddresses(dm, "ipv4"), nmstateAddresses(dm, "ipv6")
+		}
+		out[mac] = a
+	}
+	return out
+}
+
+// nmstateAddresses lists the static addresses of one family of an nmstate interface ("ip/prefix"),
+// none when the family is disabled.
+func nmstateAddresses(iface map[string]any, family string) []string {
+	if enabled, _, _ := unstructured.NestedBool(iface, family, "enabled"); !enabled {
+		return nil
+	}
+	addrs, _, _ := unstructured.NestedSlice(iface, family, "address")
+	var out []string
+	for _, a := range addrs {
+		m, _ := a.(map[string]any)
+		out = append(out, fmt.Sprintf("%v/%v", m["ip"], m["prefix-length"]))
+	}
+	return out
+}
+
 // staticAddressFor decides whether a booted host gets an address: its ISO's content (SHA-256) is an
 // image version that embeds its MAC's config. ok is false when it does not (the
 // host never registers; recorded as a violation of the ordering rule). Without StaticIP: "", true.
@@ -238,7 +289,34 @@ func (d *Driver) staticAddressFor(vm VM) (string, bool) {
 		return "", false
 	}
 	st.reported[strings.ToLower(vm.BIOSUUID)] = addr
+	byMAC := map[string]NICAddresses{}
+	for _, m := range vm.MACs {
+		if a, ok := st.versions[n].NICs[m]; ok {
+			byMAC[m] = a
+		}
+	}
+	st.reportedNICs[strings.ToLower(vm.BIOSUUID)] = byMAC
 	return addr, true
+}
+
+// reportedNIC is the inventory's ipV4Addresses and ipV6Addresses of the host's NIC with mac (the first
+// NIC's IPv4 as reportedIPv4 says when its config gives it one).
+func (d *Driver) reportedNIC(vm VM, mac string) (v4, v6 []any) {
+	d.stateMu.Lock()
+	a := d.static.reportedNICs[strings.ToLower(vm.BIOSUUID)][mac]
+	d.stateMu.Unlock()
+	v4, v6 = []any{}, []any{}
+	if mac == strings.ToLower(vm.MAC) {
+		v4 = d.reportedIPv4(vm)
+	} else {
+		for _, ip := range a.IPv4 {
+			v4 = append(v4, ip)
+		}
+	}
+	for _, ip := range a.IPv6 {
+		v6 = append(v6, ip)
+	}
+	return v4, v6
 }
 
 // reportedIPv4 is the inventory's ipV4Addresses of a host.

@@ -29,18 +29,33 @@ func (d *Driver) inventory(vm VM) map[string]any {
 		"disks":  d.inventoryDisks(vm),
 		// HostInterface: flags, ipV4Addresses and ipV6Addresses are required by the Agent CRD
 		// (no omitempty in agent_types.go).
-		"interfaces": []any{map[string]any{
-			"name": "ens192", "macAddress": mac, "speedMbps": int64(10000), "mtu": int64(1500),
-			"hasCarrier": true, "vendor": "0x15ad", "product": "0x07b0",
-			"flags":         []any{"up", "broadcast", "running", "multicast"},
-			"ipV4Addresses": d.reportedIPv4(vm), "ipV6Addresses": []any{},
-		}},
+		"interfaces": d.inventoryInterfaces(vm),
 		"systemVendor": map[string]any{
 			"serialNumber": SerialFromBIOSUUID(vm.BIOSUUID), "productName": "VMware7,1",
 			"manufacturer": "VMware, Inc.", "virtual": true,
 		},
 		"boot": map[string]any{"currentBootMode": "uefi"},
 	}
+}
+
+// inventoryInterfaces lists every NIC of the VM (RHCOS names them by vSphere's PCI slots: ens192,
+// ens224, ...), each with the addresses its network configuration gave it.
+func (d *Driver) inventoryInterfaces(vm VM) []any {
+	macs := vm.MACs
+	if len(macs) == 0 {
+		macs = []string{strings.ToLower(vm.MAC)}
+	}
+	out := make([]any, 0, len(macs))
+	for i, mac := range macs {
+		v4, v6 := d.reportedNIC(vm, mac)
+		out = append(out, map[string]any{
+			"name": fmt.Sprintf("ens%d", 192+32*i), "macAddress": mac, "speedMbps": int64(10000), "mtu": int64(1500),
+			"hasCarrier": true, "vendor": "0x15ad", "product": "0x07b0",
+			"flags":         []any{"up", "broadcast", "running", "multicast"},
+			"ipV4Addresses": v4, "ipV6Addresses": v6,
+		})
+	}
+	return out
 }
 
 // inventoryDisks lists the VM's disks (sda, sdb, ... on the SCSI controller) and its CD-ROM (sr0).

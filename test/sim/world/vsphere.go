@@ -30,6 +30,8 @@ type VM struct {
 	InstanceUUID string
 	// MAC is the first NIC's MAC address, lower case.
 	MAC string
+	// MACs are every NIC's MAC in device order (the first is MAC), lower case.
+	MACs []string
 	// ISOPath is the datastore path of the first connected ISO-backed CD-ROM ("" if none).
 	ISOPath string
 	// ISOSHA256 is the hex SHA-256 of the ISO file's content on the datastore, filled in by the
@@ -146,6 +148,7 @@ func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM
 				if vm.MAC == "" {
 					vm.MAC = strings.ToLower(d.GetVirtualEthernetCard().MacAddress)
 				}
+				vm.MACs = append(vm.MACs, strings.ToLower(d.GetVirtualEthernetCard().MacAddress))
 			case *types.VirtualCdrom:
 				if b, ok := d.Backing.(*types.VirtualCdromIsoBackingInfo); ok && vm.ISOPath == "" && cdromConnected(d) {
 					vm.ISOPath = b.FileName

@@ -199,7 +199,7 @@ func New(opts Options) (*Driver, error) {
 		renderedOnce:        map[string]bool{},
 		bootstraps:          map[string]bootstrap{},
 		nodesWithProviderID: map[string]bool{},
-		static:              &staticWorld{bySHA: map[string]int{}, bootedWithout: map[string]string{}, reported: map[string]string{}},
+		static:              &staticWorld{bySHA: map[string]int{}, bootedWithout: map[string]string{}, reported: map[string]string{}, reportedNICs: map[string]map[string]NICAddresses{}},
 	}
 	for _, b := range []struct {
 		name string
