@@ -147,7 +147,8 @@ var invalidPools = []invalidCase{
 	// Static IPs.
 	one("network without addressesFromPools", "spec.network.addressesFromPools", set("spec.network", map[string]interface{}{"spareLeases": 1})),
 	one("network with no pool", "spec.network.addressesFromPools", set("spec.network", map[string]interface{}{"addressesFromPools": []interface{}{}})),
-	one("network with two pools", "spec.network.addressesFromPools", set("spec.network", staticNetwork(ipPool("a"), ipPool("b")))),
+	one("network with three pools (one per family at most)", "spec.network.addressesFromPools", set("spec.network", staticNetwork(ipPool("a"), ipPool("b"), ipPool("c")))),
+	one("network with one pool twice", "spec.network.addressesFromPools", set("spec.network", staticNetwork(ipPool("a"), ipPool("a")))),
 	one("network pool kind missing", "spec.network.addressesFromPools[0].kind", set("spec.network", staticNetwork(map[string]interface{}{"apiGroup": "ipam.cluster.x-k8s.io", "name": "a"}))),
 	one("network pool name uppercase", "spec.network.addressesFromPools[0].name", set("spec.network", staticNetwork(ipPool("Vm-Net")))),
 	one("network nameserver not an IP", "spec.network.nameservers", set("spec.network", withField(staticNetwork(ipPool("a")), "nameservers", []interface{}{"dns.example.com"}))),
