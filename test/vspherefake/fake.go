@@ -45,6 +45,13 @@ const (
 	CheckPrivileges Method = "CheckPrivileges"
 	ReadCapacity    Method = "ReadCapacity"
 	EjectISO        Method = "EjectISO"
+	// Cluster modules (clustermodules.go).
+	ComputeClusterOf    Method = "ComputeClusterOf"
+	ClusterModules      Method = "ClusterModules"
+	CreateClusterModule Method = "CreateClusterModule"
+	DeleteClusterModule Method = "DeleteClusterModule"
+	JoinClusterModule   Method = "JoinClusterModule"
+	LeaveClusterModule  Method = "LeaveClusterModule"
 )
 
 var (
@@ -78,6 +85,7 @@ type Fake struct {
 	problems []vsphere.PlacementProblem
 	missing  []vsphere.MissingPrivileges
 	capacity vsphere.Capacity
+	modules  moduleState
 }
 
 type fakeFile struct {
@@ -238,6 +246,7 @@ func (f *Fake) CreateVM(_ context.Context, spec vsphere.VMSpec) (*vsphere.VMInfo
 		vm.PoweredOn = true
 		info := infoOf(vm)
 		info.Adopted = true
+		f.joinOnCreate(info, spec)
 		return info, nil
 	}
 	for _, vm := range f.vms {
@@ -259,7 +268,9 @@ func (f *Fake) CreateVM(_ context.Context, spec vsphere.VMSpec) (*vsphere.VMInfo
 		vm.CDROMs = []vsphere.CDROM{{Key: 3000, ISOPath: spec.ISOPath, Connected: true}}
 	}
 	f.vms[vm.InstanceUUID] = vm
-	return infoOf(vm), nil
+	info := infoOf(vm)
+	f.joinOnCreate(info, spec)
+	return info, nil
 }
 
 // FindVM looks a VM up by instance UUID, then BIOS UUID; absent is ClassNotFound.
