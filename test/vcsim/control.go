@@ -296,6 +296,8 @@ func (c *controller) mux() *http.ServeMux {
 	handle(m, c, "capacity/datastore", func(r datastoreSpaceReq) (any, error) {
 		return empty{}, e.SetDatastoreSpace(r.Datastore, r.CapacityBytes, r.FreeBytes)
 	})
+	handle(m, c, "cluster/drs", func(r drsReq) (any, error) { return empty{}, e.SetDRS(r.Cluster, r.Enabled) })
+	handle(m, c, "clustermodules/api", func(r apiReq) (any, error) { return empty{}, e.SetClusterModulesAPI(r.Enabled) })
 	handle(m, c, "privileges/denied", func(r privilegeReq) (any, error) { return privilegesResp{e.DeniedPrivileges(r.Entity)}, nil })
 	return m
 }
