@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // Anti-affinity: a pool may ask vSphere DRS to keep its VMs on different ESXi hosts, through a vSphere
 // cluster module (the vAPI object /api/vcenter/cluster/modules that CAPV uses for the same purpose):
 // one module per compute cluster the pool places VMs into, created and owned by the pool, its ID kept
@@ -38,10 +40,13 @@ func (a *AntiAffinitySpec) Enabled() bool {
 
 // ClusterModuleStatus is one cluster module the pool created and owns.
 type ClusterModuleStatus struct {
-	// FailureDomain is the failure domain whose VMs the module holds; empty for a pool without failure
-	// domains.
+	// FailureDomains are the failure domains whose VMs the module holds (those placing into its
+	// cluster); empty for a pool without failure domains.
 	// +optional
-	FailureDomain string `json:"failureDomain,omitempty"`
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	FailureDomains []string `json:"failureDomains,omitempty"`
 	// Cluster is the compute cluster's name.
 	// +optional
 	Cluster string `json:"cluster,omitempty"`
@@ -61,13 +66,14 @@ type AntiAffinityStatus struct {
 	Modules []ClusterModuleStatus `json:"modules,omitempty"`
 }
 
-// ModuleFor returns the module of the failure domain (or the cluster) named; "" when none is recorded.
-func (s *AntiAffinityStatus) ModuleFor(failureDomain string) (ClusterModuleStatus, bool) {
+// ModuleFor returns the recorded module that holds the VMs of the failure domain named ("" for a pool
+// without failure domains); ok is false when none is recorded.
+func (s *AntiAffinityStatus) ModuleFor(failureDomain string) (m ClusterModuleStatus, ok bool) {
 	if s == nil {
 		return ClusterModuleStatus{}, false
 	}
 	for _, m := range s.Modules {
-		if m.FailureDomain == failureDomain {
+		if slices.Contains(m.FailureDomains, failureDomain) || (failureDomain == "" && len(m.FailureDomains) == 0) {
 			return m, true
 		}
 	}

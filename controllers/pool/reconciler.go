@@ -93,6 +93,8 @@ type Reconciler struct {
 	// staticIP handles the leases of static-IP pools (built on first use, see leases).
 	staticIP     *staticip.Leases
 	staticIPOnce sync.Once
+	// modules remembers each pool's anti-affinity checks and the cluster modules this process created.
+	modules moduleMemory
 }
 
 // preflight returns the pool's preflight checker, built on first use.
@@ -256,7 +258,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}{
 		{"checking the NodePool claim", r.checkClaim}, {"checking the pool's references", r.checkRefs}, {"observing capacity", r.observeCapacity}, {"observing demand", r.observeDemand},
 		{"reading the InfraEnv", r.observeInfraEnv}, {"logging in to vCenter", r.connectVSphere}, {"running the preflight checks", r.runPreflight},
-		{"refreshing the ISO", r.refreshISO}, {"observing failure domains", r.observeDomains}, {"observing leases", r.observeLeases},
+		{"refreshing the ISO", r.refreshISO}, {"observing failure domains", r.observeDomains}, {"keeping cluster modules", r.ensureClusterModules}, {"observing leases", r.observeLeases},
 		{"planning and acting", r.planAndAct}, {"preparing leases", r.prepareLeases},
 	} {
 		err := phase.run(work, s)
