@@ -60,6 +60,9 @@ privileges=(
 	Datastore.FileManagement
 	# the network
 	Network.Assign
+	# spec.antiAffinity.mode ClusterModule: the pool's cluster modules, on the compute cluster (VMware publishes
+	# no privilege for the cluster-modules API; this is the cautious choice, see docs/vcenter-privileges.md)
+	Host.Inventory.EditCluster
 )
 # shellcheck disable=SC2206 # EXTRA_PRIVILEGES is a space-separated list of privilege IDs
 privileges+=(${EXTRA_PRIVILEGES:-})
