@@ -108,24 +108,24 @@ func (r *Reconciler) ensureClusterModules(ctx context.Context, s *poolScope) err
 	}
 	clusters := r.readClusters(ctx, s)
 	var problems [][2]string
-	note := func(reason, msg string) { problems = append(problems, [2]string{reason, msg}) }
+	problem := func(cause, msg string) { problems = append(problems, [2]string{cause, msg}) }
 	var modules []afv1.ClusterModuleStatus
 	unsupported := false
 	for _, cl := range clusters {
 		where := clusterName(cl)
 		switch {
 		case cl.readErr != nil:
-			note(afv1.ReasonClusterModuleFailed, "reading the compute cluster of "+where+": "+redact.String(cl.readErr.Error()))
+			problem(afv1.ReasonClusterModuleFailed, "reading the compute cluster of "+where+": "+redact.String(cl.readErr.Error()))
 			modules = append(modules, recordedFor(p, cl)...) // unknown: keep what is recorded
 			continue
 		case !cl.IsCluster:
-			note(afv1.ReasonNoComputeCluster, where+" is a standalone host, not a cluster: no DRS keeps VMs apart there")
+			problem(afv1.ReasonNoComputeCluster, where+" is a standalone host, not a cluster: no DRS keeps VMs apart there")
 			continue
 		case unsupported:
 			continue
 		}
 		if !cl.DRSEnabled {
-			note(afv1.ReasonDRSDisabled, "DRS is off on cluster "+cl.Name+": its module is kept but nothing keeps the VMs apart until DRS is on")
+			problem(afv1.ReasonDRSDisabled, "DRS is off on cluster "+cl.Name+": its module is kept but nothing keeps the VMs apart until DRS is on")
 		}
 		m, err := r.ensureModule(ctx, s, cl)
 		if err != nil {
@@ -134,7 +134,7 @@ func (r *Reconciler) ensureClusterModules(ctx context.Context, s *poolScope) err
 				problems = append([][2]string{{afv1.ReasonClusterModulesUnsupported, "vCenter has no cluster-modules API (it needs vCenter 7.0 Update 1 or later)"}}, problems...)
 				continue
 			}
-			note(afv1.ReasonClusterModuleFailed, "cluster module of cluster "+cl.Name+": "+redact.String(err.Error()))
+			problem(afv1.ReasonClusterModuleFailed, "cluster module of cluster "+cl.Name+": "+redact.String(err.Error()))
 			modules = append(modules, recordedFor(p, cl)...)
 			continue
 		}
