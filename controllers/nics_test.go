@@ -33,7 +33,7 @@ func dualStackNICs(p *afv1.VsphereAgentPool) {
 	p.Spec.Network = &afv1.NetworkSpec{
 		AddressesFromPools: []afv1.IPPoolReference{poolRef("vm-net"), poolRef("vm-net6")},
 		Nameservers:        []string{"10.0.0.53", "fd00::53"}, SpareLeases: 1,
-		Routes:             []afv1.NetworkRoute{{To: "172.16.0.0/12", Via: "192.168.5.254"}},
+		Routes: []afv1.NetworkRoute{{To: "172.16.0.0/12", Via: "192.168.5.254"}},
 	}
 	p.Spec.VSphere.AdditionalNetworks = []afv1.AdditionalNetwork{{Network: "VM Network", AdapterType: "e1000e", AddressesFromPools: []afv1.IPPoolReference{poolRef("storage")}}}
 }

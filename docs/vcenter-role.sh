@@ -11,7 +11,8 @@
 # FOLDER is the pool's spec.vsphere.folder, or its parent when the operator is to create it (the default
 # folder, named after the hosted cluster, is created under the datacenter's VM folder). DATASTORE is the
 # datastore or the datastore cluster of spec.vsphere.datastoreCluster. Optional: ROLE (default agent-forge),
-# GROUP=true when PRINCIPAL is a group, EXTRA_PRIVILEGES (space-separated) for what only some pools need and
+# CLUSTER (the compute cluster owning RESOURCE_POOL, e.g. /DC0/host/DC0_C0) for pools with
+# spec.antiAffinity.mode ClusterModule, GROUP=true when PRINCIPAL is a group, EXTRA_PRIVILEGES (space-separated) for what only some pools need and
 # the preflight does not check (docs/vcenter-privileges.md, "Not checked by the preflight").
 #
 # The role holds exactly the privileges the preflight asks vCenter about (every option on); test/docs runs
@@ -62,6 +63,9 @@ privileges=(
 	Datastore.FileManagement
 	# the network
 	Network.Assign
+	# spec.antiAffinity.mode ClusterModule: the pool's cluster modules, on the compute cluster (VMware publishes
+	# no privilege for the cluster-modules API; this is the cautious choice, see docs/vcenter-privileges.md)
+	Host.Inventory.EditCluster
 )
 # shellcheck disable=SC2206 # EXTRA_PRIVILEGES is a space-separated list of privilege IDs
 privileges+=(${EXTRA_PRIVILEGES:-})
@@ -86,4 +90,7 @@ if [ "$ISO_DATASTORE" != "$DATASTORE" ]; then
 	assign "$ISO_DATASTORE" false # browse and upload the discovery ISO
 fi
 assign "$NETWORK" false       # attach the VMs' NIC
+if [ -n "${CLUSTER:-}" ]; then
+	assign "$CLUSTER" false   # anti-affinity: the pool's cluster modules
+fi
 echo "role $ROLE assigned to $PRINCIPAL"

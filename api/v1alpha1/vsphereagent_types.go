@@ -123,6 +123,11 @@ type VMStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Hardware"
 	Hardware *HardwareStatus `json:"hardware,omitempty"`
+	// ClusterModule is the ID of the pool's cluster module the VM was added to (spec.antiAffinity);
+	// the VM leaves it before it is destroyed.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Cluster Module",xDescriptors="urn:alm:descriptor:text"
+	ClusterModule string `json:"clusterModule,omitempty"`
 
 	UpstreamVMRecord `json:",inline"`
 }

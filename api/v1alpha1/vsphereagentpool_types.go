@@ -128,6 +128,12 @@ type VsphereAgentPoolSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Warm Standby VMs",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	Standby int32 `json:"standby,omitempty"`
 
+	// AntiAffinity asks vSphere DRS to keep the pool's VMs on different ESXi hosts through vSphere
+	// cluster modules the pool owns (see AntiAffinitySpec and docs/anti-affinity.md). Unset: none.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Anti-Affinity",xDescriptors="urn:alm:descriptor:com.tectonic.ui:advanced"
+	AntiAffinity *AntiAffinitySpec `json:"antiAffinity,omitempty"`
+
 	// Paused stops every action of the pool (creates, deletes, Agent changes, ISO refresh); status is
 	// still reported.
 	// +optional
@@ -737,9 +743,13 @@ type VsphereAgentPoolStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Registration Breaker"
 	RegistrationBreaker *RegistrationBreakerStatus `json:"registrationBreaker,omitempty"`
+	// AntiAffinity lists the cluster modules the pool owns (spec.antiAffinity.mode ClusterModule).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Anti-Affinity"
+	AntiAffinity *AntiAffinityStatus `json:"antiAffinity,omitempty"`
 	// Conditions: Ready, DemandObserved, CapacitySatisfied, InfraEnvAvailable, VSphereReachable,
 	// ISOReady, RegistrationHealthy, NodePoolClaimed, CRDsCurrent, FailureDomainsAvailable, StaticIPsReady, StandbyReady,
-	// TemplateCurrent.
+	// TemplateCurrent, AntiAffinity.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

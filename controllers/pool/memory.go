@@ -33,6 +33,7 @@ func (r *Reconciler) initMemory() {
 	m.Register("pool/statusWrites", r.statusWrites)
 	m.Register("pool/refusalEvents", &r.refusalEvents)
 	m.Register("pool/domains", &r.domains)
+	m.Register("pool/modules", &r.modules)
 	m.Register("pool/own", poolmemory.Funcs{
 		Forget: func(pool types.NamespacedName) { r.own.Forget(pool) },
 		Holds:  r.own.Holds,

@@ -27,7 +27,7 @@ var poolRecordFields = map[string]string{
 	"expectations": "pool/expectations", "debounce": "pool/debounce", "orphanScans": "pool/orphanScans",
 	"copies": "pool/copies", "latency": "pool/latency", "statusWrites": "pool/statusWrites", "own": "pool/own",
 	"refusalEvents": "pool/refusalEvents", "domains": "pool/domains", "checks": "pool/preflight",
-	"staticIP": "pool/staticIP", "Opts.DestroyedHosts": "destroyedHosts",
+	"staticIP": "pool/staticIP", "Opts.DestroyedHosts": "destroyedHosts", "modules": "pool/modules",
 }
 
 // filledElsewhere are registered records this package cannot fill (their state is another package's):
@@ -106,6 +106,7 @@ func TestEveryPoolRecordIsForgotten(t *testing.T) {
 		r.domains.mu.Unlock()
 		iso.remember(nn)
 		r.Opts.DestroyedHosts.Add(nn, poolmemory.DestroyedHost{VM: p.Name + "-vm", MAC: "00:50:56:00:00:01", At: now})
+		r.modules.created(nn, p.UID, "domain-c1", "module-"+p.Name)
 	}
 	a := &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "2"}}
 	b := &afv1.VsphereAgentPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "uid-b", ResourceVersion: "2"}}

@@ -95,6 +95,8 @@ type Reconciler struct {
 	// staticIP handles the leases of static-IP pools (built on first use, see leases).
 	staticIP     *staticip.Leases
 	staticIPOnce sync.Once
+	// modules remembers each pool's anti-affinity checks and the cluster modules this process created.
+	modules moduleMemory
 }
 
 // preflight returns the pool's preflight checker, built on first use.
@@ -260,7 +262,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		{"agents", "observing capacity", r.observeCapacity}, {"demand", "observing demand", r.observeDemand},
 		{"infraenv", "reading the InfraEnv", r.observeInfraEnv}, {"vcenter", "logging in to vCenter", r.connectVSphere},
 		{"preflight", "running the preflight checks", r.runPreflight}, {"iso", "refreshing the ISO", r.refreshISO},
-		{"domains", "observing failure domains", r.observeDomains}, {"leases", "observing leases", r.observeLeases},
+		{"domains", "observing failure domains", r.observeDomains}, {"modules", "keeping cluster modules", r.ensureClusterModules},
+		{"leases", "observing leases", r.observeLeases},
 		{"plan", "planning and acting", r.planAndAct}, {"prepare_leases", "preparing leases", r.prepareLeases},
 	} {
 		began := r.Opts.Clock.Now()

@@ -205,6 +205,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *poolScope) (ctrl.Re
 	if err := r.leases().ReleaseAll(ctx, s.pool); err != nil {
 		return ctrl.Result{}, err
 	}
+	if !r.deleteModulesAtDeletion(ctx, s) { // the VMs left their modules as they went; now the modules go
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
 	kept := r.copiesAtDeletion(ctx, s)
 	r.Recorder.Eventf(pool, nil, "Normal", afv1.ReasonPoolDeleted, events.ActionDeletePool, "cleanupPolicy %s applied to %d VM(s)%s", policyOf(pool), len(vas.Items), kept)
 	r.expectations.forget(client.ObjectKeyFromObject(pool).String())

@@ -26,7 +26,8 @@ func checkDomainPrivileges(ctx context.Context, vs vsphere.Client, pool *afv1.Vs
 	seen := sets.New[string]()
 	for _, d := range poolspec.Domains(pool) {
 		missing, err := vs.CheckPrivileges(ctx, vsphere.PrivilegeSpec{PlacementSpec: poolspec.PlacementSpec(pool, d), EjectAfterInstall: pool.Spec.ISO.EjectAfterInstall,
-			RecoverDiscoveryBoot: pool.Spec.ISO.RecoverDiscoveryBoot, PCIDevices: pool.Spec.Template.Hardware.HasPCIDevices()})
+			RecoverDiscoveryBoot: pool.Spec.ISO.RecoverDiscoveryBoot, PCIDevices: pool.Spec.Template.Hardware.HasPCIDevices(),
+			AntiAffinity: pool.Spec.AntiAffinity.Enabled()})
 		if err != nil {
 			return nil, err
 		}
@@ -47,6 +48,7 @@ var privilegeKindNames = map[string]string{
 	vsphere.PrivilegeDatastore:    "datastore",
 	vsphere.PrivilegeISODatastore: "ISO datastore",
 	vsphere.PrivilegeNetwork:      "network",
+	vsphere.PrivilegeCluster:      "compute cluster",
 }
 
 // missingPrivilegesMessage names every entity and the privilege IDs missing on it.

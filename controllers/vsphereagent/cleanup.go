@@ -116,6 +116,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *vmScope) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.leaveClusterModules(ctx, vs, va, pool); err != nil {
+		return ctrl.Result{}, err
+	}
 	dc := poolspec.DatacenterOf(va, pool)
 	// Destroy by instance UUID = our UID: also finds a VM whose status was never persisted.
 	if err := vs.DestroyVM(ctx, dc, string(va.UID), poolspec.Ownership(va, pool)); err != nil {

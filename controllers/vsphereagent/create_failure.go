@@ -65,6 +65,9 @@ func (r *Reconciler) createFailed(ctx context.Context, s *vmScope, vs vsphere.Cl
 	// Out of time: a create task that timed out may still have left a VM; destroy it by our instance
 	// UUID (ownership verified, absent is success) before failing.
 	if vs != nil {
+		if lerr := r.leaveClusterModules(ctx, vs, va, s.pool); lerr != nil {
+			return false, errors.Join(err, lerr)
+		}
 		if derr := vs.DestroyVM(ctx, poolspec.DatacenterOf(va, s.pool), string(va.UID), poolspec.Ownership(va, s.pool)); derr != nil && vsphere.ClassOf(derr) != vsphere.ClassOwnership {
 			return false, errors.Join(err, derr)
 		}

@@ -22,6 +22,7 @@ var notVMPoolRecords = map[string]string{
 	"eject":               "keyed by VsphereAgent UID: dropped when its ejection is recorded",
 	"staticIP":            "the VM side never marks a lease pass (firstPass is the pool controller's)",
 	"checks":              "keyed by VsphereAgent UID: forgotten with the VsphereAgent",
+	"joins":               "keyed by VsphereAgent UID: forgotten after a join and before its VM is destroyed",
 	"holds":               "keyed by VsphereAgent: forgotten when it is gone",
 	"resets":              "keyed by VsphereAgent UID: forgotten when its Agent leaves the state, and in its cleanup",
 	"Opts.Credentials":    "keyed by Secret, which pools share: dropped when vCenter refuses it or a read fails",

@@ -72,6 +72,8 @@ type Reconciler struct {
 	holds availableHolds
 	// resets remembers the discovery-boot resets this process made (recoverDiscoveryBoot).
 	resets discoveryResets
+	// joins paces the retries of failed cluster-module joins (joinClusterModule).
+	joins joinBackoff
 }
 
 // vmScope is what one pass of a VsphereAgent observed.
@@ -197,7 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	for _, phase := range []func(context.Context, *vmScope) (bool, error){
-		r.ensureVM, r.matchAgent, r.observeVM, r.prepareAgent, r.checkValidations, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
+		r.ensureVM, r.joinClusterModule, r.matchAgent, r.observeVM, r.prepareAgent, r.checkValidations, r.trackBinding, r.reportImage, r.checkLiveness, r.ejectISO,
 		r.recoverDiscoveryBoot,
 	} {
 		cont, err := phase(work, s)
@@ -335,6 +337,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 		spec.AdditionalNICs[i].MACAddress = held.NICMACs[i+1]
 	}
 	spec.New = r.Opts.NoVMYet.Take(va.UID)
+	spec.ClusterModule = clusterModuleOf(va, pool)
 	info, err := vs.CreateVM(ctx, spec)
 	if err != nil {
 		return r.createFailed(ctx, s, vs, spec.Name, err, true)
@@ -362,6 +365,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *vmScope) (bool, error) {
 	if va.Status.VM.CreatedAt == nil {
 		va.Status.VM.CreatedAt = &now
 	}
+	r.joinedAtCreate(s, spec, info)
 	r.checks.done(va.UID, now.Time) // just created: the next look-up is one VMCheckInterval away
 	r.ejector().SawVM(va.UID, pool, info)
 	r.setPhase(va, afv1.VMPhaseProvisioning, afv1.ReasonAwaitingRegistration)
@@ -414,6 +418,9 @@ func (r *Reconciler) checkLiveness(ctx context.Context, s *vmScope) (bool, error
 	}
 	vs, err := r.client(ctx, s)
 	if err != nil {
+		return false, err
+	}
+	if err := r.leaveClusterModules(ctx, vs, va, s.pool); err != nil {
 		return false, err
 	}
 	if err := vs.DestroyVM(ctx, poolspec.DatacenterOf(va, s.pool), string(va.UID), poolspec.Ownership(va, s.pool)); err != nil {

@@ -1,6 +1,7 @@
-// Command vcsim runs govmomi's vCenter simulator with agent-forge's inventory, lock-question VM type and
-// fault hooks in its own process, plus a loopback control endpoint; vcsim.StartProcess starts it for
-// the tests, the demo and benchmarks (see test/vcsim/control.go). It prints one ready line
+// Command vcsim runs govmomi's vCenter simulator with agent-forge's inventory, lock-question VM type,
+// fault hooks and the cluster-modules API (vapi/cluster/simulator, registered by test/vcsim) in its own
+// process, plus a loopback control endpoint; vcsim.StartProcess starts it (rebuilding it with `go build`
+// once per test process, so it always carries the current sources) for the tests, the demo and benchmarks (see test/vcsim/control.go). It prints one ready line
 // ("VCSIM-READY {json}") on stdout, and exits on SIGTERM/SIGINT or when its stdin reaches EOF (the parent
 // closed it or died).
 //

@@ -47,6 +47,7 @@ const (
 	ActionEjectISO       = "EjectISO"           // every ISO ejection Event
 	ActionStandDown      = "StandDown"          // OtherManagerRunning / ManagerLeasesUnreadable: another agent-forge manager is active or cannot be ruled out
 	ActionAdoptVM        = "AdoptVM"            // AdoptionSucceeded, AdoptionEvidenceMismatch, upstream VsphereAgents left alone
+	ActionAntiAffinity   = "AntiAffinity"       // ClusterModuleCreated/Adopted/Deleted/Failed, DRSDisabled, ClusterModulesUnsupported, NoComputeCluster, ClusterModuleJoinFailed
 )
 
 // noteLimit is the events.k8s.io/v1 API's limit on a note in bytes; a longer one is refused by the

@@ -23,6 +23,8 @@ type PrivilegeSpec struct {
 	// PCIDevices: the VMs get PCI passthrough or vGPU devices (VirtualMachine.Config.AddRemoveDevice, as
 	// every VM) and so a memory reservation of all their memory (VirtualMachine.Config.Resource).
 	PCIDevices bool
+	// AntiAffinity: the pool keeps cluster modules in the compute cluster owning the resource pool.
+	AntiAffinity bool
 }
 
 // Entities whose privileges CheckPrivileges checks (MissingPrivileges.Kind).
@@ -35,6 +37,8 @@ const (
 	PrivilegeDatastore    = "Datastore"
 	PrivilegeISODatastore = "ISODatastore"
 	PrivilegeNetwork      = "Network"
+	// PrivilegeCluster is the compute cluster owning the resource pool (anti-affinity's cluster modules).
+	PrivilegeCluster = "Cluster"
 )
 
 // Privilege IDs the operator needs (docs/vcenter-privileges.md maps each to the calls that need it).
@@ -62,6 +66,10 @@ const (
 	PrivNetworkAssign       = "Network.Assign"
 	PrivTagObjectAttachable = "InventoryService.Tagging.ObjectAttachable"
 	PrivTagAttachTag        = "InventoryService.Tagging.AttachTag"
+	// PrivClusterEdit ("Modify cluster") on the compute cluster for its cluster modules: VMware publishes
+	// no privilege for the cluster-modules API, so the operator asks for the cluster-configuration
+	// privilege a DRS rule needs (docs/vcenter-privileges.md).
+	PrivClusterEdit = "Host.Inventory.EditCluster"
 )
 
 const (
@@ -91,13 +99,17 @@ func RequiredPrivileges(spec PrivilegeSpec, createFolder bool) map[string][]stri
 	if createFolder {
 		folder = append([]string{PrivFolderCreate}, folder...)
 	}
-	return map[string][]string{
+	need := map[string][]string{
 		PrivilegeFolder:       folder,
 		PrivilegeResourcePool: {PrivAssignVMToPool},
 		PrivilegeDatastore:    {PrivDatastoreAllocate},
 		PrivilegeISODatastore: {PrivDatastoreBrowse, PrivDatastoreFileMgmt},
 		PrivilegeNetwork:      {PrivNetworkAssign},
 	}
+	if spec.AntiAffinity {
+		need[PrivilegeCluster] = []string{PrivClusterEdit}
+	}
+	return need
 }
 
 // MissingPrivileges is one entity on which the session lacks privileges.
@@ -215,6 +227,19 @@ func (c *client) privilegeTargets(ctx context.Context, spec PrivilegeSpec) ([]pr
 	}
 	targets = append(targets, privilegeTarget{kind: PrivilegeResourcePool, name: nameOf(pool.InventoryPath, spec.ResourcePool),
 		ref: pool.Reference(), privs: need[PrivilegeResourcePool]})
+	if privs := need[PrivilegeCluster]; len(privs) > 0 {
+		var rp mo.ResourcePool
+		if err := c.pc().RetrieveOne(ctx, pool.Reference(), []string{"owner"}, &rp); err != nil {
+			return nil, classify("ReadCluster", err)
+		}
+		if rp.Owner.Type == "ClusterComputeResource" { // a standalone host has no modules (condition AntiAffinity says so)
+			var cl mo.ClusterComputeResource
+			if err := c.pc().RetrieveOne(ctx, rp.Owner, []string{"name"}, &cl); err != nil {
+				return nil, classify("ReadCluster", err)
+			}
+			targets = append(targets, privilegeTarget{kind: PrivilegeCluster, name: cl.Name, ref: rp.Owner, privs: privs})
+		}
+	}
 
 	storage, err := d.storageFor(ctx, spec.DatastoreCluster)
 	if err != nil {

@@ -56,6 +56,34 @@ func TestRequiredPrivileges(t *testing.T) {
 	}
 }
 
+// Anti-affinity adds the cluster-configuration privilege on the compute cluster, and the check names the
+// cluster when it is withheld there.
+func TestAntiAffinityPrivileges(t *testing.T) {
+	got := vsphere.RequiredPrivileges(vsphere.PrivilegeSpec{AntiAffinity: true}, false)[vsphere.PrivilegeCluster]
+	if !reflect.DeepEqual(got, []string{"Host.Inventory.EditCluster"}) {
+		t.Fatalf("cluster privileges %v", got)
+	}
+	if _, ok := vsphere.RequiredPrivileges(vsphere.PrivilegeSpec{}, false)[vsphere.PrivilegeCluster]; ok {
+		t.Fatal("a pool without anti-affinity is asked for a cluster privilege")
+	}
+	h := newHarness(t)
+	ctx := testContext(t)
+	spec := vsphere.PrivilegeSpec{PlacementSpec: vsphere.PlacementSpec{Datacenter: vcsim.Datacenter, DatastoreCluster: vcsim.Datastore,
+		ISODatastore: vcsim.Datastore, ResourcePool: vcsim.ResourcePool, Folder: vcsim.Folder, Network: vcsim.Network}, AntiAffinity: true}
+	if missing, err := h.client.CheckPrivileges(ctx, spec); err != nil || len(missing) != 0 {
+		t.Fatalf("all granted: %v, %v", missing, err)
+	}
+	h.env.DenyPrivilege(vcsim.Cluster, vsphere.PrivClusterEdit)
+	missing, err := h.client.CheckPrivileges(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vsphere.MissingPrivileges{{Kind: vsphere.PrivilegeCluster, Name: vcsim.Cluster, Privileges: []string{vsphere.PrivClusterEdit}}}
+	if !reflect.DeepEqual(missing, want) {
+		t.Fatalf("missing %+v, want %+v", missing, want)
+	}
+}
+
 // TestRequiredPrivilegesAreDocumented: every privilege the check asks for is listed in
 // docs/vcenter-privileges.md, both in its role table (what an operator builds the role from) and in its list
 // of what the preflight checks, so a role built from the doc is never refused by the check.
@@ -63,7 +91,7 @@ func TestRequiredPrivilegesAreDocumented(t *testing.T) {
 	doc := readRepoFile(t, "docs/vcenter-privileges.md")
 	role := markdownSection(t, doc, "## The role")
 	checked := markdownSection(t, doc, "## What the preflight checks")
-	all := vsphere.RequiredPrivileges(vsphere.PrivilegeSpec{EjectAfterInstall: true, RecoverDiscoveryBoot: true, PCIDevices: true,
+	all := vsphere.RequiredPrivileges(vsphere.PrivilegeSpec{EjectAfterInstall: true, RecoverDiscoveryBoot: true, PCIDevices: true, AntiAffinity: true,
 		PlacementSpec: vsphere.PlacementSpec{Tags: []string{"c/t"}}}, true)
 	for kind, privs := range all {
 		for _, p := range privs {

@@ -62,6 +62,10 @@ type VMSpec struct {
 	MACAddress string
 	// AdditionalNICs are the VM's NICs after the first (Network, NetworkAdapter, MACAddress), in order.
 	AdditionalNICs []NIC
+	// ClusterModule, when set, is the cluster module (the pool's anti-affinity group) the VM joins right
+	// after it is created and before it is powered on. Placement, not shape: a VM made without it joins
+	// later (JoinClusterModule).
+	ClusterModule string
 	// New says no VM can carry Ownership.OwnerUID yet (the caller created the owner and never tried to
 	// create its VM): CreateVM skips the search by instance UUID that finds an earlier attempt's VM.
 	New bool
@@ -109,6 +113,11 @@ type VMInfo struct {
 	// DiskFirstBoot is whether config.bootOptions.bootOrder starts with the boot disk: an installed worker
 	// then boots its disk whatever is in its CD-ROM. CreateVM sets it on every VM it creates or adopts.
 	DiskFirstBoot bool
+	// ClusterModule is the module CreateVM added the VM to (VMSpec.ClusterModule; empty when none or when
+	// adding failed). ClusterModuleErr says why adding failed: the VM is created and powered on anyway
+	// (anti-affinity is a wish, never a reason to withhold a worker) and the caller retries the join.
+	ClusterModule    string
+	ClusterModuleErr error
 }
 
 // CDROM is one CD-ROM device of a VM.
@@ -257,6 +266,21 @@ type Client interface {
 	// AdoptVM sets the instance UUID and the ownership marker of VM ref (from AdoptionCandidates) to
 	// owner's, after re-checking its BIOS UUID and that it carries no other owner's marker.
 	AdoptVM(ctx context.Context, datacenter, ref, biosUUID string, owner Ownership) (*VMInfo, error)
+
+	// ComputeClusterOf resolves, read-only, the compute resource owning resourcePool and whether DRS is on.
+	ComputeClusterOf(ctx context.Context, datacenter, resourcePool string) (*ComputeCluster, error)
+	// ClusterModules lists the cluster modules of a compute cluster with their members' ownership markers;
+	// a vCenter without the API gives a ClassUnsupported error.
+	ClusterModules(ctx context.Context, clusterRef string) ([]ClusterModule, error)
+	// CreateClusterModule creates a cluster module in the compute cluster and returns its ID.
+	CreateClusterModule(ctx context.Context, clusterRef string) (string, error)
+	// DeleteClusterModule removes the module's members and deletes it; absent is success. Callers delete
+	// only modules their own status names.
+	DeleteClusterModule(ctx context.Context, moduleID string) error
+	// JoinClusterModule adds an owned VM to the module (already a member is success).
+	JoinClusterModule(ctx context.Context, datacenter, moduleID, instanceUUID string, owner Ownership) error
+	// LeaveClusterModule removes an owned VM from the module; absent VM or module, or not a member, is success.
+	LeaveClusterModule(ctx context.Context, datacenter, moduleID, instanceUUID string, owner Ownership) error
 
 	// EjectISO disconnects and ejects one CD-ROM of an owned VM (see EjectRequest). It never blocks on a
 	// task a guest holds: it returns EjectInProgress/EjectQuestionPending and is called again later.

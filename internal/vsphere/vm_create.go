@@ -49,9 +49,11 @@ func (c *client) createVM(ctx context.Context, spec VMSpec) (*VMInfo, error) {
 	}
 	d.refs.put(spec.Ownership.OwnerUID, *ref) // the task's result: later look-ups skip the search
 	c.log.Info("created VM", "vm", spec.Name, "instanceUUID", spec.Ownership.OwnerUID)
+	joinErr := c.joinBeforePowerOn(ctx, spec, *ref) // DRS places the VM at power-on: join first
 	info, err := c.powerOnAndRead(ctx, *ref)
 	if info != nil {
 		info.StoragePolicyID = policyID
+		setJoined(info, spec, joinErr)
 	}
 	return info, err
 }
@@ -66,6 +68,8 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 	if err := verifyIdentity("CreateVM", vm, spec.Ownership); err != nil {
 		return nil, err
 	}
+	// ... or before the VM joined its cluster module (joining again is success).
+	joinErr := c.joinBeforePowerOn(ctx, spec, ref)
 	c.log.Info("found the VM of an earlier attempt; adopting it", "vm", info.Name, "instanceUUID", spec.Ownership.OwnerUID)
 	// The earlier attempt may have stopped between the create task and the tags (attaching is idempotent).
 	if err := c.attachTags(ctx, ref, spec.Tags); err != nil {
@@ -82,6 +86,7 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 		}
 	}
 	info.Adopted = true
+	setJoined(info, spec, joinErr)
 	// The earlier attempt's policy ID is not on the VM's properties: resolve the name again for the caller.
 	if info.StoragePolicyID, err = c.storagePolicyID(ctx, spec.Hardware.StoragePolicyName); err != nil {
 		return nil, err
@@ -268,4 +273,25 @@ func (c *client) recommendDatastore(ctx context.Context, d *dcCache, pod *object
 		}
 	}
 	return nil, NewError(ClassFault, "CreateVM", "Storage DRS gave no placement for datastore cluster %q", pod.Name())
+}
+
+// joinBeforePowerOn adds the new VM to spec.ClusterModule (none: nothing). Its error is reported on the
+// VMInfo, never returned: the VM is created and powered on without anti-affinity rather than not at all.
+func (c *client) joinBeforePowerOn(ctx context.Context, spec VMSpec, ref types.ManagedObjectReference) error {
+	if spec.ClusterModule == "" {
+		return nil
+	}
+	return observe("cluster_module_join", c.joinModule(ctx, spec.ClusterModule, ref))
+}
+
+// setJoined records on info whether the VM joined spec.ClusterModule.
+func setJoined(info *VMInfo, spec VMSpec, joinErr error) {
+	if spec.ClusterModule == "" {
+		return
+	}
+	if joinErr != nil {
+		info.ClusterModuleErr = joinErr
+		return
+	}
+	info.ClusterModule = spec.ClusterModule
 }

@@ -14,11 +14,12 @@ import (
 // The conditions of the doc's "When" column, each as the RequiredPrivileges arguments that turn it on.
 var conditions = map[string]func(*vsphere.PrivilegeSpec, *bool){
 	"always": func(*vsphere.PrivilegeSpec, *bool) {},
-	"only while the VM folder does not exist":       func(_ *vsphere.PrivilegeSpec, createFolder *bool) { *createFolder = true },
-	"only with `spec.iso.ejectAfterInstall`":        func(s *vsphere.PrivilegeSpec, _ *bool) { s.EjectAfterInstall = true },
-	"only with `spec.vsphere.vmTags`":               func(s *vsphere.PrivilegeSpec, _ *bool) { s.Tags = []string{"zone-a"} },
-	"only with `spec.iso.recoverDiscoveryBoot`":     func(s *vsphere.PrivilegeSpec, _ *bool) { s.RecoverDiscoveryBoot = true },
-	"only with `spec.template.hardware.pciDevices`": func(s *vsphere.PrivilegeSpec, _ *bool) { s.PCIDevices = true },
+	"only while the VM folder does not exist":           func(_ *vsphere.PrivilegeSpec, createFolder *bool) { *createFolder = true },
+	"only with `spec.iso.ejectAfterInstall`":            func(s *vsphere.PrivilegeSpec, _ *bool) { s.EjectAfterInstall = true },
+	"only with `spec.vsphere.vmTags`":                   func(s *vsphere.PrivilegeSpec, _ *bool) { s.Tags = []string{"zone-a"} },
+	"only with `spec.iso.recoverDiscoveryBoot`":         func(s *vsphere.PrivilegeSpec, _ *bool) { s.RecoverDiscoveryBoot = true },
+	"only with `spec.template.hardware.pciDevices`":     func(s *vsphere.PrivilegeSpec, _ *bool) { s.PCIDevices = true },
+	"only with `spec.antiAffinity.mode: ClusterModule`": func(s *vsphere.PrivilegeSpec, _ *bool) { s.AntiAffinity = true },
 }
 
 var backticked = regexp.MustCompile("`([^`]+)`")

@@ -37,7 +37,7 @@ const (
 // preflightPrivileges is every privilege the preflight can ask vCenter about (every option on), per
 // kind, and all of them as one sorted set.
 func preflightPrivileges() (map[string][]string, []string) {
-	spec := vsphere.PrivilegeSpec{EjectAfterInstall: true, RecoverDiscoveryBoot: true, PCIDevices: true}
+	spec := vsphere.PrivilegeSpec{EjectAfterInstall: true, RecoverDiscoveryBoot: true, PCIDevices: true, AntiAffinity: true}
 	spec.Tags = []string{"zone-a"}
 	perKind := vsphere.RequiredPrivileges(spec, true)
 	var all []string
@@ -70,11 +70,12 @@ func TestVCenterRoleScript(t *testing.T) {
 		vsphere.PrivilegeDatastore:    dc + "/datastore/" + vcsim.DatastoreCluster + "/" + vcsim.PodDatastore,
 		vsphere.PrivilegeISODatastore: dc + "/datastore/" + vcsim.Datastore,
 		vsphere.PrivilegeNetwork:      dc + "/network/" + vcsim.Network,
+		vsphere.PrivilegeCluster:      dc + "/host/" + vcsim.Cluster,
 	}
 	runRoleScript(ctx, t, govc, env, map[string]string{
 		"DATACENTER": dc, "FOLDER": roleFolder, "RESOURCE_POOL": entities[vsphere.PrivilegeResourcePool],
 		"DATASTORE": dc + "/datastore/" + vcsim.DatastoreCluster, "ISO_DATASTORE": entities[vsphere.PrivilegeISODatastore],
-		"NETWORK": entities[vsphere.PrivilegeNetwork],
+		"NETWORK": entities[vsphere.PrivilegeNetwork], "CLUSTER": entities[vsphere.PrivilegeCluster],
 	})
 
 	c, err := env.Login(ctx)

@@ -299,6 +299,8 @@ func (c *controller) mux() *http.ServeMux {
 	handle(m, c, "pci/host", func(r hostPCIReq) (any, error) { return empty{}, e.SetHostPCIDevices(r.Host, r.Devices) })
 	handle(m, c, "pci/reset", func(empty) (any, error) { return empty{}, e.ResetHostPCIDevices() })
 	handle(m, c, "pci/host-devices", func(r nameReq) (any, error) { return e.HostPCIDevicesOf(r.Name) })
+	handle(m, c, "cluster/drs", func(r drsReq) (any, error) { return empty{}, e.SetDRS(r.Cluster, r.Enabled) })
+	handle(m, c, "clustermodules/api", func(r apiReq) (any, error) { return empty{}, e.SetClusterModulesAPI(r.Enabled) })
 	handle(m, c, "privileges/denied", func(r privilegeReq) (any, error) { return privilegesResp{e.DeniedPrivileges(r.Entity)}, nil })
 	return m
 }

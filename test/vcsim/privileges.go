@@ -125,7 +125,7 @@ type (
 var privMu sync.Mutex
 
 // DenyPrivilege withholds privID on the entity named entity (a datastore, network, folder, resource
-// pool... by its name in the inventory, e.g. Network or PodDatastore) or on every entity (AnyEntity),
+// pool, compute cluster such as Cluster for anti-affinity's Host.Inventory.EditCluster... by its name in the inventory, e.g. Network or PodDatastore) or on every entity (AnyEntity),
 // in the answers of the AuthorizationManager's privilege queries, until ResetPrivileges. Works in process
 // and on a simulator in its own process (over the control endpoint).
 func (e *Env) DenyPrivilege(entity, privID string) {

@@ -149,6 +149,7 @@ func (e *Env) Close() {
 			return
 		}
 		e.Server.Close()
+		modulesMuxes.Delete(e.Model.Service)
 		e.Model.Remove()
 	})
 }

@@ -47,6 +47,13 @@ const (
 	ReadCapacity    Method = "ReadCapacity"
 	ReadHostDevices Method = "ReadHostDevices"
 	EjectISO        Method = "EjectISO"
+	// Cluster modules (clustermodules.go).
+	ComputeClusterOf    Method = "ComputeClusterOf"
+	ClusterModules      Method = "ClusterModules"
+	CreateClusterModule Method = "CreateClusterModule"
+	DeleteClusterModule Method = "DeleteClusterModule"
+	JoinClusterModule   Method = "JoinClusterModule"
+	LeaveClusterModule  Method = "LeaveClusterModule"
 )
 
 var (
@@ -81,6 +88,7 @@ type Fake struct {
 	missing  []vsphere.MissingPrivileges
 	capacity vsphere.Capacity
 	devices  vsphere.HostDevices
+	modules  moduleState
 }
 
 type fakeFile struct {
@@ -249,6 +257,7 @@ func (f *Fake) CreateVM(_ context.Context, spec vsphere.VMSpec) (*vsphere.VMInfo
 		vm.PoweredOn = true
 		info := infoOf(vm)
 		info.Adopted = true
+		f.joinOnCreate(info, spec)
 		return info, nil
 	}
 	for _, vm := range f.vms {
@@ -270,7 +279,9 @@ func (f *Fake) CreateVM(_ context.Context, spec vsphere.VMSpec) (*vsphere.VMInfo
 		vm.CDROMs = []vsphere.CDROM{{Key: 3000, ISOPath: spec.ISOPath, Connected: true}}
 	}
 	f.vms[vm.InstanceUUID] = vm
-	return infoOf(vm), nil
+	info := infoOf(vm)
+	f.joinOnCreate(info, spec)
+	return info, nil
 }
 
 // FindVM looks a VM up by instance UUID, then BIOS UUID; absent is ClassNotFound.
