@@ -55,7 +55,7 @@ var (
 	// which step holds the pool controller's workers when its queue grows.
 	PoolPhaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "agent_forge_pool_phase_duration_seconds",
-		Help:    "Duration of each phase of a pool pass (claim, refs, agents, demand, infraenv, vcenter, preflight, iso, domains, leases, plan, prepare_leases, status).",
+		Help:    "Duration of each phase of a pool pass (claim, refs, agents, demand, infraenv, vcenter, preflight, iso, domains, modules, leases, plan, prepare_leases, status).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	}, []string{"phase"})
 	// ExternalCRDsMissing is the number of external kinds the API server does not serve.
