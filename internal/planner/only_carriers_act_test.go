@@ -79,8 +79,18 @@ var carryingOut = map[string]bool{
 	"staticip.releaseAllLeases -> removeLeases": true,
 	"staticip.Hold -> deleteConfig":             true,
 	"staticip.deleteConfig -> Delete":           true,
-	"vsphereagent.ensureVM -> staticIPLease":    true,
-	"vsphereagent.staticIPLease -> Hold":        true,
+	// Several NICs: a lease's secondary claims (one per further IPAM pool) go with its main claim, and
+	// leases made for an earlier NIC layout are given back (removeStale).
+	"staticip.createClaims -> createSecondaries":          true,
+	"staticip.prepareLeases -> createSecondaries":         true,
+	"staticip.createSecondaries -> createSecondaryClaims": true,
+	"staticip.createSecondaryClaims -> Create":            true,
+	"staticip.removeLeases -> deleteSecondaries":          true,
+	"staticip.deleteSecondaries -> Delete":                true,
+	"staticip.prepareLeases -> removeStale":               true,
+	"staticip.removeStale -> removeLeases":                true,
+	"vsphereagent.ensureVM -> staticIPLease":              true,
+	"vsphereagent.staticIPLease -> Hold":                  true,
 	// A VsphereAgent's own VM: created once for the object the plan created, destroyed when its create
 	// failed or the object is deleted (by a release above), and the registration-timeout verdict
 	// (checkLiveness: still decided in place, the one liveness replacement).
