@@ -310,28 +310,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
 
-// timedStatusWrite is writeStatus observed as the pass's "status" phase.
-func (r *Reconciler) timedStatusWrite(ctx context.Context, pool *afv1.VsphereAgentPool) error {
-	began := r.Opts.Clock.Now()
-	defer func() {
-		metrics.PoolPhaseDuration.WithLabelValues("status").Observe(r.Opts.Clock.Since(began).Seconds())
-	}()
-	return r.writeStatus(ctx, pool)
-}
-
-// writeStatus writes the pool's status and remembers the write (see poolmemory.OwnWrites). The version it replaces
-// is read before the call: in "rv, err := pool.ResourceVersion, Update(pool)" Go leaves the order of
-// the field read and the call unspecified, and reading it after the update remembered the new version
-// as replaced, so a pass that started before the cache caught up wrote with a stale version (a conflict).
-func (r *Reconciler) writeStatus(ctx context.Context, pool *afv1.VsphereAgentPool) error {
-	replaced := pool.ResourceVersion
-	if err := r.Status().Update(ctx, pool); err != nil {
-		return err
-	}
-	r.own.Wrote(replaced, pool)
-	return nil
-}
-
 // statusBatch returns how long a status change should wait before it is written (0: now). A change of a
 // condition's status or reason, the ISO or observedGeneration is written at once; a change of only
 // counters, the VM list and messages waits until the status stood still for StatusBatchInterval, or
