@@ -144,22 +144,32 @@ func (c *client) ReadCapacity(ctx context.Context, spec CapacitySpec) (*Capacity
 	return out, observe("capacity", err)
 }
 
-func (c *client) readCapacity(ctx context.Context, spec CapacitySpec) (*Capacity, error) {
-	d, err := c.datacenter(ctx, spec.Datacenter)
+// poolOwner finds the datacenter's resource pool and the compute resource that owns it (a cluster or a
+// standalone host): where the pool's VMs run. Errors of the owner read are classified for op.
+func (c *client) poolOwner(ctx context.Context, datacenter, resourcePool, op string) (*dcCache, types.ManagedObjectReference, error) {
+	d, err := c.datacenter(ctx, datacenter)
 	if err != nil {
-		return nil, err
+		return nil, types.ManagedObjectReference{}, err
 	}
-	rp, err := d.pool(ctx, spec.ResourcePool)
+	rp, err := d.pool(ctx, resourcePool)
 	if err != nil {
-		return nil, err
+		return nil, types.ManagedObjectReference{}, err
 	}
 	var pool mo.ResourcePool
 	if err := c.pc().RetrieveOne(ctx, rp.Reference(), []string{"owner"}, &pool); err != nil {
-		return nil, classify("ReadCapacity", err)
+		return nil, types.ManagedObjectReference{}, classify(op, err)
+	}
+	return d, pool.Owner, nil
+}
+
+func (c *client) readCapacity(ctx context.Context, spec CapacitySpec) (*Capacity, error) {
+	d, ownerRef, err := c.poolOwner(ctx, spec.Datacenter, spec.ResourcePool, "ReadCapacity")
+	if err != nil {
+		return nil, err
 	}
 	out := &Capacity{}
 	var owner mo.ComputeResource
-	if err := c.pc().RetrieveOne(ctx, pool.Owner, []string{"name", "summary"}, &owner); err != nil {
+	if err := c.pc().RetrieveOne(ctx, ownerRef, []string{"name", "summary"}, &owner); err != nil {
 		return nil, classify("ReadCapacity", err)
 	}
 	out.Compute = owner.Name

@@ -67,31 +67,23 @@ func (c *client) ComputeClusterOf(ctx context.Context, datacenter, resourcePool 
 }
 
 func (c *client) computeClusterOf(ctx context.Context, datacenter, resourcePool string) (*ComputeCluster, error) {
-	d, err := c.datacenter(ctx, datacenter)
-	if err != nil {
-		return nil, err
-	}
-	rp, err := d.pool(ctx, resourcePool)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	var pool mo.ResourcePool
-	if err := c.pc().RetrieveOne(ctx, rp.Reference(), []string{"owner"}, &pool); err != nil {
-		return nil, classify("ReadCluster", err)
+	_, ownerRef, err := c.poolOwner(ctx, datacenter, resourcePool, "ReadCluster")
+	if err != nil {
+		return nil, err
 	}
-	out := &ComputeCluster{Ref: pool.Owner.Value}
-	if pool.Owner.Type != "ClusterComputeResource" {
+	out := &ComputeCluster{Ref: ownerRef.Value}
+	if ownerRef.Type != "ClusterComputeResource" {
 		var cr mo.ComputeResource
-		if err := c.pc().RetrieveOne(ctx, pool.Owner, []string{"name"}, &cr); err != nil {
+		if err := c.pc().RetrieveOne(ctx, ownerRef, []string{"name"}, &cr); err != nil {
 			return nil, classify("ReadCluster", err)
 		}
 		out.Name = cr.Name
 		return out, nil
 	}
 	var cl mo.ClusterComputeResource
-	if err := c.pc().RetrieveOne(ctx, pool.Owner, []string{"name", "configurationEx"}, &cl); err != nil {
+	if err := c.pc().RetrieveOne(ctx, ownerRef, []string{"name", "configurationEx"}, &cl); err != nil {
 		return nil, classify("ReadCluster", err)
 	}
 	out.Name, out.IsCluster = cl.Name, true

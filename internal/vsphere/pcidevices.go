@@ -189,20 +189,12 @@ func (c *client) ReadHostDevices(ctx context.Context, spec HostDevicesSpec) (*Ho
 }
 
 func (c *client) readHostDevices(ctx context.Context, spec HostDevicesSpec) (*HostDevices, error) {
-	d, err := c.datacenter(ctx, spec.Datacenter)
+	_, ownerRef, err := c.poolOwner(ctx, spec.Datacenter, spec.ResourcePool, "ReadHostDevices")
 	if err != nil {
 		return nil, err
-	}
-	rp, err := d.pool(ctx, spec.ResourcePool)
-	if err != nil {
-		return nil, err
-	}
-	var pool mo.ResourcePool
-	if err := c.pc().RetrieveOne(ctx, rp.Reference(), []string{"owner"}, &pool); err != nil {
-		return nil, classify("ReadHostDevices", err)
 	}
 	var owner mo.ComputeResource
-	if err := c.pc().RetrieveOne(ctx, pool.Owner, []string{"name", "host", "environmentBrowser"}, &owner); err != nil {
+	if err := c.pc().RetrieveOne(ctx, ownerRef, []string{"name", "host", "environmentBrowser"}, &owner); err != nil {
 		return nil, classify("ReadHostDevices", err)
 	}
 	out := &HostDevices{Compute: owner.Name}
