@@ -138,26 +138,7 @@ var _ = Describe("Static IPs on several NICs, IPv6 and dual-stack", func() {
 			sc := startStaticScenarioPools(operatorOptions{}, pools, func(p *afv1.VsphereAgentPool) {
 				p.Spec.Network = &afv1.NetworkSpec{AddressesFromPools: refs, SpareLeases: 1}
 			})
-			Eventually(func(g Gomega) {
-				c := findPoolCondition(getPool(sc.pool), afv1.ConditionStaticIPsReady)
-				g.Expect(c).NotTo(BeNil())
-				g.Expect(c.Reason).To(Equal(afv1.ReasonInvalidIPAddress))
-				g.Expect(c.Message).To(ContainSubstring("IPAddressClaim workers-ip-0"))
-				g.Expect(c.Message).To(ContainSubstring(want))
-			}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
-			Expect(sc.d.SetReplicas(ctx, sc.s.NodePool, 1)).To(Succeed())
-			Eventually(func() int32 { return getPool(sc.pool).Status.WaitingAgentMachines }, 90*time.Second, 250*time.Millisecond).Should(BeEquivalentTo(1))
-			Consistently(func(g Gomega) {
-				g.Expect(vsphereAgents(sc.pool)).To(BeEmpty())
-				g.Expect(sc.list(world.NMStateConfigGVK)).To(BeEmpty())
-			}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
-			Expect(poolVMs(sc.pool)).To(BeEmpty())
-			Expect(conditionReason(getPool(sc.pool), afv1.ConditionReady)).To(Equal(afv1.ReasonInvalidIPAddress))
-			var warned bool
-			for _, e := range poolEvents(ctx, sc.pool) {
-				warned = warned || (e.Type == "Warning" && e.Reason == afv1.ReasonInvalidIPAddress && strings.Contains(e.Message, want))
-			}
-			Expect(warned).To(BeTrue(), "a Warning Event says why")
+			sc.expectAddressRefused(ctx, want, want)
 		},
 		Entry("an IPv4 gateway outside the subnet", []world.IPPool{{Name: "vm-net", Addresses: []string{"10.0.0.10-10.0.0.20"}, Prefix: 24, Gateway: "10.0.1.1"}},
 			[]afv1.IPPoolReference{poolRef("vm-net")}, "gateway 10.0.1.1 is not inside 10.0.0."),

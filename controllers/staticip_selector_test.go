@@ -170,25 +170,33 @@ var _ = Describe("Static IPs when the InfraEnv's nmStateConfigLabelSelector chan
 var _ = Describe("Static IPs with an IPAM address that cannot work", func() {
 	It("refuses an address whose gateway is outside its prefix: condition and Warning Event naming the claim, no NMStateConfig, no VM", func(ctx context.Context) {
 		sc := startStaticScenarioWith(operatorOptions{}, world.IPPool{Name: "vm-net", Addresses: []string{"10.0.0.10-10.0.0.20"}, Prefix: 24, Gateway: "10.0.1.1"}, 1)
-		Eventually(func(g Gomega) {
-			c := findPoolCondition(getPool(sc.pool), afv1.ConditionStaticIPsReady)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(afv1.ReasonInvalidIPAddress))
-			g.Expect(c.Message).To(ContainSubstring("IPAddressClaim workers-ip-0"))
-			g.Expect(c.Message).To(ContainSubstring("gateway 10.0.1.1 is not inside"))
-		}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
-		Expect(sc.d.SetReplicas(ctx, sc.s.NodePool, 1)).To(Succeed())
-		Eventually(func() int32 { return getPool(sc.pool).Status.WaitingAgentMachines }, 90*time.Second, 250*time.Millisecond).Should(BeEquivalentTo(1))
-		Consistently(func(g Gomega) {
-			g.Expect(vsphereAgents(sc.pool)).To(BeEmpty())
-			g.Expect(sc.list(world.NMStateConfigGVK)).To(BeEmpty())
-		}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
-		Expect(poolVMs(sc.pool)).To(BeEmpty())
-		Expect(conditionReason(getPool(sc.pool), afv1.ConditionReady)).To(Equal(afv1.ReasonInvalidIPAddress))
-		var warned bool
-		for _, e := range poolEvents(ctx, sc.pool) {
-			warned = warned || (e.Type == "Warning" && e.Reason == afv1.ReasonInvalidIPAddress && strings.Contains(e.Message, "IPAddressClaim workers-ip-0"))
-		}
-		Expect(warned).To(BeTrue(), "a Warning Event names the claim")
+		sc.expectAddressRefused(ctx, "gateway 10.0.1.1 is not inside", "IPAddressClaim workers-ip-0")
 	})
 })
+
+// expectAddressRefused waits for the pool to refuse the lease workers-ip-0's address (StaticIPsReady=False
+// InvalidIPAddress naming the claim and why), then asks for a VM and checks that nothing is made for it
+// (no VsphereAgent, NMStateConfig or VM), that Ready says why and that a Warning Event's message holds event.
+func (sc *staticScenario) expectAddressRefused(ctx context.Context, why, event string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		c := findPoolCondition(getPool(sc.pool), afv1.ConditionStaticIPsReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(afv1.ReasonInvalidIPAddress))
+		g.Expect(c.Message).To(ContainSubstring("IPAddressClaim workers-ip-0"))
+		g.Expect(c.Message).To(ContainSubstring(why))
+	}, 90*time.Second, 250*time.Millisecond).Should(Succeed())
+	Expect(sc.d.SetReplicas(ctx, sc.s.NodePool, 1)).To(Succeed())
+	Eventually(func() int32 { return getPool(sc.pool).Status.WaitingAgentMachines }, 90*time.Second, 250*time.Millisecond).Should(BeEquivalentTo(1))
+	Consistently(func(g Gomega) {
+		g.Expect(vsphereAgents(sc.pool)).To(BeEmpty())
+		g.Expect(sc.list(world.NMStateConfigGVK)).To(BeEmpty())
+	}, 3*time.Second, 250*time.Millisecond).Should(Succeed())
+	Expect(poolVMs(sc.pool)).To(BeEmpty())
+	Expect(conditionReason(getPool(sc.pool), afv1.ConditionReady)).To(Equal(afv1.ReasonInvalidIPAddress))
+	var warned bool
+	for _, e := range poolEvents(ctx, sc.pool) {
+		warned = warned || (e.Type == "Warning" && e.Reason == afv1.ReasonInvalidIPAddress && strings.Contains(e.Message, event))
+	}
+	Expect(warned).To(BeTrue(), "a Warning Event says why: %s", event)
+}
