@@ -82,7 +82,6 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 	if err != nil {
 		return err
 	}
-	vms := poolVMsOf(marked, string(s.pool.UID))
 	known := sets.New[string]()
 	for _, va := range s.vas {
 		known.Insert(string(va.UID))
@@ -94,8 +93,9 @@ func (r *Reconciler) scanOrphans(ctx context.Context, s *poolScope) error {
 	for _, va := range list.Items {
 		known.Insert(string(va.UID))
 	}
-	// Copies carry the marker too (clones keep extraConfig): they are reported, never cleaned.
-	originals, copies := splitCopies(vms, string(s.pool.UID))
+	// Copies carry the marker too (clones keep extraConfig): they are reported, never cleaned. Other
+	// pools' VMs in the shared listing are left out here.
+	originals, copies := splitCopies(marked, string(s.pool.UID))
 	r.reportCopies(s, copies)
 	for _, vm := range originals {
 		if known.Has(vm.Ownership.OwnerUID) {

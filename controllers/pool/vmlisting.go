@@ -82,14 +82,3 @@ func finished(l *markedVMListing) bool {
 func orphanListingMaxAge(scanInterval time.Duration) time.Duration {
 	return scanInterval / 10
 }
-
-// poolVMsOf picks the VMs whose marker names poolUID out of a shared listing.
-func poolVMsOf(marked []vsphere.VMInfo, poolUID string) []vsphere.VMInfo {
-	var out []vsphere.VMInfo
-	for _, vm := range marked {
-		if poolUID != "" && vm.Ownership.PoolUID == poolUID {
-			out = append(out, vm)
-		}
-	}
-	return out
-}

@@ -16,18 +16,18 @@ func TestPoolsShareTheMarkedVMListing(t *testing.T) {
 	var l markedVMListings
 	var reads atomic.Int32
 	vms := []vsphere.VMInfo{
-		{Name: "a-1", Ownership: vsphere.Ownership{PoolUID: "pool-a", OwnerUID: "1"}},
-		{Name: "b-1", Ownership: vsphere.Ownership{PoolUID: "pool-b", OwnerUID: "2"}},
+		{Name: "a-1", InstanceUUID: "1", Ownership: vsphere.Ownership{PoolUID: "pool-a", OwnerUID: "1"}},
+		{Name: "b-1", InstanceUUID: "2", Ownership: vsphere.Ownership{PoolUID: "pool-b", OwnerUID: "2"}},
 	}
 	read := func(context.Context) ([]vsphere.VMInfo, error) { reads.Add(1); return vms, nil }
 	now := time.Unix(1000, 0)
 	key := listingKey("vc", "user", "dc")
 
 	got, _ := l.list(ctx, key, now, time.Minute, read)
-	if a := poolVMsOf(got, "pool-a"); len(a) != 1 || a[0].Name != "a-1" {
+	if a, _ := splitCopies(got, "pool-a"); len(a) != 1 || a[0].Name != "a-1" {
 		t.Fatalf("pool-a's VMs: %+v", a)
 	}
-	if b, _ := l.list(ctx, key, now.Add(59*time.Second), time.Minute, read); len(poolVMsOf(b, "pool-b")) != 1 || reads.Load() != 1 {
+	if b, _ := l.list(ctx, key, now.Add(59*time.Second), time.Minute, read); len(originalsOf(b, "pool-b")) != 1 || reads.Load() != 1 {
 		t.Fatalf("a second pool within the window listed again (%d reads) or lost its VM", reads.Load())
 	}
 	if _, _ = l.list(ctx, listingKey("vc", "other-user", "dc"), now, time.Minute, read); reads.Load() != 2 {
@@ -36,7 +36,7 @@ func TestPoolsShareTheMarkedVMListing(t *testing.T) {
 	if _, _ = l.list(ctx, key, now.Add(time.Minute), time.Minute, read); reads.Load() != 3 {
 		t.Errorf("a listing as old as the window was reused (%d reads)", reads.Load())
 	}
-	if len(poolVMsOf(vms, "")) != 0 {
+	if len(originalsOf(vms, "")) != 0 {
 		t.Error("an empty pool UID picked VMs")
 	}
 }
@@ -104,4 +104,9 @@ func TestScansWaitForTheListingUnderWay(t *testing.T) {
 	if _, err := l2.list(cancelled, key, now, time.Minute, read); !errors.Is(err, context.Canceled) {
 		t.Errorf("a waiting scan whose pass ended got %v, want its context's error", err)
 	}
+}
+
+func originalsOf(vms []vsphere.VMInfo, poolUID string) []vsphere.VMInfo {
+	originals, _ := splitCopies(vms, poolUID)
+	return originals
 }
