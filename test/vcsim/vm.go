@@ -208,6 +208,8 @@ func (e *Env) SetCDROMISO(v *VM, key int32, iso string) error {
 		for _, d := range v.Config.Hardware.Device {
 			if cd, ok := d.(*types.VirtualCdrom); ok && cd.Key == key {
 				cd.Backing = &types.VirtualCdromIsoBackingInfo{VirtualDeviceFileBackingInfo: types.VirtualDeviceFileBackingInfo{FileName: iso}}
+				// vCenter gives every configuration change a new config.changeVersion, whoever made it.
+				ctx.Update(v, []types.PropertyChange{{Name: "config.changeVersion", Val: fmt.Sprint(time.Now().UnixNano())}})
 				return
 			}
 		}

@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/vmware/govmomi/vim25/soap"
 	corev1 "k8s.io/api/core/v1"
@@ -169,12 +171,43 @@ type soapCalls struct {
 	soap.RoundTripper
 	n        *atomic.Int64
 	byMethod *methodCounts
+	bySite   *methodCounts // by method and call site (callSite)
 }
 
 func (c soapCalls) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
 	c.n.Add(1)
-	c.byMethod.add(strings.TrimSuffix(strings.TrimPrefix(reflect.TypeOf(req).String(), "*methods."), "Body"))
+	method := strings.TrimSuffix(strings.TrimPrefix(reflect.TypeOf(req).String(), "*methods."), "Body")
+	c.byMethod.add(method)
+	if c.bySite != nil {
+		c.bySite.add(method + " " + callSite())
+	}
 	return c.RoundTripper.RoundTrip(ctx, req, res)
+}
+
+// callSite names who made a SOAP call: the vSphere client's exported method (the operation) and the
+// operator's function that called it, e.g. "via LookupVMs from vsphereagent.(*Reconciler).observeVMs".
+// It tells which operation's calls to cut when the calls per VM are over budget.
+func callSite() string {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	const module = "github.com/containeroo/agent-forge-operator/"
+	op, from := "?", "?"
+	for {
+		f, more := frames.Next()
+		name, ok := strings.CutPrefix(f.Function, module)
+		if ok {
+			if rest, isClient := strings.CutPrefix(name, "internal/vsphere.(*client)."); isClient && rest != "" && unicode.IsUpper(rune(rest[0])) {
+				op = strings.SplitN(rest, ".", 2)[0]
+			} else if strings.HasPrefix(name, "controllers/") {
+				from = strings.TrimPrefix(name, "controllers/")
+				break
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return "via " + op + " from " + from
 }
 
 // methodCounts counts calls by SOAP method; snapshot and since give the calls of a window.

@@ -155,7 +155,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	// pace: -provider-workers 1 measures that.
 	wo := world.Options{Namespaces: namespaces, InstallDelay: time.Second, Loops: true, Reader: worldCache, Workers: 10, ProviderWorkers: *providerWorkers}
 	if *serialWorld { // the world before: one serial pass of every behaviour, lists from the API server
-		wo = world.Options{Namespaces: namespaces, InstallDelay: time.Second}
+		wo = world.Options{Namespaces: namespaces, InstallDelay: time.Second, Reader: h.Client}
 	}
 	wo.InfraEnvFor = harness.BenchInfraEnv
 	w, err := h.StartWorld(wo, 500*time.Millisecond)
@@ -165,9 +165,9 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 
 	writes := &apiWrites{}
 	var soapN atomic.Int64
-	soapByMethod := &methodCounts{}
+	soapByMethod, soapBySite := &methodCounts{}, &methodCounts{}
 	sessions := vsphere.NewSessions(vsphere.SessionOptions{WrapRoundTripper: func(rt soap.RoundTripper) soap.RoundTripper {
-		return soapCalls{RoundTripper: rt, n: &soapN, byMethod: soapByMethod}
+		return soapCalls{RoundTripper: rt, n: &soapN, byMethod: soapByMethod, bySite: soapBySite}
 	}})
 	if _, err := h.StartManagerInProcess(harness.InProcessOptions{
 		Controllers: controllers.Options{Services: controllers.Services{Sessions: sessions}},
@@ -215,7 +215,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		return err
 	}
 	writesBefore, soapBefore := writes.total.Load(), soapN.Load()
-	conflictsBefore, soapMethodsBefore := writes.conflicts.Load(), soapByMethod.snapshot()
+	conflictsBefore, soapMethodsBefore, soapSitesBefore := writes.conflicts.Load(), soapByMethod.snapshot(), soapBySite.snapshot()
 	retriesBefore := readRetries(ctrlmetrics.Registry, reconcileErrs)
 	phasesBefore := readPhaseTimes(ctrlmetrics.Registry)
 	writes.record()
@@ -301,6 +301,13 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	logf("operator vSphere calls while provisioning, by method:")
 	for _, t := range soapByMethod.since(soapMethodsBefore) {
 		logf("  %6d  %-40s %5.2f/VM", t.n, t.what, float64(t.n)/float64(max(vms, 1)))
+	}
+	logf("operator vSphere calls while provisioning, by method and call site, top 15:")
+	for i, t := range soapBySite.since(soapSitesBefore) {
+		if i == 15 {
+			break
+		}
+		logf("  %6d  %5.2f/VM  %s", t.n, float64(t.n)/float64(max(vms, 1)), t.what)
 	}
 	retries := readRetries(ctrlmetrics.Registry, reconcileErrs).since(retriesBefore)
 	retries.log(vms)

@@ -21,7 +21,7 @@ func (d *Driver) registerAgents(ctx context.Context) error {
 		d.setVMs(nil, false)
 		return nil
 	}
-	vms, err := poweredOnVMs(ctx, d.vc, d.opts.Datacenter)
+	vms, err := d.vmReads.poweredOnVMs(ctx, d.vc, d.opts.Datacenter)
 	if err != nil {
 		d.setVMs(nil, false)
 		return err

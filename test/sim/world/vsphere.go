@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vmware/govmomi/fault"
@@ -87,8 +88,32 @@ func AgentNameFor(biosUUID string) string {
 	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
 }
 
+// vmReads keeps the last full read of each powered-on VM, keyed by its reference, with the
+// config.changeVersion and boot time it was read at. vCenter changes config.changeVersion on every change
+// of a VM's configuration (vSphere API reference, VirtualMachineConfigInfo.changeVersion), so a pass reads
+// the small properties of every VM and the full configuration (devices, extra config, boot order) only of
+// the VMs that changed or booted since, as a client watching many VMs does. Reading every VM in full on
+// every pass made the world the largest CPU user of the scenario suite's process.
+type vmReads struct {
+	mu    sync.Mutex
+	byRef map[types.ManagedObjectReference]vmRead
+}
+
+type vmRead struct {
+	version  string
+	bootTime time.Time
+	vm       VM // without Name and Folder, which are read every pass
+}
+
+// vmSummaryProps are read of every VM on every pass; vmConfigProps of the VMs whose configuration changed
+// or that booted since the last full read.
+var (
+	vmSummaryProps = []string{"name", "parent", "runtime.powerState", "config.changeVersion", "summary.runtime.bootTime"}
+	vmConfigProps  = []string{"config.uuid", "config.instanceUuid", "config.hardware", "config.extraConfig", "config.bootOptions"}
+)
+
 // poweredOnVMs lists the powered-on VMs of the datacenter with their identity.
-func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM, error) {
+func (r *vmReads) poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM, error) {
 	finder := find.NewFinder(c, false)
 	var (
 		dc interface {
@@ -110,51 +135,54 @@ func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM
 	}
 	defer func() { _ = v.Destroy(context.WithoutCancel(ctx)) }()
 
-	var mvms []mo.VirtualMachine
-	props := []string{"name", "parent", "runtime.powerState", "config.uuid", "config.instanceUuid", "config.hardware",
-		"config.extraConfig", "config.bootOptions", "summary.runtime.bootTime"}
-	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, props, &mvms); err != nil {
+	var summaries []mo.VirtualMachine
+	if err := v.Retrieve(ctx, []string{"VirtualMachine"}, vmSummaryProps, &summaries); err != nil {
 		return nil, fmt.Errorf("listing VMs: %w", err)
 	}
-	folders := map[types.ManagedObjectReference]string{}
-	out := make([]VM, 0, len(mvms))
-	for _, m := range mvms {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byRef == nil {
+		r.byRef = map[types.ManagedObjectReference]vmRead{}
+	}
+	seen := map[types.ManagedObjectReference]bool{}
+	var stale []types.ManagedObjectReference
+	for _, m := range summaries {
 		if m.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || m.Config == nil {
 			continue
 		}
-		vm := VM{Name: m.Name, BIOSUUID: m.Config.Uuid, InstanceUUID: m.Config.InstanceUuid,
-			NumCPU: m.Config.Hardware.NumCPU, MemoryMB: m.Config.Hardware.MemoryMB}
-		for _, o := range m.Config.ExtraConfig {
-			if ov := o.GetOptionValue(); strings.EqualFold(ov.Key, "disk.EnableUUID") {
-				vm.DiskUUIDEnabled = strings.EqualFold(fmt.Sprint(ov.Value), "true")
+		seen[m.Self] = true
+		if got, ok := r.byRef[m.Self]; !ok || got.version != m.Config.ChangeVersion || !got.bootTime.Equal(bootTimeOf(m)) {
+			stale = append(stale, m.Self)
+		}
+	}
+	for ref := range r.byRef {
+		if !seen[ref] {
+			delete(r.byRef, ref)
+		}
+	}
+	if len(stale) > 0 {
+		var full []mo.VirtualMachine
+		if err := property.DefaultCollector(c).Retrieve(ctx, stale, append(vmConfigProps, "config.changeVersion", "summary.runtime.bootTime"), &full); err != nil {
+			if !fault.Is(err, &types.ManagedObjectNotFound{}) {
+				return nil, fmt.Errorf("reading VMs: %w", err)
+			}
+			full = nil // one of them went away since the listing: read them again next pass
+		}
+		for _, m := range full {
+			if m.Config != nil {
+				r.byRef[m.Self] = vmRead{version: m.Config.ChangeVersion, bootTime: bootTimeOf(m), vm: vmFromConfig(m)}
 			}
 		}
-		vm.CDROMBootsFirst = cdromBootsFirst(m.Config.BootOptions)
-		if t := m.Summary.Runtime.BootTime; t != nil {
-			vm.BootTime = *t
+	}
+	folders := map[types.ManagedObjectReference]string{}
+	out := make([]VM, 0, len(seen))
+	for _, m := range summaries {
+		got, ok := r.byRef[m.Self]
+		if !ok || !seen[m.Self] {
+			continue
 		}
-		for _, dev := range m.Config.Hardware.Device {
-			switch d := dev.(type) {
-			case *types.VirtualDisk:
-				disk := Disk{CapacityBytes: d.CapacityInBytes}
-				if disk.CapacityBytes == 0 {
-					disk.CapacityBytes = d.CapacityInKB * 1024
-				}
-				if b, ok := d.Backing.(*types.VirtualDiskFlatVer2BackingInfo); ok {
-					disk.UUID = b.Uuid
-				}
-				vm.Disks = append(vm.Disks, disk)
-			case types.BaseVirtualEthernetCard:
-				if vm.MAC == "" {
-					vm.MAC = strings.ToLower(d.GetVirtualEthernetCard().MacAddress)
-				}
-				vm.MACs = append(vm.MACs, strings.ToLower(d.GetVirtualEthernetCard().MacAddress))
-			case *types.VirtualCdrom:
-				if b, ok := d.Backing.(*types.VirtualCdromIsoBackingInfo); ok && vm.ISOPath == "" && cdromConnected(d) {
-					vm.ISOPath = b.FileName
-				}
-			}
-		}
+		vm := got.vm
+		vm.Name = m.Name
 		if m.Parent != nil {
 			name, ok := folders[*m.Parent]
 			if !ok {
@@ -169,6 +197,48 @@ func poweredOnVMs(ctx context.Context, c *vim25.Client, datacenter string) ([]VM
 		out = append(out, vm)
 	}
 	return out, nil
+}
+
+func bootTimeOf(m mo.VirtualMachine) time.Time {
+	if t := m.Summary.Runtime.BootTime; t != nil {
+		return *t
+	}
+	return time.Time{}
+}
+
+// vmFromConfig is what a booted host reports of itself, from its VM's configuration.
+func vmFromConfig(m mo.VirtualMachine) VM {
+	vm := VM{BIOSUUID: m.Config.Uuid, InstanceUUID: m.Config.InstanceUuid,
+		NumCPU: m.Config.Hardware.NumCPU, MemoryMB: m.Config.Hardware.MemoryMB, BootTime: bootTimeOf(m)}
+	for _, o := range m.Config.ExtraConfig {
+		if ov := o.GetOptionValue(); strings.EqualFold(ov.Key, "disk.EnableUUID") {
+			vm.DiskUUIDEnabled = strings.EqualFold(fmt.Sprint(ov.Value), "true")
+		}
+	}
+	vm.CDROMBootsFirst = cdromBootsFirst(m.Config.BootOptions)
+	for _, dev := range m.Config.Hardware.Device {
+		switch d := dev.(type) {
+		case *types.VirtualDisk:
+			disk := Disk{CapacityBytes: d.CapacityInBytes}
+			if disk.CapacityBytes == 0 {
+				disk.CapacityBytes = d.CapacityInKB * 1024
+			}
+			if b, ok := d.Backing.(*types.VirtualDiskFlatVer2BackingInfo); ok {
+				disk.UUID = b.Uuid
+			}
+			vm.Disks = append(vm.Disks, disk)
+		case types.BaseVirtualEthernetCard:
+			if vm.MAC == "" {
+				vm.MAC = strings.ToLower(d.GetVirtualEthernetCard().MacAddress)
+			}
+			vm.MACs = append(vm.MACs, strings.ToLower(d.GetVirtualEthernetCard().MacAddress))
+		case *types.VirtualCdrom:
+			if b, ok := d.Backing.(*types.VirtualCdromIsoBackingInfo); ok && vm.ISOPath == "" && cdromConnected(d) {
+				vm.ISOPath = b.FileName
+			}
+		}
+	}
+	return vm
 }
 
 // stillPoweredOn reads a listed VM again by its BIOS UUID: whether it still exists and runs.

@@ -112,6 +112,8 @@ type Driver struct {
 	// writes counts API writes (atomic: workers of several behaviours write at once).
 	writes atomic.Int64
 
+	vmReads vmReads // the VMs' last full reads (registerAgents)
+
 	stateMu  sync.Mutex // guards the fields below; never held across an API or SOAP call
 	binding  bool
 	register func(VM) bool
