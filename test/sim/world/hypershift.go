@@ -43,7 +43,7 @@ func (d *Driver) SetReplicas(ctx context.Context, nodePool types.NamespacedName,
 	}
 	d.wrote()
 	defer d.lock(phaseNodePools)()
-	return d.renderNodePool(ctx, np, true)
+	return d.renderNodePool(withLiveReads(ctx), np, true)
 }
 
 // MachinesOf returns the Machines CAPI made for a NodePool (deleting ones included).

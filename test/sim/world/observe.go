@@ -27,6 +27,7 @@ type MachineView struct {
 
 // Observe returns the NodePool's Machines, sorted by name, with their AgentMachine's state.
 func (d *Driver) Observe(ctx context.Context, nodePool types.NamespacedName) ([]MachineView, error) {
+	ctx = withLiveReads(ctx) // a test's direct request acts on what the test just wrote
 	machines, err := d.MachinesOf(ctx, nodePool)
 	if err != nil {
 		return nil, err

@@ -427,6 +427,7 @@ func (d *Driver) resyncAgent(ctx context.Context, agent, am *unstructured.Unstru
 // It returns ErrNotSuitable (wrapped) when the provider would not pair them, and the API error
 // (e.g. a conflict) when the write fails.
 func (d *Driver) ReserveAgent(ctx context.Context, agent, agentMachine types.NamespacedName) error {
+	ctx = withLiveReads(ctx) // a test's direct request acts on what the test just wrote
 	defer d.lock(phaseBinding)()
 	am := newObject(AgentMachineGVK)
 	if err := d.c.Get(ctx, agentMachine, am); err != nil {
@@ -487,6 +488,7 @@ func (d *Driver) viewOf(ctx context.Context, am *unstructured.Unstructured) (amV
 // operator, wrote one of the objects first) is retried from a fresh read, as the provider's requeue
 // would; a reservation interrupted half-way resumes with the AgentMachine its label names.
 func (d *Driver) ReserveAgentForAnyWaiting(ctx context.Context, agent types.NamespacedName) (types.NamespacedName, error) {
+	ctx = withLiveReads(ctx) // a test's direct request acts on what the test just wrote
 	defer d.lock(phaseBinding)()
 	var reserved types.NamespacedName
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -375,7 +375,7 @@ func (d *Driver) inScope(ns string) bool {
 // set, else from the API server. Only for objects the caller does not write back from the read: a
 // cache may lag, and the real controllers' writes after such a read are resourceVersion-checked.
 func (d *Driver) read(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-	if d.opts.Reader != nil {
+	if d.opts.Reader != nil && !liveReads(ctx) {
 		return d.opts.Reader.Get(ctx, key, obj)
 	}
 	return d.c.Get(ctx, key, obj)
@@ -385,7 +385,7 @@ func (d *Driver) read(ctx context.Context, key client.ObjectKey, obj client.Obje
 // cluster-wide list filtered here is far cheaper than a list per namespace.
 func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOption) ([]*unstructuredObj, error) {
 	var reader client.Reader = d.c
-	if d.opts.Reader != nil {
+	if d.opts.Reader != nil && !liveReads(ctx) {
 		// A cache's objects are shared: the world copies what it changes (see listInPass).
 		reader, opts = d.opts.Reader, append(opts[:len(opts):len(opts)], client.UnsafeDisableDeepCopy)
 	}
@@ -417,6 +417,17 @@ func (d *Driver) list(ctx context.Context, gvk schemaGVK, opts ...client.ListOpt
 	}
 	return out, nil
 }
+
+type liveReadsKey struct{}
+
+// withLiveReads makes the world's reads under ctx go to the API server even when it has a cache: for
+// what a test asks of the world directly (SetReplicas), which acts once on what the test just wrote
+// instead of reacting again at the next change as a controller would.
+func withLiveReads(ctx context.Context) context.Context {
+	return context.WithValue(ctx, liveReadsKey{}, true)
+}
+
+func liveReads(ctx context.Context) bool { v, _ := ctx.Value(liveReadsKey{}).(bool); return v }
 
 // passCache holds lists taken during one pass (Step) or one run of a loop, valid while the world
 // has written nothing since (an idle pass lists each kind once).
