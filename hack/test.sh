@@ -32,13 +32,17 @@ go test "${flags[@]}" -run '^$' ./controllers/ >/dev/null
 
 suite="$(go list ./controllers/)"
 # The other packages, the longest first: go test starts builds and runs in the order it is given, and in
-# alphabetical order the longest ones (the chaos campaign, the image build, the e2e suite) started last and
-# ran on after everything else, one core idle (2026-12-07: 600 s at the end with the CPU half idle).
+# alphabetical order the longest ones (the image build, the e2e suite) started late and ran on after
+# everything else, one core idle (2026-12-07: 600 s at the end with the CPU half idle). The chaos campaign
+# goes last on purpose: its invariants bound how long demand may wait, and beside both shards at load 15 one
+# of its runs missed a 45 s bound that it keeps alone (2026-12-07, seed 168961152 run 14).
 module="$(go list -m)"
-longest=(test/chaos hack/imagebuild test/e2e internal/vsphere test/sim/world test/olm/realolm test/rbac controllers/vsphereagent)
+longest=(hack/imagebuild test/e2e internal/vsphere test/sim/world test/olm/realolm test/rbac controllers/vsphereagent)
+last=(test/chaos)
 mapfile -t others < <(
   printf '%s\n' "${longest[@]/#/$module/}"
-  go list ./... | grep -vxF -e "$suite" "${longest[@]/#/-e$module/}"
+  go list ./... | grep -vxF -e "$suite" "${longest[@]/#/-e$module/}" "${last[@]/#/-e$module/}"
+  printf '%s\n' "${last[@]/#/$module/}"
 )
 
 mainlog="$(mktemp)"
