@@ -58,8 +58,8 @@ var (
 	kubeconfig []byte
 	// worldCache serves every world driver's reads of this process from watches, as the real HyperShift,
 	// CAPI, Agent provider and assisted-service controllers read (informer caches). Without it each
-	// world listed every kind it plays from the API server ten times a second, which made the API server
-	// and the decoding in this -race process the largest CPU users of make test.
+	// world listed every kind it plays from the API server ten times a second. Not given to the worlds by
+	// default until the make test failures seen with it (2026-12-07) are understood.
 	worldCache     cache.Cache
 	stopWorldCache context.CancelFunc
 )
@@ -294,9 +294,7 @@ func startWorldOn(sim *vcsim.Env, s *world.Scenario, o world.Options) *world.Dri
 	Expect(err).NotTo(HaveOccurred())
 	o.Client, o.VSphere, o.Datacenter, o.Kubeconfig = k8s, gc.Client, vcsim.Datacenter, kubeconfig
 	o.Namespaces = s.Namespaces()
-	if o.Reader == nil {
-		o.Reader = worldCache
-	}
+	// worldCache (o.Reader = worldCache) is not the default: make test went red with it (see worldCache).
 	if o.InfraEnv == nil && o.InfraEnvFor == nil {
 		// One simulator serves every test: only VMs in this scenario's folder (see newPool) register here.
 		ie := s.InfraEnv

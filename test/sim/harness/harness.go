@@ -250,13 +250,6 @@ func (h *Harness) StartWorldUntil(parent context.Context, o world.Options, inter
 	if o.Kubeconfig == nil {
 		o.Kubeconfig = h.Kubeconfig
 	}
-	if o.Reader == nil {
-		c, err := h.WorldCache(parent)
-		if err != nil {
-			return nil, err
-		}
-		o.Reader = c
-	}
 	d, err := world.New(o)
 	if err != nil {
 		return nil, err
