@@ -25,7 +25,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -56,12 +55,6 @@ var (
 	// for it and for the world's hosted-cluster Secrets.
 	capi       *capicore.Process
 	kubeconfig []byte
-	// worldCache serves every world driver's reads of this process from watches, as the real HyperShift,
-	// CAPI, Agent provider and assisted-service controllers read (informer caches). Without it each
-	// world listed every kind it plays from the API server ten times a second. Not given to the worlds by
-	// default until the make test failures seen with it (2026-12-07) are understood.
-	worldCache     cache.Cache
-	stopWorldCache context.CancelFunc
 )
 
 func TestControllers(t *testing.T) {
@@ -115,12 +108,6 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfig, err = capicore.Kubeconfig(env.Config)
 	Expect(err).NotTo(HaveOccurred())
-	worldCache, err = cache.New(env.Config, cache.Options{Scheme: env.Scheme})
-	Expect(err).NotTo(HaveOccurred())
-	var cacheCtx context.Context
-	cacheCtx, stopWorldCache = context.WithCancel(context.Background())
-	go func() { _ = worldCache.Start(cacheCtx) }()
-	Expect(worldCache.WaitForCacheSync(context.Background())).To(BeTrue())
 	capi, err = capicore.Start(context.Background(), env.Config, capicore.Options{LogPath: filepath.Join(os.TempDir(), fmt.Sprintf("controllers-capi-core-%d.log", os.Getpid()))})
 	Expect(err).NotTo(HaveOccurred())
 	isoServer = sim.NewISOServer(sim.ISOServerOptions{Seed: 1, Size: 64 * 1024, Token: "s3cr3t-token"})
@@ -130,9 +117,6 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	if stopWorldCache != nil {
-		stopWorldCache()
-	}
 	if capi != nil {
 		Expect(capi.Stop()).To(Succeed())
 	}
@@ -294,7 +278,6 @@ func startWorldOn(sim *vcsim.Env, s *world.Scenario, o world.Options) *world.Dri
 	Expect(err).NotTo(HaveOccurred())
 	o.Client, o.VSphere, o.Datacenter, o.Kubeconfig = k8s, gc.Client, vcsim.Datacenter, kubeconfig
 	o.Namespaces = s.Namespaces()
-	// worldCache (o.Reader = worldCache) is not the default: make test went red with it (see worldCache).
 	if o.InfraEnv == nil && o.InfraEnvFor == nil {
 		// One simulator serves every test: only VMs in this scenario's folder (see newPool) register here.
 		ie := s.InfraEnv

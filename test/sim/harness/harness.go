@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -71,12 +70,11 @@ type Harness struct {
 	sessions *vsphere.SessionCache
 	govmomi  *govmomi.Client // the world's SOAP session
 
-	mu         sync.Mutex
-	identity   *testenv.Identity // the operator's ServiceAccount, provisioned on first use
-	worldCache cache.Cache       // the worlds' informer cache, started on first use (WorldCache)
-	stops      []namedStop       // run in reverse order by Close
-	closed     bool
-	tempDir    string
+	mu       sync.Mutex
+	identity *testenv.Identity // the operator's ServiceAccount, provisioned on first use
+	stops    []namedStop       // run in reverse order by Close
+	closed   bool
+	tempDir  string
 }
 
 type namedStop struct {
@@ -270,33 +268,6 @@ func (h *Harness) StartWorldUntil(parent context.Context, o world.Options, inter
 		}
 	})
 	return d, nil
-}
-
-// WorldCache returns the informer cache the world drivers of this harness read from (started and synced
-// on first use, stopped by Close), as the real HyperShift, CAPI, Agent provider and assisted-service
-// controllers read from theirs. A world without one lists every kind it plays from the API server on
-// each pass, which costs the API server and the test process more CPU than everything else they do.
-func (h *Harness) WorldCache(ctx context.Context) (cache.Cache, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.worldCache != nil {
-		return h.worldCache, nil
-	}
-	c, err := cache.New(h.Env.Config, cache.Options{Scheme: h.Env.Scheme})
-	if err != nil {
-		return nil, fmt.Errorf("the world's cache: %w", err)
-	}
-	cacheCtx, cancel := context.WithCancel(context.Background())
-	go func() { _ = c.Start(cacheCtx) }()
-	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
-	defer cancelSync()
-	if !c.WaitForCacheSync(syncCtx) {
-		cancel()
-		return nil, errors.New("the world's cache did not sync within a minute")
-	}
-	h.worldCache = c
-	h.stops = append(h.stops, namedStop{"world cache", func() error { cancel(); return nil }})
-	return c, nil
 }
 
 // WriteKubeconfig writes a kubeconfig for a cluster-admin user of the API server to path
