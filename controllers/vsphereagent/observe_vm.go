@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,10 +30,14 @@ type vmChecks struct {
 	m       sync.Map
 	fetched sync.Map // UID -> fetchedRead
 	missing sync.Map // UID -> time.Time: when a look-up first found no VM (goneStep confirms it)
+	readAt  sync.Map // UID -> time.Time: when a pool read last read the VM (readPool)
 	// poweredOn holds the report of a power-on this process did (UID -> message) until a status saying
 	// VMPoweredOn is written: a pass whose write conflicts would otherwise lose it, and the next look-up
 	// finds the VM running and reports only that.
 	poweredOn sync.Map
+	// reads runs one look-up per pool and datacenter at a time: passes whose checks fall due together
+	// (a pool's checks align on its shared reads) wait for that one call instead of each making its own.
+	reads singleflight.Group
 }
 
 // fetchedRead is a VM read by another VsphereAgent's look-up (lookUpVM), waiting for its own pass.
@@ -60,6 +65,7 @@ func (c *vmChecks) forget(uid types.UID) {
 	c.m.Delete(uid)
 	c.fetched.Delete(uid)
 	c.missing.Delete(uid)
+	c.readAt.Delete(uid)
 	c.poweredOn.Delete(uid)
 }
 
@@ -266,47 +272,80 @@ func (r *Reconciler) reportPoweredOn(s *vmScope, msg string) {
 }
 
 // lookUpVM reads the VM for observeVM and returns when it was read. A read fetched along with another
-// VM's look-up is used while younger than VMCheckInterval. Otherwise the VMs of the same pool and
-// datacenter due within half an interval are read along in the same call (LookupVMs: one retrieval for
-// the VMs the session knows), so that a pool's look-ups cost about one call per interval instead of one
-// per VM. A VM the batch leaves out (reference not known, gone, instance UUID changed) is looked up
-// alone by instance UUID only: a clone may carry the BIOS UUID, never our instance UUID and marker.
+// VM's look-up is used while younger than VMCheckInterval. Otherwise one call reads every VM of the same
+// pool and datacenter (LookupVMs: one retrieval for the VMs the session knows), the ones not due yet
+// included: each of them reports from that read when its own check falls due and is paced from the
+// read's time, so a pool's checks align on one call per interval, whenever its VMs were created.
+// Passes due at the same moment share the call in flight (checks.reads). A VM the shared read leaves
+// out (reference not known, gone, instance UUID changed) is looked up alone by instance UUID only: a
+// clone may carry the BIOS UUID, never our instance UUID and marker.
 func (r *Reconciler) lookUpVM(ctx context.Context, s *vmScope, vs vsphere.Client, now time.Time) (*vsphere.VMInfo, time.Time, error) {
-	va, every := s.va, r.Opts.VMCheckInterval
-	if v, ok := r.checks.fetched.LoadAndDelete(va.UID); ok {
-		if f := v.(fetchedRead); now.Sub(f.at) < every {
-			return f.info, f.at, nil
-		}
+	va := s.va
+	if info, at, ok := r.takeFetched(va.UID, now); ok {
+		return info, at, nil
 	}
 	dc := poolspec.DatacenterOf(va, s.pool)
-	if peers := r.duePeers(ctx, s, dc, now); len(peers) > 0 {
-		uuids := []string{va.Status.VM.InstanceUUID}
-		for _, uuid := range peers {
-			uuids = append(uuids, uuid)
-		}
-		if got, err := vs.LookupVMs(ctx, dc, uuids); err == nil {
-			for uid, uuid := range peers {
-				if info, ok := got[strings.ToLower(uuid)]; ok {
-					r.checks.fetched.Store(uid, fetchedRead{info: info, at: now})
-				}
-			}
-			if info, ok := got[strings.ToLower(va.Status.VM.InstanceUUID)]; ok {
-				return info, now, nil
-			}
-		}
+	key := s.pool.Namespace + "/" + s.pool.Name + "@" + dc
+	_, _, _ = r.checks.reads.Do(key, func() (any, error) {
+		r.readPool(ctx, s, vs, dc, now)
+		return nil, nil
+	})
+	if info, at, ok := r.takeFetched(va.UID, now); ok {
+		return info, at, nil
 	}
 	info, err := vs.FindVM(ctx, dc, va.Status.VM.InstanceUUID, "")
 	return info, now, err
 }
 
-// duePeers lists, by UID, the instance UUIDs of the other VMs of s's pool in datacenter dc whose
-// look-up is due within half an interval and that have no fetched read waiting.
-func (r *Reconciler) duePeers(ctx context.Context, s *vmScope, dc string, now time.Time) map[types.UID]string {
+// takeFetched takes the read of uid's VM a pool read left waiting, while younger than VMCheckInterval.
+func (r *Reconciler) takeFetched(uid types.UID, now time.Time) (*vsphere.VMInfo, time.Time, bool) {
+	v, ok := r.checks.fetched.LoadAndDelete(uid)
+	if !ok {
+		return nil, time.Time{}, false
+	}
+	f := v.(fetchedRead)
+	if now.Sub(f.at) >= r.Opts.VMCheckInterval {
+		return nil, time.Time{}, false
+	}
+	return f.info, f.at, true
+}
+
+// readPool reads, in one call, the VM of s and those of the other VsphereAgents of its pool in
+// datacenter dc, and leaves each read waiting for its VsphereAgent's check (checks.fetched). A failed
+// read leaves nothing: each check then looks its VM up alone. With no peer to read along (all read
+// recently) it reads nothing, and s's VM is looked up alone.
+func (r *Reconciler) readPool(ctx context.Context, s *vmScope, vs vsphere.Client, dc string, now time.Time) {
+	peers := r.poolPeers(ctx, s, dc, now)
+	if len(peers) == 0 {
+		return
+	}
+	peers[s.va.UID] = s.va.Status.VM.InstanceUUID
+	uuids := make([]string, 0, len(peers))
+	for _, uuid := range peers {
+		uuids = append(uuids, uuid)
+	}
+	got, err := vs.LookupVMs(ctx, dc, uuids)
+	if err != nil {
+		return
+	}
+	for uid, uuid := range peers {
+		if info, ok := got[strings.ToLower(uuid)]; ok {
+			r.checks.fetched.Store(uid, fetchedRead{info: info, at: now})
+			r.checks.readAt.Store(uid, now)
+		}
+	}
+}
+
+// poolPeers lists, by UID, the instance UUIDs of the other VMs of s's pool in datacenter dc that are
+// checked (created, not released, failed or being deleted), have no fetched read waiting and were not
+// read by a pool read in the last half interval (a VM that was never read is always taken along: that is
+// what aligns a pool's checks whatever its VMs' creation times).
+func (r *Reconciler) poolPeers(ctx context.Context, s *vmScope, dc string, now time.Time) map[types.UID]string {
+	out := map[types.UID]string{}
 	list := &afv1.VsphereAgentList{}
 	if err := r.List(ctx, list, client.InNamespace(s.va.Namespace), client.MatchingFields{watch.IndexPoolRef: s.pool.Name}); err != nil {
-		return nil
+		return out
 	}
-	out := map[types.UID]string{}
 	for i := range list.Items {
 		p := &list.Items[i]
 		switch {
@@ -320,9 +359,10 @@ func (r *Reconciler) duePeers(ctx context.Context, s *vmScope, dc string, now ti
 		if _, waiting := r.checks.fetched.Load(p.UID); waiting {
 			continue
 		}
-		if left, _ := r.checks.due(p.UID, now, r.Opts.VMCheckInterval); left <= r.Opts.VMCheckInterval/2 {
-			out[p.UID] = p.Status.VM.InstanceUUID
+		if at, ok := r.checks.readAt.Load(p.UID); ok && now.Sub(at.(time.Time)) < r.Opts.VMCheckInterval/2 {
+			continue
 		}
+		out[p.UID] = p.Status.VM.InstanceUUID
 	}
 	return out
 }

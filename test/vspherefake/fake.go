@@ -89,6 +89,8 @@ type Fake struct {
 	capacity vsphere.Capacity
 	devices  vsphere.HostDevices
 	modules  moduleState
+	// lookupRTT is how long a LookupVMs call takes in real time (SetLookupRoundTrip).
+	lookupRTT time.Duration
 }
 
 type fakeFile struct {
@@ -125,6 +127,15 @@ func (f *Fake) SetHostDevices(h vsphere.HostDevices) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.devices = h
+}
+
+// SetLookupRoundTrip makes every LookupVMs call take d of real time before it answers, outside the
+// fake's lock, as a vCenter round trip does: for tests of look-ups that overlap in time (passes running
+// concurrently), not of anything paced by a clock.
+func (f *Fake) SetLookupRoundTrip(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lookupRTT = d
 }
 
 // FailNext makes the next len(errs) calls of m fail with errs, in order (nil lets a call through).
@@ -304,6 +315,10 @@ func (f *Fake) FindVM(_ context.Context, datacenter, instanceUUID, biosUUID stri
 
 // LookupVMs reads the VMs that exist by instance UUID in one call; absent ones are left out.
 func (f *Fake) LookupVMs(_ context.Context, datacenter string, instanceUUIDs []string) (map[string]*vsphere.VMInfo, error) {
+	f.mu.Lock()
+	rtt := f.lookupRTT
+	f.mu.Unlock()
+	time.Sleep(rtt)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call(LookupVMs); err != nil {
