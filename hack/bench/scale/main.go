@@ -234,7 +234,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 	want := nPools * perPool
 	progress := &sampler{c: worldCache, vc: vc.Client, gatherer: ctrlmetrics.Registry, world: w, start: start,
 		throttled: func() int { return int(writes.throttled.Load()) }}
-	logf("progress every %s: the pipeline (machines and registered/bound: the world; requested, created, powered on, prepared: the operator), the operator's queues, the world's pass", 2*sampleEvery)
+	logf("progress every %s: the pipeline (machines, asked (AgentMachines the provider marked NoSuitableAgents or bound) and registered/bound: the world; requested, created, powered on, prepared: the operator), the operator's queues, the world's pass", 2*sampleEvery)
 	bindCtx, cancelBind := context.WithTimeout(ctx, bindTimeout)
 	err = progress.run(bindCtx, sampleEvery, 2, func(s sample) bool { return s.Counts[stageBound] >= want })
 	cancelBind()

@@ -13,6 +13,7 @@ type stage int
 
 const (
 	stageMachines   stage = iota // AgentMachines rendered (world: HyperShift/CAPI)
+	stageAsked                   // AgentMachines the Agent CAPI provider answered: waiting (NoSuitableAgents) or bound
 	stageRequested               // VsphereAgents (operator: pool controller)
 	stageCreated                 // VMs in the simulator (operator: VsphereAgent controller)
 	stagePoweredOn               // of those, powered on (operator: VsphereAgent controller)
@@ -29,6 +30,7 @@ const (
 
 var stages = [numStages]struct{ name, owner, actor string }{
 	{"machines", ownerWorld, "HyperShift/CAPI rendering Machines"},
+	{"asked", ownerWorld, "Agent CAPI provider marking AgentMachines NoSuitableAgents (the operator's demand)"},
 	{"requested", ownerOperator, "pool controller"},
 	{"created", ownerOperator, "VsphereAgent controller"},
 	{"powered on", ownerOperator, "VsphereAgent controller"},

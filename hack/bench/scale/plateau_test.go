@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// pipeline builds samples every 5 s from per-stage count rows (machines, requested, created, powered
-// on, registered, prepared, bound); edit lets a case set signals on a sample.
+// pipeline builds samples every 5 s from per-stage count rows (machines, asked, requested, created,
+// powered on, registered, prepared, bound); edit lets a case set signals on a sample.
 func pipeline(rows [][numStages]int, edit func(i int, s *sample)) []sample {
 	out := make([]sample, len(rows))
 	for i, r := range rows {
@@ -22,7 +22,7 @@ func pipeline(rows [][numStages]int, edit func(i int, s *sample)) []sample {
 
 func TestPlateaus(t *testing.T) {
 	const target = 10
-	full := [numStages]int{10, 10, 10, 10, 10, 10, 10}
+	full := [numStages]int{10, 10, 10, 10, 10, 10, 10, 10}
 	cases := []struct {
 		name    string
 		samples []sample
@@ -32,14 +32,14 @@ func TestPlateaus(t *testing.T) {
 		{
 			name: "steady progress: no plateau",
 			samples: pipeline([][numStages]int{
-				{10, 2, 2, 2, 1, 1, 0}, {10, 5, 5, 5, 3, 3, 2}, {10, 8, 8, 8, 6, 6, 5}, {10, 10, 10, 10, 9, 9, 8}, full,
+				{10, 10, 2, 2, 2, 1, 1, 0}, {10, 10, 5, 5, 5, 3, 3, 2}, {10, 10, 8, 8, 8, 6, 6, 5}, {10, 10, 10, 10, 10, 9, 9, 8}, full,
 			}, nil),
 		},
 		{
 			name: "the world registers nothing for 20 s: bound held by registered, a world plateau",
 			samples: pipeline([][numStages]int{
-				{10, 10, 10, 10, 0, 0, 0}, {10, 10, 10, 10, 0, 0, 0}, {10, 10, 10, 10, 0, 0, 0}, {10, 10, 10, 10, 0, 0, 0},
-				{10, 10, 10, 10, 0, 0, 0}, full,
+				{10, 10, 10, 10, 10, 0, 0, 0}, {10, 10, 10, 10, 10, 0, 0, 0}, {10, 10, 10, 10, 10, 0, 0, 0}, {10, 10, 10, 10, 10, 0, 0, 0},
+				{10, 10, 10, 10, 10, 0, 0, 0}, full,
 			}, func(i int, s *sample) {
 				s.World = worldSignals{Phase: "nodepools", PhaseFor: time.Duration(i) * 5 * time.Second, PassFor: time.Duration(i) * 5 * time.Second}
 			}),
@@ -51,7 +51,7 @@ func TestPlateaus(t *testing.T) {
 		{
 			name: "the world in loops: a slow registration loop is named",
 			samples: pipeline([][numStages]int{
-				{10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 2, 2, 2}, full,
+				{10, 10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 10, 2, 2, 2}, {10, 10, 10, 10, 10, 2, 2, 2}, full,
 			}, func(i int, s *sample) {
 				s.World = worldSignals{Loops: map[string]loopSignals{
 					"registration": {RunningFor: time.Duration(i) * 5 * time.Second, Runs: 3},
@@ -66,7 +66,7 @@ func TestPlateaus(t *testing.T) {
 		{
 			name: "VM creation stuck with every worker busy: worker count",
 			samples: pipeline([][numStages]int{
-				{10, 10, 4, 4, 4, 4, 4}, {10, 10, 4, 4, 4, 4, 4}, {10, 10, 4, 4, 4, 4, 4}, {10, 10, 4, 4, 4, 4, 4}, full,
+				{10, 10, 10, 4, 4, 4, 4, 4}, {10, 10, 10, 4, 4, 4, 4, 4}, {10, 10, 10, 4, 4, 4, 4, 4}, {10, 10, 10, 4, 4, 4, 4, 4}, full,
 			}, func(_ int, s *sample) { s.Op.Busy["vm"], s.Op.Queue["vm"] = 16, 40 }),
 			want: []string{
 				"created stayed at 4 for 15 s (0 s to 15 s), held by its own step (operator: worker count: all 16 vm workers busy, queue up to 40",
@@ -76,7 +76,7 @@ func TestPlateaus(t *testing.T) {
 		{
 			name: "no VsphereAgent requested while a breaker is open",
 			samples: pipeline([][numStages]int{
-				{10, 3, 3, 3, 3, 3, 3}, {10, 3, 3, 3, 3, 3, 3}, {10, 3, 3, 3, 3, 3, 3}, {10, 3, 3, 3, 3, 3, 3}, full,
+				{10, 10, 3, 3, 3, 3, 3, 3}, {10, 10, 3, 3, 3, 3, 3, 3}, {10, 10, 3, 3, 3, 3, 3, 3}, {10, 10, 3, 3, 3, 3, 3, 3}, full,
 			}, func(_ int, s *sample) { s.Op.Breakers = 2 }),
 			want: []string{
 				"requested stayed at 3 for 15 s (0 s to 15 s), held by its own step (operator: breaker: 2 pool(s) RegistrationHealthy=False",
@@ -86,7 +86,7 @@ func TestPlateaus(t *testing.T) {
 		{
 			name: "no VsphereAgent requested, queue empty, workers idle, retries rising: backoff",
 			samples: pipeline([][numStages]int{
-				{10, 3, 3, 3, 3, 3, 3}, {10, 3, 3, 3, 3, 3, 3}, {10, 3, 3, 3, 3, 3, 3}, {10, 3, 3, 3, 3, 3, 3}, full,
+				{10, 10, 3, 3, 3, 3, 3, 3}, {10, 10, 3, 3, 3, 3, 3, 3}, {10, 10, 3, 3, 3, 3, 3, 3}, {10, 10, 3, 3, 3, 3, 3, 3}, full,
 			}, func(i int, s *sample) { s.Op.Retries = 10 * i }),
 			want: []string{
 				"requested stayed at 3 for 15 s (0 s to 15 s), held by its own step (operator: backoff: 30 rate-limited requeues)",
@@ -97,7 +97,7 @@ func TestPlateaus(t *testing.T) {
 		{
 			name: "no VsphereAgent requested and nothing busy: a timer (debounce)",
 			samples: pipeline([][numStages]int{
-				{10, 0, 0, 0, 0, 0, 0}, {10, 0, 0, 0, 0, 0, 0}, {10, 0, 0, 0, 0, 0, 0}, {10, 0, 0, 0, 0, 0, 0}, full,
+				{10, 10, 0, 0, 0, 0, 0, 0}, {10, 10, 0, 0, 0, 0, 0, 0}, {10, 10, 0, 0, 0, 0, 0, 0}, {10, 10, 0, 0, 0, 0, 0, 0}, full,
 			}, nil),
 			want: []string{
 				"requested stayed at 0 for 15 s (0 s to 15 s), held by its own step (operator: timers: pool queue empty and workers idle",
@@ -106,9 +106,20 @@ func TestPlateaus(t *testing.T) {
 			idle: []bool{true, true},
 		},
 		{
+			name: "an AgentMachine the provider has not marked waiting: requested is held by asked, a world plateau",
+			samples: pipeline([][numStages]int{
+				{10, 9, 9, 9, 9, 9, 9, 9}, {10, 9, 9, 9, 9, 9, 9, 9}, {10, 9, 9, 9, 9, 9, 9, 9}, {10, 9, 9, 9, 9, 9, 9, 9}, full,
+			}, func(_ int, s *sample) { s.Op.Busy["pool"] = 4 }),
+			want: []string{
+				"asked stayed at 9 for 15 s (0 s to 15 s), held by its own step (world: Agent CAPI provider marking AgentMachines NoSuitableAgents",
+				"bound stayed at 9 for 15 s (0 s to 15 s), held by asked (world:",
+			},
+			idle: []bool{false, false},
+		},
+		{
 			name: "a stage that waits for its upstream is not reported on its own (only the last stage is)",
 			samples: pipeline([][numStages]int{
-				{10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 5, 5, 5}, full,
+				{10, 10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 10, 5, 5, 5}, full,
 			}, nil),
 			want: []string{
 				"registered stayed at 5 for 15 s",
@@ -118,14 +129,14 @@ func TestPlateaus(t *testing.T) {
 		{
 			name: "agents registered but not bound: the provider holds bound",
 			samples: pipeline([][numStages]int{
-				{10, 10, 10, 10, 10, 10, 6}, {10, 10, 10, 10, 10, 10, 6}, {10, 10, 10, 10, 10, 10, 6}, {10, 10, 10, 10, 10, 10, 6}, full,
+				{10, 10, 10, 10, 10, 10, 10, 6}, {10, 10, 10, 10, 10, 10, 10, 6}, {10, 10, 10, 10, 10, 10, 10, 6}, {10, 10, 10, 10, 10, 10, 10, 6}, full,
 			}, nil),
 			want: []string{"bound stayed at 6 for 15 s (0 s to 15 s), held by its own step (world: Agent CAPI provider binding"},
 		},
 		{
 			name: "a stall shorter than the minimum is no plateau",
 			samples: pipeline([][numStages]int{
-				{10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 5, 5, 5}, full,
+				{10, 10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 10, 5, 5, 5}, {10, 10, 10, 10, 10, 5, 5, 5}, full,
 			}, nil),
 		},
 	}
@@ -153,12 +164,12 @@ func TestHolderAt(t *testing.T) {
 		of     stage
 		want   stage
 	}{
-		{[numStages]int{10, 10, 10, 10, 10, 10, 3}, stageBound, stageBound},
-		{[numStages]int{10, 10, 10, 10, 3, 3, 3}, stageBound, stageRegistered},
-		{[numStages]int{10, 4, 4, 4, 4, 4, 4}, stageBound, stageRequested},
-		{[numStages]int{4, 4, 4, 4, 4, 4, 4}, stageBound, stageMachines},
-		{[numStages]int{10, 10, 10, 10, 10, 10, 10}, stageBound, stageMachines},
-		{[numStages]int{10, 10, 7, 7, 7, 7, 7}, stagePoweredOn, stageCreated},
+		{[numStages]int{10, 10, 10, 10, 10, 10, 10, 3}, stageBound, stageBound},
+		{[numStages]int{10, 10, 10, 10, 10, 3, 3, 3}, stageBound, stageRegistered},
+		{[numStages]int{10, 10, 4, 4, 4, 4, 4, 4}, stageBound, stageRequested},
+		{[numStages]int{4, 4, 4, 4, 4, 4, 4, 4}, stageBound, stageMachines},
+		{[numStages]int{10, 10, 10, 10, 10, 10, 10, 10}, stageBound, stageMachines},
+		{[numStages]int{10, 10, 10, 7, 7, 7, 7, 7}, stagePoweredOn, stageCreated},
 	}
 	for _, tc := range cases {
 		if got := holderAt(tc.counts, 10, tc.of); got != tc.want {

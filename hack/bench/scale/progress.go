@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
+	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -47,6 +48,11 @@ func (s *sampler) take(ctx context.Context) (sample, error) {
 		return smp, err
 	}
 	smp.Counts[stageMachines] = len(ams.Items)
+	for i := range ams.Items {
+		if answered(&ams.Items[i]) {
+			smp.Counts[stageAsked]++
+		}
+	}
 
 	var vas afv1.VsphereAgentList
 	if err := s.c.List(ctx, &vas); err != nil {
@@ -252,4 +258,16 @@ func progressLine(smp sample) string {
 		fmt.Fprintf(&b, " | world between passes (last %.1fs)", smp.World.LastPass.Seconds())
 	}
 	return b.String()
+}
+
+// answered reports whether the Agent CAPI provider has answered an AgentMachine: an Agent reserved
+// (status.agentRef), or AgentReserved (or Ready) False with NoSuitableAgents, which is the demand the
+// operator acts on. Until then the operator has nothing to act on for it.
+func answered(am *unstructured.Unstructured) bool {
+	if name, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "name"); name != "" {
+		return true
+	}
+	_, r1 := unstructuredcond.StatusReason(am, world.CondAgentReserved)
+	_, r2 := unstructuredcond.StatusReason(am, world.CondReady)
+	return r1 == world.ReasonNoSuitableAgents || r2 == world.ReasonNoSuitableAgents
 }
