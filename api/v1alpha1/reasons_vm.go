@@ -22,6 +22,14 @@ const (
 	ReasonVMPoweredOff = "VMPoweredOff"
 	// ReasonVMPoweredOn: the VM is powered on again.
 	ReasonVMPoweredOn = "VMPoweredOn"
+	// ReasonBootOrderSet: a check found the VM not booting its disk first (the reconfigure its creation
+	// started failed, or someone changed the order) before its installation finished, and put the disk
+	// first again (Normal Event).
+	ReasonBootOrderSet = "BootOrderSet"
+	// ReasonBootOrderNotDiskFirst: the VM does not boot its disk first and the operator could not, or
+	// (an installed worker) does not, change that: an installed worker would boot the discovery ISO at its
+	// next boot (VMHealthy=False and Warning Event).
+	ReasonBootOrderNotDiskFirst = "BootOrderNotDiskFirst"
 	// ReasonVMNotFound: the VM is gone from vCenter (confirmed by a second look-up).
 	ReasonVMNotFound = "VMNotFound"
 	// ReasonVMNotFoundUnconfirmed: a look-up found no VM; a second one confirms it or finds it again.

@@ -235,6 +235,9 @@ func (r *Reconciler) observeFound(ctx context.Context, s *vmScope, vs vsphere.Cl
 	if !info.PoweredOn {
 		return r.vmPoweredOff(ctx, s, vs, info)
 	}
+	if !info.DiskFirstBoot && info.DiskGiB > 0 && !r.bootDiskFirst(ctx, s, vs, info) {
+		return nil
+	}
 	wantFolder := ""
 	if pl, ok := poolspec.DomainOf(s.pool, va.Spec.FailureDomain); ok {
 		wantFolder = strings.Trim(pl.Folder, "/")
@@ -250,6 +253,34 @@ func (r *Reconciler) observeFound(ctx context.Context, s *vmScope, vs vsphere.Cl
 		r.reportRunning(s, info)
 	}
 	return nil
+}
+
+// bootDiskFirst handles a VM a check found not booting its disk first: CreateVM starts the reconfigure
+// that sets [disk, CD-ROM] without waiting for it (internal/vsphere/bootorder.go), so a failed one, or an
+// order someone changed, shows here. Before its installation finished the order is set again (an
+// installed worker that boots its CD-ROM stalls at installing-pending-user-action); an installed worker's
+// boot options are left alone and only reported. False: reported as VMHealthy=False, nothing else to say.
+func (r *Reconciler) bootDiskFirst(ctx context.Context, s *vmScope, vs vsphere.Client, info *vsphere.VMInfo) bool {
+	va := s.va
+	if s.agent != nil && s.agent.IsInstalled() {
+		r.reportVM(s, false, afv1.ReasonBootOrderNotDiskFirst, "Warning", fmt.Sprintf("VM %s does not boot its disk first; its worker is installed, so its boot options are left alone: "+
+			"at its next boot it would start the discovery ISO if its CD-ROM still holds one. Put the boot disk first in the VM's boot options", info.Name))
+		return false
+	}
+	changed, err := vs.SetDiskFirstBoot(ctx, poolspec.DatacenterOf(va, s.pool), va.Status.VM.InstanceUUID, va.Status.VM.BIOSUUID, poolspec.Ownership(va, s.pool))
+	if err != nil {
+		r.reportVM(s, false, afv1.ReasonBootOrderNotDiskFirst, "Warning", fmt.Sprintf("VM %s does not boot its disk first and setting that boot order failed: %v; tried again at the next check "+
+			"(installed, it would boot the discovery ISO again)", info.Name, err))
+		return false
+	}
+	if changed {
+		s.log.Info("VM did not boot its disk first; set the boot order to disk first", "vm", info.Name)
+		msg := fmt.Sprintf("VM %s did not boot its disk first (the reconfigure its creation started failed, or its boot options were changed); set its boot order to [disk, CD-ROM]", info.Name)
+		s.afterWrite = append(s.afterWrite, func() {
+			r.Recorder.Eventf(va, nil, "Normal", afv1.ReasonBootOrderSet, events.ActionObserveVM, "%s", msg)
+		})
+	}
+	return true
 }
 
 // reportRunning reports a VM found running where it belongs, or, while the report of a power-on this

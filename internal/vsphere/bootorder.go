@@ -17,7 +17,10 @@ import (
 // the discovery ISO; once installed, the disk boots. A disk entry names its device key, which vCenter
 // assigns at creation, so the order is set by a reconfigure after the VM exists. It is set after the
 // first power-on, from the read that sees the power-on done: the first boot is of a blank disk and
-// falls through to the CD-ROM whatever the order, and the read saves a round trip.
+// falls through to the CD-ROM whatever the order, and the read saves a round trip. CreateVM does not
+// wait for that reconfigure (a poll per VM saved): the VM's periodic check reads the order with the rest
+// of the VM and sets it again where it is missing (SetDiskFirstBoot), long before an installed worker
+// reboots (a VM is checked every two minutes; a host registers, validates, binds and installs first).
 
 // bootDiskKey is the device key of the boot disk (the first disk by controller and unit), if any.
 func bootDiskKey(devices object.VirtualDeviceList) (int32, bool) {
@@ -58,9 +61,10 @@ func diskFirstBootOptions(current *types.VirtualMachineBootOptions, diskKey int3
 }
 
 // ensureDiskFirstBoot sets the boot order [boot disk, CD-ROM] on a VM whose order does not start with its
-// boot disk, and waits for the reconfigure. vm is a fresh read of the VM (vmProps) whose identity the
-// caller verified; a VM without a disk is left alone. It reports whether the VM now boots its disk first.
-func (c *client) ensureDiskFirstBoot(ctx context.Context, ref types.ManagedObjectReference, vm *mo.VirtualMachine) (bool, error) {
+// boot disk and, with wait, waits for the reconfigure. vm is a fresh read of the VM (vmProps) whose
+// identity the caller verified; a VM without a disk is left alone. It reports whether the VM is known to
+// boot its disk first now: without wait, a reconfigure just started is not known to have succeeded.
+func (c *client) ensureDiskFirstBoot(ctx context.Context, ref types.ManagedObjectReference, vm *mo.VirtualMachine, wait bool) (bool, error) {
 	if bootsDiskFirst(vm) {
 		return true, nil
 	}
@@ -75,11 +79,37 @@ func (c *client) ensureDiskFirstBoot(ctx context.Context, ref types.ManagedObjec
 	if err != nil {
 		return false, err
 	}
+	if !wait {
+		c.log.V(1).Info("setting the boot order to disk first", "vm", vm.Name, "diskKey", key, "task", t.Reference().Value)
+		return false, nil
+	}
 	if _, err := c.waitTaskOf(ctx, "BootOrder", t.Reference()); err != nil {
 		return false, err
 	}
 	c.log.V(1).Info("set the boot order to disk first", "vm", vm.Name, "diskKey", key)
 	return true, nil
+}
+
+// SetDiskFirstBoot makes an owned VM (marker, instance UUID and BIOS UUID verified, as ResetVM) boot its
+// disk first and waits for the reconfigure; a VM that already does, or has no disk, is left alone. It
+// reports whether it changed the order. Absent is a NotFound error.
+func (c *client) SetDiskFirstBoot(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) (bool, error) {
+	changed, err := c.setDiskFirstBoot(ctx, datacenter, instanceUUID, biosUUID, owner)
+	return changed, observe("bootorder", err)
+}
+
+func (c *client) setDiskFirstBoot(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) (bool, error) {
+	ref, vm, err := c.ownedVM(ctx, "SetDiskFirstBoot", datacenter, instanceUUID, owner, vmProps)
+	if err != nil {
+		return false, err
+	}
+	if vm.Config == nil || !strings.EqualFold(vm.Config.Uuid, biosUUID) {
+		return false, NewError(ClassOwnership, "SetDiskFirstBoot", "VM %q has BIOS UUID %q, not the recorded %q", vm.Name, configUUID(vm), biosUUID)
+	}
+	if bootsDiskFirst(vm) {
+		return false, nil
+	}
+	return c.ensureDiskFirstBoot(ctx, *ref, vm, true)
 }
 
 // ResetVM recovers a worker that booted its discovery image instead of its installed disk: after proving
@@ -98,7 +128,7 @@ func (c *client) resetVM(ctx context.Context, datacenter, instanceUUID, biosUUID
 	if vm.Config == nil || !strings.EqualFold(vm.Config.Uuid, biosUUID) {
 		return NewError(ClassOwnership, "ResetVM", "VM %q has BIOS UUID %q, not the recorded %q", vm.Name, configUUID(vm), biosUUID)
 	}
-	if _, err := c.ensureDiskFirstBoot(ctx, *ref, vm); err != nil {
+	if _, err := c.ensureDiskFirstBoot(ctx, *ref, vm, true); err != nil {
 		return err
 	}
 	machine := object.NewVirtualMachine(c.vim, *ref)

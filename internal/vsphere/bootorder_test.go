@@ -47,16 +47,89 @@ func wantDiskFirst(t *testing.T, h *harness, instanceUUID string) {
 	}
 }
 
+// putCDROMFirst sets the boot order to the CD-ROM alone, as a user in vCenter would.
+func putCDROMFirst(t *testing.T, h *harness, instanceUUID string) {
+	t.Helper()
+	ctx := testContext(t)
+	vm := object.NewVirtualMachine(adminClient(t, h), h.env.VMByInstanceUUID(instanceUUID).Self)
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{BootOptions: &types.VirtualMachineBootOptions{
+		BootOrder: []types.BaseVirtualMachineBootOptionsBootableDevice{&types.VirtualMachineBootOptionsBootableCdromDevice{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantFoundDiskFirst: FindVM reports the VM's disk-first order.
+func wantFoundDiskFirst(t *testing.T, h *harness, info *vsphere.VMInfo) {
+	t.Helper()
+	found, err := h.client.FindVM(testContext(t), vcsim.Datacenter, info.InstanceUUID, info.BIOSUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found.DiskFirstBoot {
+		t.Errorf("FindVM reported DiskFirstBoot=false on a disk-first VM")
+	}
+}
+
+// eventuallyDiskFirst waits (bounded) until vCenter holds the order [boot disk, CD-ROM]: CreateVM starts
+// that reconfigure without waiting for it.
+func eventuallyDiskFirst(t *testing.T, h *harness, instanceUUID string) {
+	t.Helper()
+	for range 200 {
+		if order, key := bootOrderOf(t, h, instanceUUID); len(order) == 2 {
+			if d, ok := order[0].(*types.VirtualMachineBootOptionsBootableDiskDevice); ok && d.DeviceKey == key {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantDiskFirst(t, h, instanceUUID)
+}
+
 // TestCreatedVMBootsItsDiskFirst: a new VM boots its disk before the CD-ROM, so an installed worker never
 // boots the discovery ISO again (its blank disk fails to boot the first time and the CD-ROM starts).
+// CreateVM starts that reconfigure and does not poll it (DiskFirstBoot stays false until a read sees it).
 func TestCreatedVMBootsItsDiskFirst(t *testing.T) {
 	h := newHarness(t)
 	h.uploadISO(t, isoPath)
 	info := h.createVM(t, "boot-order-a", newOwner())
-	if !info.DiskFirstBoot {
-		t.Errorf("CreateVM reported DiskFirstBoot=false")
+	eventuallyDiskFirst(t, h, info.InstanceUUID)
+	wantFoundDiskFirst(t, h, info)
+}
+
+// TestSetDiskFirstBootProvesTheVMFirst: SetDiskFirstBoot (the VM checks' repair of a VM found not booting
+// its disk first) refuses a VM whose BIOS UUID is not the recorded one and a foreign owner, changing
+// nothing; for the VM we made it puts the disk first and says so, and a second call changes nothing.
+func TestSetDiskFirstBootProvesTheVMFirst(t *testing.T) {
+	h := newHarness(t)
+	h.uploadISO(t, isoPath)
+	owner := newOwner()
+	info := h.createVM(t, "boot-order-c", owner)
+	eventuallyDiskFirst(t, h, info.InstanceUUID)
+	ctx := testContext(t)
+	putCDROMFirst(t, h, info.InstanceUUID)
+
+	_, err := h.client.SetDiskFirstBoot(ctx, vcsim.Datacenter, info.InstanceUUID, newOwner().OwnerUID, owner)
+	wantClass(t, err, vsphere.ClassOwnership)
+	foreign := owner
+	foreign.OwnerUID = newOwner().OwnerUID
+	_, err = h.client.SetDiskFirstBoot(ctx, vcsim.Datacenter, info.InstanceUUID, info.BIOSUUID, foreign)
+	wantClass(t, err, vsphere.ClassOwnership)
+	if order, _ := bootOrderOf(t, h, info.InstanceUUID); len(order) != 1 {
+		t.Fatalf("a refused call changed the boot order to %#v", order)
+	}
+
+	changed, err := h.client.SetDiskFirstBoot(ctx, vcsim.Datacenter, info.InstanceUUID, info.BIOSUUID, owner)
+	if err != nil || !changed {
+		t.Fatalf("SetDiskFirstBoot = %v, %v; want true, nil", changed, err)
 	}
 	wantDiskFirst(t, h, info.InstanceUUID)
+	if changed, err := h.client.SetDiskFirstBoot(ctx, vcsim.Datacenter, info.InstanceUUID, info.BIOSUUID, owner); err != nil || changed {
+		t.Fatalf("second SetDiskFirstBoot = %v, %v; want false, nil", changed, err)
+	}
 }
 
 // TestAdoptionSetsAMissingBootOrder: a crash between the power-on and the boot order leaves a running VM
@@ -66,17 +139,8 @@ func TestAdoptionSetsAMissingBootOrder(t *testing.T) {
 	h.uploadISO(t, isoPath)
 	owner := newOwner()
 	first := h.createVM(t, "boot-order-b", owner)
-
-	c := adminClient(t, h)
-	vm := object.NewVirtualMachine(c, h.env.VMByInstanceUUID(first.InstanceUUID).Self)
-	task, err := vm.Reconfigure(testContext(t), types.VirtualMachineConfigSpec{BootOptions: &types.VirtualMachineBootOptions{
-		BootOrder: []types.BaseVirtualMachineBootOptionsBootableDevice{&types.VirtualMachineBootOptionsBootableCdromDevice{}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := task.Wait(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
+	eventuallyDiskFirst(t, h, first.InstanceUUID) // the reconfigure CreateVM started, before the test's own
+	putCDROMFirst(t, h, first.InstanceUUID)
 	if order, _ := bootOrderOf(t, h, first.InstanceUUID); len(order) != 1 {
 		t.Fatalf("setup: boot order %#v, want the CD-ROM alone", order)
 	}
@@ -86,14 +150,7 @@ func TestAdoptionSetsAMissingBootOrder(t *testing.T) {
 		t.Fatalf("retry: adopted=%v diskFirst=%v, want both", again.Adopted, again.DiskFirstBoot)
 	}
 	wantDiskFirst(t, h, first.InstanceUUID)
-	// Found again (FindVM), the VM reports its order.
-	found, err := h.client.FindVM(testContext(t), vcsim.Datacenter, first.InstanceUUID, first.BIOSUUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !found.DiskFirstBoot {
-		t.Errorf("FindVM reported DiskFirstBoot=false on a disk-first VM")
-	}
+	wantFoundDiskFirst(t, h, first) // found again (FindVM), the VM reports its order
 }
 
 // TestResetVMProvesTheHostFirst: ResetVM refuses a VM whose BIOS UUID is not the recorded one and a foreign
@@ -104,6 +161,7 @@ func TestResetVMProvesTheHostFirst(t *testing.T) {
 	h.uploadISO(t, isoPath)
 	owner := newOwner()
 	info := h.createVM(t, "reset-a", owner)
+	eventuallyDiskFirst(t, h, info.InstanceUUID)
 	ctx := testContext(t)
 	c := adminClient(t, h)
 	vm := object.NewVirtualMachine(c, h.env.VMByInstanceUUID(info.InstanceUUID).Self)
@@ -118,14 +176,7 @@ func TestResetVMProvesTheHostFirst(t *testing.T) {
 		}
 		return *m.Summary.Runtime.BootTime
 	}
-	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{BootOptions: &types.VirtualMachineBootOptions{
-		BootOrder: []types.BaseVirtualMachineBootOptionsBootableDevice{&types.VirtualMachineBootOptionsBootableCdromDevice{}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := task.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	putCDROMFirst(t, h, info.InstanceUUID)
 	booted := bootTime()
 
 	wantClass(t, h.client.ResetVM(ctx, vcsim.Datacenter, info.InstanceUUID, newOwner().OwnerUID, owner), vsphere.ClassOwnership)

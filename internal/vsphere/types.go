@@ -111,7 +111,8 @@ type VMInfo struct {
 	// PCIDevices are the VM's PCI passthrough devices and vGPUs (PCIDevicesOf).
 	PCIDevices []PCIDevice
 	// DiskFirstBoot is whether config.bootOptions.bootOrder starts with the boot disk: an installed worker
-	// then boots its disk whatever is in its CD-ROM. CreateVM sets it on every VM it creates or adopts.
+	// then boots its disk whatever is in its CD-ROM. CreateVM sets the order on every VM it creates or
+	// adopts; for a VM it creates it only starts the reconfigure, so this is false until a read sees it.
 	DiskFirstBoot bool
 	// ClusterModule is the module CreateVM added the VM to (VMSpec.ClusterModule; empty when none or when
 	// adding failed). ClusterModuleErr says why adding failed: the VM is created and powered on anyway
@@ -215,6 +216,10 @@ type Client interface {
 	// powered-off one is powered on): a worker that booted its discovery image again starts its installed
 	// disk. Absent is a NotFound error.
 	ResetVM(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) error
+	// SetDiskFirstBoot makes an owned VM (identity and BIOS UUID verified) boot its disk first, waiting
+	// for the reconfigure, and reports whether it changed the order; already so, or no disk, is success
+	// with no change. Absent is a NotFound error.
+	SetDiskFirstBoot(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) (bool, error)
 	// DestroyVM powers off and destroys the VM after verifying its ownership marker and that it is the
 	// original (instance UUID = owner UID, no template; a copy is a ClassOwnership error); absent is success.
 	DestroyVM(ctx context.Context, datacenter, instanceUUID string, owner Ownership) error

@@ -81,7 +81,7 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 		}
 	} else {
 		// ... or between the power-on and the boot order.
-		if info.DiskFirstBoot, err = c.ensureDiskFirstBoot(ctx, ref, vm); err != nil {
+		if info.DiskFirstBoot, err = c.ensureDiskFirstBoot(ctx, ref, vm, true); err != nil {
 			return nil, err
 		}
 	}
@@ -95,7 +95,8 @@ func (c *client) adoptExisting(ctx context.Context, spec VMSpec, ref types.Manag
 }
 
 // powerOnAndRead powers on (already on is success), reads identity in the same retrieval that sees the
-// power-on task done, and makes the VM boot its disk first.
+// power-on task done, and starts the reconfigure that makes the VM boot its disk first (not waited for:
+// see bootorder.go; DiskFirstBoot stays false until a read sees the order).
 func (c *client) powerOnAndRead(ctx context.Context, ref types.ManagedObjectReference) (*VMInfo, error) {
 	t, err := object.NewVirtualMachine(c.vim, ref).PowerOn(ctx)
 	var vm *mo.VirtualMachine
@@ -110,7 +111,7 @@ func (c *client) powerOnAndRead(ctx context.Context, ref types.ManagedObjectRefe
 			return nil, err
 		}
 	}
-	diskFirst, err := c.ensureDiskFirstBoot(ctx, ref, vm)
+	diskFirst, err := c.ensureDiskFirstBoot(ctx, ref, vm, false)
 	if err != nil {
 		return nil, err
 	}

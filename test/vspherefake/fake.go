@@ -26,27 +26,29 @@ type Method string
 
 // The methods of vsphere.Client.
 const (
-	CreateVM        Method = "CreateVM"
-	FindVM          Method = "FindVM"
-	LookupVMs       Method = "LookupVMs"
-	DestroyVM       Method = "DestroyVM"
-	PowerOnVM       Method = "PowerOnVM"
-	ResetVM         Method = "ResetVM"
-	ListPoolVMs     Method = "ListPoolVMs"
-	ListMarkedVMs   Method = "ListMarkedVMs"
-	NICMACs         Method = "NICMACs"
-	UploadISO       Method = "UploadISO"
-	UploadFile      Method = "UploadFile"
-	MoveFile        Method = "MoveFile"
-	StatFile        Method = "StatFile"
-	ListFiles       Method = "ListFiles"
-	DeleteFile      Method = "DeleteFile"
-	VMsWithISO      Method = "VMsWithISO"
-	CheckPlacement  Method = "CheckPlacement"
-	CheckPrivileges Method = "CheckPrivileges"
-	ReadCapacity    Method = "ReadCapacity"
-	ReadHostDevices Method = "ReadHostDevices"
-	EjectISO        Method = "EjectISO"
+	CreateVM  Method = "CreateVM"
+	FindVM    Method = "FindVM"
+	LookupVMs Method = "LookupVMs"
+	DestroyVM Method = "DestroyVM"
+	PowerOnVM Method = "PowerOnVM"
+	ResetVM   Method = "ResetVM"
+	// SetDiskFirstBoot: the boot order (see VM.BootsCDROMFirst).
+	SetDiskFirstBoot Method = "SetDiskFirstBoot"
+	ListPoolVMs      Method = "ListPoolVMs"
+	ListMarkedVMs    Method = "ListMarkedVMs"
+	NICMACs          Method = "NICMACs"
+	UploadISO        Method = "UploadISO"
+	UploadFile       Method = "UploadFile"
+	MoveFile         Method = "MoveFile"
+	StatFile         Method = "StatFile"
+	ListFiles        Method = "ListFiles"
+	DeleteFile       Method = "DeleteFile"
+	VMsWithISO       Method = "VMsWithISO"
+	CheckPlacement   Method = "CheckPlacement"
+	CheckPrivileges  Method = "CheckPrivileges"
+	ReadCapacity     Method = "ReadCapacity"
+	ReadHostDevices  Method = "ReadHostDevices"
+	EjectISO         Method = "EjectISO"
 	// Cluster modules (clustermodules.go).
 	ComputeClusterOf    Method = "ComputeClusterOf"
 	ClusterModules      Method = "ClusterModules"
@@ -71,6 +73,9 @@ type VM struct {
 	Ownership vsphere.Ownership
 	CDROMs    []vsphere.CDROM
 	Spec      vsphere.VMSpec
+	// BootsCDROMFirst: the VM's boot order does not start with its disk (someone changed it, or the
+	// reconfigure CreateVM starts failed). Zero: disk first, as the real client's VMs end up.
+	BootsCDROMFirst bool
 }
 
 // Fake is an in-memory vCenter session. The zero value is not ready: use New. Safe for concurrent use.
@@ -391,6 +396,38 @@ func (f *Fake) ResetVM(_ context.Context, datacenter, instanceUUID, biosUUID str
 	return nil
 }
 
+// SetDiskFirstBoot puts an owned VM's disk first in its boot order (see ResetVM for the checks) and
+// reports whether it changed it.
+func (f *Fake) SetDiskFirstBoot(_ context.Context, datacenter, instanceUUID, biosUUID string, owner vsphere.Ownership) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call(SetDiskFirstBoot); err != nil {
+		return false, err
+	}
+	vm, ok := f.vms[instanceUUID]
+	if !ok || vm.Datacenter != datacenter {
+		return false, vsphere.NewError(vsphere.ClassNotFound, "SetDiskFirstBoot", "no VM with instance UUID %q", instanceUUID)
+	}
+	if err := verifyOwnership("SetDiskFirstBoot", vm, owner); err != nil {
+		return false, err
+	}
+	if !strings.EqualFold(vm.BIOSUUID, biosUUID) {
+		return false, vsphere.NewError(vsphere.ClassOwnership, "SetDiskFirstBoot", "VM has BIOS UUID %q, not %q", vm.BIOSUUID, biosUUID)
+	}
+	changed := vm.BootsCDROMFirst
+	vm.BootsCDROMFirst = false
+	return changed, nil
+}
+
+// SetBootsCDROMFirst changes a VM's boot order outside the operator (as a user in vCenter would).
+func (f *Fake) SetBootsCDROMFirst(instanceUUID string, cdromFirst bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if vm, ok := f.vms[instanceUUID]; ok {
+		vm.BootsCDROMFirst = cdromFirst
+	}
+}
+
 // ListPoolVMs lists the VMs whose marker names poolUID.
 func (f *Fake) ListPoolVMs(_ context.Context, datacenter, poolUID string) ([]vsphere.VMInfo, error) {
 	f.mu.Lock()
@@ -651,6 +688,7 @@ func infoOf(vm *VM) *vsphere.VMInfo {
 		Name: vm.Name, InstanceUUID: vm.InstanceUUID, BIOSUUID: vm.BIOSUUID, MACAddress: vm.MACAddress,
 		PoweredOn: vm.PoweredOn, Ownership: vm.Ownership, CDROMs: append([]vsphere.CDROM(nil), vm.CDROMs...),
 		NumCPUs: spec.NumCPUs, MemoryMiB: spec.MemoryMiB, DiskGiB: spec.DiskGiB, Folder: strings.Trim(spec.Folder, "/"),
+		DiskFirstBoot: spec.DiskGiB > 0 && !vm.BootsCDROMFirst,
 	}
 }
 
