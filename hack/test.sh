@@ -15,11 +15,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 read -r -a flags <<<"${GO_TEST_FLAGS:--race -count=1 -timeout 35m}"
-# Every process of the run (the API servers, etcd, the simulators, CAPI, the test binaries, the compiler
-# and linker) collects garbage half as often as Go's default: the run is CPU-bound on 2 cores (93-96 %
-# busy, 2026-12-07) with the kube-apiservers its largest user, and memory is plentiful (24 GiB; the
-# machine's used memory peaked at 7.7 GiB in a run with it). GOGC set by the caller wins.
-export GOGC="${GOGC:-200}"
 shards="${SUITE_SHARDS:-2}"
 KUBEBUILDER_ASSETS="$(hack/envtest-assets.sh)"
 export KUBEBUILDER_ASSETS
