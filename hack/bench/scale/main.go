@@ -52,9 +52,10 @@ import (
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
-// providerWorkers and serialWorld are the -provider-workers and -serial-world flags.
+// providerWorkers, poolWorkers and serialWorld are the -provider-workers, -pool-workers and -serial-world flags.
 var (
 	providerWorkers *int
+	poolWorkers     *int
 	serialWorld     *bool
 	// maxWrites and maxCalls are the budgets per VM the bench fails above (issue #28).
 	maxWrites, maxCalls *float64
@@ -80,6 +81,7 @@ func benchScale() int {
 	timeout := flag.Duration("timeout", 30*time.Minute, "overall bound")
 	bindTimeout := flag.Duration("bind-timeout", 25*time.Minute, "bound on the time until every Agent is bound")
 	providerWorkers = flag.Int("provider-workers", 10, "workers of the simulated Agent CAPI provider (upstream: 1)")
+	poolWorkers = flag.Int("pool-workers", 0, "the pool controller's workers (0: the operator's default, 4)")
 	serialWorld = flag.Bool("serial-world", false, "run the world as one serial pass reading from the API server (as before the loops), to compare")
 	maxWrites = flag.Float64("max-writes-per-vm", 6, "fail when the operator's API writes per VM exceed this")
 	maxCalls = flag.Float64("max-calls-per-vm", 10, "fail when the operator's vSphere calls per VM exceed this")
@@ -170,7 +172,7 @@ func run(ctx context.Context, nPools, perPool int, idle, bindTimeout time.Durati
 		return soapCalls{RoundTripper: rt, n: &soapN, byMethod: soapByMethod, bySite: soapBySite}
 	}})
 	if _, err := h.StartManagerInProcess(harness.InProcessOptions{
-		Controllers: controllers.Options{Services: controllers.Services{Sessions: sessions}},
+		Controllers: controllers.Options{Services: controllers.Services{Sessions: sessions}, Settings: controllers.Settings{PoolWorkers: *poolWorkers}},
 		WrapConfig: func(c *rest.Config) {
 			c.QPS = -1 // as the manager binary: no client-side throttling, the API server's fairness decides
 			c.WrapTransport = writes.wrap
