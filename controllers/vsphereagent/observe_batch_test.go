@@ -1,10 +1,10 @@
 package vsphereagent
 
 import (
-	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,11 +19,7 @@ import (
 // VMCheckInterval, not one per VM: the first VM due reads the others along (LookupVMs), and their own
 // passes report from that read. A VM the shared read leaves out (gone) is looked up alone and reported.
 func TestPoolLookUpsShareOneCall(t *testing.T) {
-	h := startLifecycleHarness(t)
-	row := &lcRow{}
-	h.newRow(t, row)
-	const every = 2 * time.Minute
-	row.r.Opts.VMCheckInterval = every
+	h, row := startCheckRow(t, checkEvery)
 	vas := []*afv1.VsphereAgent{row.va, addPoolVA(t, h, row, "b"), addPoolVA(t, h, row, "c")}
 	pass := func(va *afv1.VsphereAgent) { t.Helper(); passOf(t, h, row, va) }
 	for _, va := range vas {
@@ -46,9 +42,9 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 			}
 		}
 	}
-	row.clock.Step(every)
+	row.clock.Step(checkEvery)
 	round(map[vspherefake.Method]int{vspherefake.LookupVMs: 1})
-	row.clock.Step(every)
+	row.clock.Step(checkEvery)
 	round(map[vspherefake.Method]int{vspherefake.LookupVMs: 1})
 
 	gone := vas[2]
@@ -63,7 +59,7 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 	if err := row.fake.DestroyVM(h.ctx, vm.Datacenter, vm.InstanceUUID, vm.Ownership); err != nil {
 		t.Fatal(err)
 	}
-	row.clock.Step(every)
+	row.clock.Step(checkEvery)
 	round(map[vspherefake.Method]int{vspherefake.LookupVMs: 1, vspherefake.FindVM: 1})
 	if err := h.reader.Get(h.ctx, types.NamespacedName{Namespace: gone.Namespace, Name: gone.Name}, gone); err != nil {
 		t.Fatal(err)
@@ -95,6 +91,19 @@ func TestPoolLookUpsShareOneCall(t *testing.T) {
 	}
 }
 
+// checkEvery is the VM check interval of these tests (the operator's default).
+const checkEvery = 2 * time.Minute
+
+// startCheckRow starts the lifecycle harness with one row whose VMs are checked every interval.
+func startCheckRow(t *testing.T, interval time.Duration) (*lcHarness, *lcRow) {
+	t.Helper()
+	h := startLifecycleHarness(t)
+	row := &lcRow{}
+	h.newRow(t, row)
+	row.r.Opts.VMCheckInterval = interval
+	return h, row
+}
+
 // addPoolVA creates another VsphereAgent of row's pool (its pass creates its VM).
 func addPoolVA(t *testing.T, h *lcHarness, row *lcRow, name string) *afv1.VsphereAgent {
 	t.Helper()
@@ -124,11 +133,7 @@ func passOf(t *testing.T, h *lcHarness, row *lcRow, va *afv1.VsphereAgent) {
 // due soon; each VM reports from it when its own check falls due. Passes that fall due together, run
 // concurrently, share the call in flight.
 func TestPoolLookUpsAlignWhateverTheCreationTimes(t *testing.T) {
-	h := startLifecycleHarness(t)
-	row := &lcRow{}
-	h.newRow(t, row)
-	const every = 2 * time.Minute
-	row.r.Opts.VMCheckInterval = every
+	h, row := startCheckRow(t, checkEvery)
 	vas := []*afv1.VsphereAgent{row.va}
 	h.waitForCache(t, row.va)
 	passOf(t, h, row, row.va) // VM a at 0 s
@@ -150,22 +155,15 @@ func TestPoolLookUpsAlignWhateverTheCreationTimes(t *testing.T) {
 	before := row.fake.AllCalls()
 	for at := 110 * time.Second; at <= 360*time.Second; at += 10 * time.Second {
 		row.clock.Step(10 * time.Second)
-		var wg sync.WaitGroup
-		errs := make(chan error, len(vas))
+		var passes errgroup.Group
 		for _, va := range vas {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			passes.Go(func() error {
 				_, err := row.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: va.Namespace, Name: va.Name}})
-				errs <- err
-			}()
+				return err
+			})
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
+		if err := passes.Wait(); err != nil {
+			t.Fatal(err)
 		}
 		for _, va := range vas {
 			h.waitForCache(t, va)

@@ -99,12 +99,9 @@ func (c *client) SetDiskFirstBoot(ctx context.Context, datacenter, instanceUUID,
 }
 
 func (c *client) setDiskFirstBoot(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) (bool, error) {
-	ref, vm, err := c.ownedVM(ctx, "SetDiskFirstBoot", datacenter, instanceUUID, owner, vmProps)
+	ref, vm, err := c.ownedHost(ctx, "SetDiskFirstBoot", datacenter, instanceUUID, biosUUID, owner)
 	if err != nil {
 		return false, err
-	}
-	if vm.Config == nil || !strings.EqualFold(vm.Config.Uuid, biosUUID) {
-		return false, NewError(ClassOwnership, "SetDiskFirstBoot", "VM %q has BIOS UUID %q, not the recorded %q", vm.Name, configUUID(vm), biosUUID)
 	}
 	if bootsDiskFirst(vm) {
 		return false, nil
@@ -121,12 +118,9 @@ func (c *client) ResetVM(ctx context.Context, datacenter, instanceUUID, biosUUID
 }
 
 func (c *client) resetVM(ctx context.Context, datacenter, instanceUUID, biosUUID string, owner Ownership) error {
-	ref, vm, err := c.ownedVM(ctx, "ResetVM", datacenter, instanceUUID, owner, vmProps)
+	ref, vm, err := c.ownedHost(ctx, "ResetVM", datacenter, instanceUUID, biosUUID, owner)
 	if err != nil {
 		return err
-	}
-	if vm.Config == nil || !strings.EqualFold(vm.Config.Uuid, biosUUID) {
-		return NewError(ClassOwnership, "ResetVM", "VM %q has BIOS UUID %q, not the recorded %q", vm.Name, configUUID(vm), biosUUID)
 	}
 	if _, err := c.ensureDiskFirstBoot(ctx, *ref, vm, true); err != nil {
 		return err
@@ -145,6 +139,19 @@ func (c *client) resetVM(ctx context.Context, datacenter, instanceUUID, biosUUID
 	}
 	c.log.Info("reset VM to boot its installed disk", "vm", vm.Name, "instanceUUID", instanceUUID, "operation", kind)
 	return nil
+}
+
+// ownedHost reads an owned VM (ownedVM: marker, instance UUID = owner UID, no template) and proves it is
+// the host we know: its BIOS UUID is the recorded one. For the operations that change how a host boots.
+func (c *client) ownedHost(ctx context.Context, op, datacenter, instanceUUID, biosUUID string, owner Ownership) (*types.ManagedObjectReference, *mo.VirtualMachine, error) {
+	ref, vm, err := c.ownedVM(ctx, op, datacenter, instanceUUID, owner, vmProps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if vm.Config == nil || !strings.EqualFold(vm.Config.Uuid, biosUUID) {
+		return nil, nil, NewError(ClassOwnership, op, "VM %q has BIOS UUID %q, not the recorded %q", vm.Name, configUUID(vm), biosUUID)
+	}
+	return ref, vm, nil
 }
 
 // configUUID is the VM's BIOS UUID, or "" when its config was not read.

@@ -1,8 +1,9 @@
 package vsphere_test
 
 import (
-	"sync"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // A session's datacenter cache is shared by concurrent reconciles (many pools, 16 VM workers). govmomi's
@@ -12,24 +13,17 @@ func TestConcurrentPlacementChecksOnAFreshSession(t *testing.T) {
 	h := newHarness(t)
 	ctx := testContext(t)
 	spec := simPrivilegeSpec().PlacementSpec
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	var checks errgroup.Group
 	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		checks.Go(func() error {
 			problems, err := h.client.CheckPlacement(ctx, spec)
 			if err == nil && len(problems) > 0 {
 				t.Errorf("the simulator's placement has problems: %v", problems)
 			}
-			errs <- err
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := checks.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }

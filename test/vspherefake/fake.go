@@ -382,15 +382,9 @@ func (f *Fake) ResetVM(_ context.Context, datacenter, instanceUUID, biosUUID str
 	if err := f.call(ResetVM); err != nil {
 		return err
 	}
-	vm, ok := f.vms[instanceUUID]
-	if !ok || vm.Datacenter != datacenter {
-		return vsphere.NewError(vsphere.ClassNotFound, "ResetVM", "no VM with instance UUID %q", instanceUUID)
-	}
-	if err := verifyOwnership("ResetVM", vm, owner); err != nil {
+	vm, err := f.ownedHost("ResetVM", datacenter, instanceUUID, biosUUID, owner)
+	if err != nil {
 		return err
-	}
-	if !strings.EqualFold(vm.BIOSUUID, biosUUID) {
-		return vsphere.NewError(vsphere.ClassOwnership, "ResetVM", "VM has BIOS UUID %q, not %q", vm.BIOSUUID, biosUUID)
 	}
 	vm.PoweredOn = true
 	return nil
@@ -404,28 +398,29 @@ func (f *Fake) SetDiskFirstBoot(_ context.Context, datacenter, instanceUUID, bio
 	if err := f.call(SetDiskFirstBoot); err != nil {
 		return false, err
 	}
-	vm, ok := f.vms[instanceUUID]
-	if !ok || vm.Datacenter != datacenter {
-		return false, vsphere.NewError(vsphere.ClassNotFound, "SetDiskFirstBoot", "no VM with instance UUID %q", instanceUUID)
-	}
-	if err := verifyOwnership("SetDiskFirstBoot", vm, owner); err != nil {
+	vm, err := f.ownedHost("SetDiskFirstBoot", datacenter, instanceUUID, biosUUID, owner)
+	if err != nil {
 		return false, err
-	}
-	if !strings.EqualFold(vm.BIOSUUID, biosUUID) {
-		return false, vsphere.NewError(vsphere.ClassOwnership, "SetDiskFirstBoot", "VM has BIOS UUID %q, not %q", vm.BIOSUUID, biosUUID)
 	}
 	changed := vm.BootsCDROMFirst
 	vm.BootsCDROMFirst = false
 	return changed, nil
 }
 
-// SetBootsCDROMFirst changes a VM's boot order outside the operator (as a user in vCenter would).
-func (f *Fake) SetBootsCDROMFirst(instanceUUID string, cdromFirst bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if vm, ok := f.vms[instanceUUID]; ok {
-		vm.BootsCDROMFirst = cdromFirst
+// ownedHost finds an owned VM (verifyOwnership) whose BIOS UUID is the recorded one, as the real client
+// does before an operation that changes how a host boots. Called with f.mu held.
+func (f *Fake) ownedHost(op, datacenter, instanceUUID, biosUUID string, owner vsphere.Ownership) (*VM, error) {
+	vm, ok := f.vms[instanceUUID]
+	if !ok || vm.Datacenter != datacenter {
+		return nil, vsphere.NewError(vsphere.ClassNotFound, op, "no VM with instance UUID %q", instanceUUID)
 	}
+	if err := verifyOwnership(op, vm, owner); err != nil {
+		return nil, err
+	}
+	if !strings.EqualFold(vm.BIOSUUID, biosUUID) {
+		return nil, vsphere.NewError(vsphere.ClassOwnership, op, "VM has BIOS UUID %q, not %q", vm.BIOSUUID, biosUUID)
+	}
+	return vm, nil
 }
 
 // ListPoolVMs lists the VMs whose marker names poolUID.

@@ -12,7 +12,6 @@ import (
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
 	"github.com/containeroo/agent-forge-operator/test/sim/bindable"
-	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -129,7 +128,7 @@ func (t *tracker) observe(obj any, now time.Time) {
 		m = &machineTimes{arm: a, burst: t.burst, seen: now}
 		t.machines[key] = m
 	}
-	if m.waiting.IsZero() && m.bound.IsZero() && noSuitableAgents(u) {
+	if m.waiting.IsZero() && m.bound.IsZero() && world.NoSuitableAgents(u) {
 		m.waiting = now
 	}
 	if name := ownerMachine(u); name != "" {
@@ -151,17 +150,6 @@ func ownerMachine(u *unstructured.Unstructured) string {
 		}
 	}
 	return ""
-}
-
-// noSuitableAgents reads the provider's "nothing fits" as it writes it: AgentReserved=False/NoSuitableAgents
-// (current providers), or Ready with that reason (providers before CAPI v1beta2 conditions).
-func noSuitableAgents(u *unstructured.Unstructured) bool {
-	for _, t := range []string{world.CondAgentReserved, world.CondReady} {
-		if s, r := unstructuredcond.StatusReason(u, t); s == unstructuredcond.False && r == world.ReasonNoSuitableAgents {
-			return true
-		}
-	}
-	return false
 }
 
 // snapshot copies what the tracker saw, each AgentMachine with its Machine's Node time.

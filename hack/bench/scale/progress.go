@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	afv1 "github.com/containeroo/agent-forge-operator/api/v1alpha1"
-	"github.com/containeroo/agent-forge-operator/test/sim/unstructuredcond"
 	"github.com/containeroo/agent-forge-operator/test/sim/world"
 )
 
@@ -261,13 +260,11 @@ func progressLine(smp sample) string {
 }
 
 // answered reports whether the Agent CAPI provider has answered an AgentMachine: an Agent reserved
-// (status.agentRef), or AgentReserved (or Ready) False with NoSuitableAgents, which is the demand the
-// operator acts on. Until then the operator has nothing to act on for it.
+// (status.agentRef), or NoSuitableAgents, which is the demand the operator acts on. Until then the
+// operator has nothing to act on for it.
 func answered(am *unstructured.Unstructured) bool {
 	if name, _, _ := unstructured.NestedString(am.Object, "status", "agentRef", "name"); name != "" {
 		return true
 	}
-	_, r1 := unstructuredcond.StatusReason(am, world.CondAgentReserved)
-	_, r2 := unstructuredcond.StatusReason(am, world.CondReady)
-	return r1 == world.ReasonNoSuitableAgents || r2 == world.ReasonNoSuitableAgents
+	return world.NoSuitableAgents(am)
 }

@@ -45,9 +45,7 @@ func (d *Driver) Observe(ctx context.Context, nodePool types.NamespacedName) ([]
 			if name != "" {
 				v.Agent = ns + "/" + name
 			} else {
-				_, r1 := unstructuredcond.StatusReason(am, CondAgentReserved)
-				_, r2 := unstructuredcond.StatusReason(am, CondReady)
-				v.Waiting = r1 == ReasonNoSuitableAgents || r2 == ReasonNoSuitableAgents
+				v.Waiting = NoSuitableAgents(am)
 			}
 		}
 		out = append(out, v)
@@ -63,4 +61,16 @@ func infraRefName(m *unstructured.Unstructured) string {
 		return m.GetName()
 	}
 	return name
+}
+
+// NoSuitableAgents reads the provider's "nothing fits" on an AgentMachine as it writes it:
+// AgentReserved=False/NoSuitableAgents (current providers), or Ready with that reason (providers before
+// CAPI v1beta2 conditions).
+func NoSuitableAgents(am *unstructured.Unstructured) bool {
+	for _, t := range []string{CondAgentReserved, CondReady} {
+		if s, r := unstructuredcond.StatusReason(am, t); s == unstructuredcond.False && r == ReasonNoSuitableAgents {
+			return true
+		}
+	}
+	return false
 }
