@@ -307,7 +307,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if len(errs) > 0 {
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
-	return ctrl.Result{RequeueAfter: s.requeue}, nil
+	return ctrl.Result{RequeueAfter: s.requeue, Priority: resultPriority(s)}, nil
 }
 
 // statusBatch returns how long a status change should wait before it is written (0: now). A change of a
@@ -496,7 +496,7 @@ func (r *Reconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
 // connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
 // announced by a Warning Event (rate-limited, see events.EventLimiter) as well as VSphereReachable.
 func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
-	creds, err := r.Opts.Credentials.Read(ctx, r.APIReader, s.pool, r.Opts.CredentialsSecretNamespaces)
+	creds, err := r.Opts.Credentials.ReadWithin(ctx, r.APIReader, s.pool, r.Opts.CredentialsSecretNamespaces, r.Opts.PoolCredentialsReuse)
 	if err != nil {
 		s.vsErr = err
 		r.credentialsRefused(s, err)
