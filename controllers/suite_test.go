@@ -218,8 +218,6 @@ func startOperator(o operatorOptions) *operator {
 			VMPassTimeout: o.vmPassTimeout, PoolPassTimeout: o.poolPassTimeout,
 			Namespace: o.namespace, ManagerCheckInterval: o.managerCheck,
 			AvailableHoldMax: cmp.Or(o.availableHoldMax, -1),
-			// Every pool pass reads the credentials Secret: the specs rotate and delete it on a frozen Clock.
-			PoolCredentialsReuse: -1,
 			// The batch windows the specs were written against (production: status 2s / 1m, Events 10s / 2m):
 			// the windows are the batcher's and the status batch's unit tests' to vary, and a spec that waits
 			// for an Event or a pool counter should not wait two minutes for it.

@@ -77,11 +77,6 @@ type Settings struct {
 	// docs/performance.md, "Two of the three taken"). Kubernetes' own event correlator folds similar
 	// Events of an object within 10 minutes.
 	EventBatchIdle, EventBatchMax time.Duration
-	// PoolCredentialsReuse is how long a pool pass uses the credentials a pass read instead of reading
-	// the Secret again (default 30s; negative: every pool pass reads it). Secrets are not watched, so a
-	// rotation was never seen before the next pass anyway; a login vCenter refuses drops them at once.
-	// Under a scale-up of many pools the live read was most of a pool pass's time (docs/performance.md).
-	PoolCredentialsReuse time.Duration
 	// AvailableHoldMax is how long a prepared VM's Available write may wait while AgentMachines of its
 	// pool wait (the provider is about to bind it, and then Provisioning -> Bound is one write); default
 	// 30s; a negative value holds it for StatusBatchInterval only.
@@ -222,9 +217,6 @@ func (o *Settings) Defaults() {
 	}
 	if o.EventBatchMax == 0 {
 		o.EventBatchMax = 2 * time.Minute
-	}
-	if o.PoolCredentialsReuse == 0 {
-		o.PoolCredentialsReuse = 30 * time.Second
 	}
 	if o.AvailableHoldMax == 0 {
 		o.AvailableHoldMax = 30 * time.Second

@@ -496,7 +496,7 @@ func (r *Reconciler) observeInfraEnv(ctx context.Context, s *poolScope) error {
 // connectVSphere gets the pool's cached vSphere session. Failure blocks creation but not status; it is
 // announced by a Warning Event (rate-limited, see events.EventLimiter) as well as VSphereReachable.
 func (r *Reconciler) connectVSphere(ctx context.Context, s *poolScope) error {
-	creds, err := r.Opts.Credentials.ReadWithin(ctx, r.APIReader, s.pool, r.Opts.CredentialsSecretNamespaces, r.Opts.PoolCredentialsReuse)
+	creds, err := r.Opts.Credentials.Read(ctx, r.APIReader, s.pool, r.Opts.CredentialsSecretNamespaces)
 	if err != nil {
 		s.vsErr = err
 		r.credentialsRefused(s, err)

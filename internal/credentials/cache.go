@@ -19,9 +19,8 @@ const DefaultMaxAge = 15 * time.Second
 
 // Cache lets the VM passes of a pool use the credentials its pool's pass last read, instead
 // of each reading the Secret from the API server (the operator has no Secret watch: only get). The
-// pool's pass reads the Secret itself unless a pass read it moments ago (ReadWithin, Options'
-// PoolCredentialsReuse), so a rotated or deleted Secret is seen by the pool within that and by every VM
-// pass within MaxAge; credentials vCenter refused are dropped at once.
+// pool's pass always reads the Secret itself, so a rotated or deleted Secret is seen by the next pool
+// pass at once and by every VM pass within MaxAge; credentials vCenter refused are dropped at once.
 // Entries are per Secret, so pools sharing a Secret share one entry.
 type Cache struct {
 	clock  clock.PassiveClock
@@ -63,27 +62,18 @@ func (c *Cache) Read(ctx context.Context, reader client.Reader, pool *afv1.Vsphe
 	return creds, nil
 }
 
-// Recent returns the pool's credentials as read within MaxAge, else reads them (Read): what a VM pass uses.
+// Recent returns the pool's credentials as read within MaxAge, else reads them (Read). The pool's
+// cross-namespace rule is checked on every call: the allowlist, not the entry, decides.
 func (c *Cache) Recent(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, secretNamespaces []string) (vsphere.Credentials, error) {
 	if c == nil {
 		return Load(ctx, reader, pool, secretNamespaces)
 	}
-	return c.ReadWithin(ctx, reader, pool, secretNamespaces, c.maxAge)
-}
-
-// ReadWithin returns the pool's credentials as read within maxAge, else reads them (Read); maxAge <= 0
-// always reads. The pool's cross-namespace rule is checked on every call: the allowlist, not the entry,
-// decides.
-func (c *Cache) ReadWithin(ctx context.Context, reader client.Reader, pool *afv1.VsphereAgentPool, secretNamespaces []string, maxAge time.Duration) (vsphere.Credentials, error) {
-	if c == nil {
-		return Load(ctx, reader, pool, secretNamespaces)
-	}
 	key := credentialsSecretKey(pool)
-	if maxAge > 0 && (key.Namespace == pool.Namespace || slices.Contains(secretNamespaces, key.Namespace)) {
+	if key.Namespace == pool.Namespace || slices.Contains(secretNamespaces, key.Namespace) {
 		c.mu.Lock()
 		e, ok := c.entries[key]
 		c.mu.Unlock()
-		if ok && c.clock.Since(e.readAt) < maxAge {
+		if ok && c.maxAge > 0 && c.clock.Since(e.readAt) < c.maxAge {
 			return e.creds, nil
 		}
 	}

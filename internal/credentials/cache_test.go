@@ -27,9 +27,8 @@ func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
-// The pool's pass reads the credentials Secret from the API server (unless a pass read it within the
-// reuse it asks for) and shares what it read with the VM passes for MaxAge; a rotated Secret is seen by
-// the next pool pass that reads, credentials
+// The pool's pass reads the credentials Secret from the API server every time and shares what it read
+// with the VM passes for MaxAge; a rotated Secret is seen by the next pool pass at once, credentials
 // vCenter refused and a Secret gone are never served from the cache, and the cross-namespace rule is
 // applied on every call. Runs against a real API server (envtest).
 func TestCredentialsCacheServesVMPassesWhatThePoolPassRead(t *testing.T) {
@@ -105,16 +104,6 @@ func TestCredentialsCacheServesVMPassesWhatThePoolPassRead(t *testing.T) {
 	step("a transient error keeps the entry", vmPass(pool, nil), "second", 0)
 	cache.ForgetRefused(pool, vsphere.NewError(vsphere.ClassAuth, "login", "InvalidLogin"))
 	step("credentials vCenter refused are read again", vmPass(pool, nil), "second", 1)
-
-	poolPassWithin := func(reuse time.Duration) func() (vsphere.Credentials, error) {
-		return func() (vsphere.Credentials, error) { return cache.ReadWithin(ctx, reader, pool, nil, reuse) }
-	}
-	step("a pool pass within PoolCredentialsReuse of a read uses it", poolPassWithin(10*time.Second), "second", 0)
-	clk.Step(10 * time.Second)
-	step("a pool pass once the read is PoolCredentialsReuse old reads", poolPassWithin(10*time.Second), "second", 1)
-	cache.ForgetRefused(pool, vsphere.NewError(vsphere.ClassAuth, "login", "InvalidLogin"))
-	step("after vCenter refused them the pool pass reads at once", poolPassWithin(10*time.Second), "second", 1)
-	step("a pool pass without reuse always reads", poolPassWithin(-1), "second", 1)
 
 	step("a cross-namespace pool pass, allowed", poolPass(crossPool), "other", 1)
 	if _, err := cache.Recent(ctx, reader, crossPool, []string{"elsewhere"}); VSphereReason(err) != afv1.ReasonCrossNamespaceSecretRefused {
