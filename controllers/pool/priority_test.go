@@ -46,9 +46,9 @@ func TestDemandGoesFirst(t *testing.T) {
 			h.Create(context.Background(), event.CreateEvent{Object: o}, q)
 		}
 	}
-	update := func(old, new client.Object) func(demandFirstHandler, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	update := func(old, updated client.Object) func(demandFirstHandler, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		return func(h demandFirstHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: new}, q)
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: updated}, q)
 		}
 	}
 	for _, tc := range []struct {
