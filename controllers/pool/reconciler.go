@@ -307,7 +307,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if len(errs) > 0 {
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
-	return ctrl.Result{RequeueAfter: s.requeue, Priority: resultPriority(s)}, nil
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
 
 // statusBatch returns how long a status change should wait before it is written (0: now). A change of a

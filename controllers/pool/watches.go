@@ -34,7 +34,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.PoolWorkers}).
 		For(&afv1.VsphereAgentPool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, watch.DeletionPredicate()))).
 		Owns(&afv1.VsphereAgent{}).
-		Watches(agents.New(agents.AgentMachineGVK), demandFirst(r.poolsForNodePoolAnnotation)).
+		Watches(agents.New(agents.AgentMachineGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation)).
 		Watches(agents.New(agents.MachineGVK()), handler.EnqueueRequestsFromMapFunc(r.poolsForNodePoolAnnotation), builder.WithPredicates(machineChangesForPools())).
 		Watches(agents.New(agents.AgentGVK), handler.EnqueueRequestsFromMapFunc(r.poolsForAgent)).
 		Watches(agents.New(agents.InfraEnvGVK), handler.EnqueueRequestsFromMapFunc(r.poolsByIndex(watch.IndexInfraEnv))).
